@@ -1,0 +1,70 @@
+#pragma once
+#include <map>
+#include <string>
+
+namespace cs::config {
+struct JsonDoc;
+}
+
+namespace cs::calib {
+
+/// Where a figure came from. Reported beside every rate the simulator uses.
+enum class Provenance { kDatasheet, kAssumed, kMeasured, kImported, kFitted };
+[[nodiscard]] const char* provenance_name(Provenance p);
+
+/// Number formats the matrix units run.
+enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8 };
+[[nodiscard]] const char* dtype_name(Dtype d);
+[[nodiscard]] std::size_t dtype_bytes(Dtype d);
+
+/// One figure with its unit already applied (SI) and where it came from.
+struct Rate {
+  double value = 0.0;
+  Provenance provenance = Provenance::kAssumed;
+  std::string source;  ///< datasheet citation, or the basis of an assumption, or the measurement
+  bool operator==(const Rate&) const = default;
+};
+
+/// Achieved GEMM rate as a fraction of peak: max_fraction * prod_d d / (d + half_rate_dim) over
+/// the three GEMM dimensions (m, n, k). Small dimensions waste tensor-core tiles; large GEMMs
+/// approach `max_fraction`.
+struct GemmEfficiency {
+  double max_fraction = 0.0;
+  double half_rate_dim = 0.0;
+  Provenance provenance = Provenance::kAssumed;
+  std::string source;
+  [[nodiscard]] double at(double m, double n, double k) const;
+  bool operator==(const GemmEfficiency&) const = default;
+};
+
+inline constexpr int kProfileSchemaVersion = 1;
+
+/// Rates of one GPU model: peaks per dtype, HBM, and the achieved-rate parameters the compute and
+/// collective models use. Datasheet figures cite their document; assumed ones state their basis.
+struct HardwareProfile {
+  std::string id;
+  std::string gpu_name;
+  Provenance origin = Provenance::kDatasheet;  ///< the profile as a whole: datasheet, measured, imported
+  std::string source;
+  std::map<Dtype, Rate> matrix_peak;  ///< FLOP/s, dense
+  Rate hbm_capacity;                  ///< bytes usable by applications (as nvidia-smi reports)
+  Rate hbm_bandwidth;                 ///< bytes/s, datasheet peak
+  GemmEfficiency gemm;
+  Rate attention_forward_fraction;   ///< achieved fraction of matrix peak in fused attention forward
+  Rate attention_backward_fraction;  ///< ... and backward
+  Rate hbm_fraction;                 ///< achieved fraction of HBM bandwidth in streaming kernels
+  Rate kernel_overhead;              ///< seconds added to every kernel (launch and tail)
+  Rate collective_latency;           ///< seconds of fixed cost per collective call (NCCL launch, sync)
+  Rate runtime_reserved;             ///< bytes taken by CUDA context, library workspaces, comm buffers
+
+  bool operator==(const HardwareProfile&) const = default;
+  /// Peak for a dtype; throws InputError naming the profile if this GPU has no such matrix rate.
+  [[nodiscard]] const Rate& peak(Dtype d) const;
+};
+
+/// Parses a profile file (schema version 1; any other version is an error saying which).
+[[nodiscard]] HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id);
+/// Parses a dtype name ("bf16", "fp8"...); empty optional-like: returns false if unknown.
+[[nodiscard]] bool parse_dtype(const std::string& name, Dtype& out);
+
+}  // namespace cs::calib

@@ -1,0 +1,54 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace cs::config {
+struct JsonDoc;
+}
+
+namespace cs::models {
+
+enum class Activation { kSwiGlu, kGelu };
+enum class NormKind { kRms, kLayer };
+
+/// A dense decoder-only transformer, read from a Hugging Face `config.json` (Llama/Qwen2 style
+/// or GPT-2/3 style). Every field is as the config states it; nothing is guessed.
+struct ModelArch {
+  std::string id;          ///< catalog id (file stem)
+  std::string model_type;  ///< HF `model_type`
+  std::int64_t hidden = 0;
+  std::int64_t layers = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t ffn = 0;  ///< MLP intermediate size
+  std::int64_t vocab = 0;
+  std::int64_t max_positions = 0;
+  bool tied_embeddings = false;
+  bool learned_positions = false;  ///< GPT-2/3: a position-embedding table of max_positions x hidden
+  bool qkv_bias = false;           ///< Qwen2: biases on Q, K, V projections
+  bool linear_bias = false;        ///< GPT-2/3: biases on every linear layer
+  bool hidden_dropout = false;     ///< GPT-2/3 train with dropout masks after attention and MLP
+  Activation activation = Activation::kSwiGlu;
+  NormKind norm = NormKind::kRms;
+
+  bool operator==(const ModelArch&) const = default;
+
+  /// Parameters of one decoder layer (attention, MLP, norms, biases).
+  [[nodiscard]] std::int64_t params_per_layer() const;
+  /// Token (and position) embedding parameters.
+  [[nodiscard]] std::int64_t params_embedding() const;
+  /// LM-head parameters (0 when tied to the embedding).
+  [[nodiscard]] std::int64_t params_lm_head() const;
+  /// Everything: embeddings + layers + final norm + LM head.
+  [[nodiscard]] std::int64_t params_total() const;
+  [[nodiscard]] std::int64_t q_width() const { return heads * head_dim; }
+  [[nodiscard]] std::int64_t kv_width() const { return kv_heads * head_dim; }
+};
+
+/// Parses a HF-style config. Unknown keys are errors; keys HF writes that do not change cost
+/// (token ids, rope settings, dtype...) are accepted and ignored; MoE and MLA fields are recognised
+/// and rejected ("MoE models are not supported yet").
+[[nodiscard]] ModelArch parse_model(const config::JsonDoc& doc, const std::string& id);
+
+}  // namespace cs::models

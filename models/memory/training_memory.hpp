@@ -1,0 +1,45 @@
+#pragma once
+#include "models/llm/model_arch.hpp"
+#include "models/ops/layer_ops.hpp"
+
+namespace cs::models {
+
+/// What one GPU holds during a training step, in bytes.
+struct MemoryBreakdown {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double other = 0;
+  double total = 0;
+  double capacity = 0;
+  [[nodiscard]] bool fits() const { return total <= capacity; }
+  bool operator==(const MemoryBreakdown&) const = default;
+};
+
+/// Parameters held by one TP rank: matrices and vocab-parallel embeddings split TP ways; norms,
+/// row-parallel biases and position embeddings replicated.
+[[nodiscard]] double params_per_gpu(const ModelArch& m, int tp);
+
+/// Bytes of activations one decoder layer saves for backward, per micro-batch, on one GPU
+/// (Korthikanti et al. 2022, "Reducing Activation Recomputation", Sec. 4, with flash attention:
+/// the s^2 score terms become a per-head log-sum-exp; with SP the hidden-size tensors are split TP
+/// ways). For GPT with dropout this is 34 s b h / t (+ masks) as in that paper's Eq. 2 without 5as/h.
+[[nodiscard]] double layer_activation_bytes(const ModelArch& m, const StepShape& s);
+/// Embedding, final norm, LM head and loss tensors kept for backward (logits bf16 + fp32 softmax).
+[[nodiscard]] double head_activation_bytes(const ModelArch& m, const StepShape& s);
+
+struct TrainingMemoryInputs {
+  StepShape shape;
+  int dp = 1;
+  int zero = 0;                        ///< 0: replicated optimizer; 1: optimizer state sharded over DP
+  double micro_batches_in_flight = 1;  ///< activations alive at the peak (1 without pipelining)
+  double runtime_reserved = 0;         ///< bytes (profile)
+  double capacity = 0;                 ///< bytes (profile)
+};
+
+/// Mixed-precision Adam as Megatron-LM runs it: bf16 weights (2 B/param), fp32 main gradients
+/// (4 B/param), fp32 master weights + Adam m and v (12 B/param, divided by DP under ZeRO-1).
+[[nodiscard]] MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& in);
+
+}  // namespace cs::models

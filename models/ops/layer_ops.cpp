@@ -1,0 +1,161 @@
+#include "models/ops/layer_ops.hpp"
+
+#include <algorithm>
+
+#include "sim/core/check.hpp"
+
+namespace cs::models {
+
+std::int64_t q_heads_per_rank(const ModelArch& m, int tp) { return m.heads / tp; }
+std::int64_t kv_heads_per_rank(const ModelArch& m, int tp) { return std::max<std::int64_t>(1, m.kv_heads / tp); }
+
+namespace {
+
+Item gemm(std::string_view name, double m, double n, double k, const StepShape& s) {
+  // Reads A (m x k activations) and B (k x n weights), writes C (m x n).
+  const double bytes = (m * k + m * n) * s.act_bytes + k * n * s.weight_bytes;
+  return {Op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, bytes}};
+}
+
+/// Backward of y = x W (x: m x k, W: k x n): dgrad dx = dy W^T (m x k from n), wgrad dW = x^T dy.
+void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_view wgrad, double m, double n,
+                   double k, const StepShape& s) {
+  out.push_back(gemm(dgrad, m, k, n, s));
+  Item w = gemm(wgrad, k, n, m, s);
+  w.op.bytes = (m * k + m * n) * s.act_bytes + k * n * 4.0;  // accumulates into fp32 main grads
+  out.push_back(w);
+}
+
+Item memory_op(std::string_view name, double bytes) { return {Op{name, OpKind::kMemoryBound, 0, 0, 0, 0, bytes}}; }
+
+Item comm(TpComm c, double bytes) { return {Op{}, c, bytes}; }
+
+double sp_tokens(const StepShape& s) {
+  CS_ASSERT(!s.sp || s.tp > 1, "sequence parallelism needs TP > 1 (the scenario resolver turns it off otherwise)");
+  return s.sp ? s.tokens() / s.tp : s.tokens();
+}
+
+/// Causal attention FLOPs of one micro-batch on one rank: QK^T and PV, 2 s^2 d each per head, half
+/// of the square computed (flash-attention skips masked blocks).
+double attention_flops(const ModelArch& m, const StepShape& s) {
+  const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
+  const double seq = static_cast<double>(s.seq);
+  return static_cast<double>(s.micro_batch) * hq * 4.0 * seq * seq * static_cast<double>(m.head_dim) * 0.5;
+}
+
+}  // namespace
+
+std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
+  const double T = s.tokens();
+  const double Tn = sp_tokens(s);
+  const double h = static_cast<double>(m.hidden);
+  const double hd = static_cast<double>(m.head_dim);
+  const double q = static_cast<double>(q_heads_per_rank(m, s.tp)) * hd;
+  const double kv = static_cast<double>(kv_heads_per_rank(m, s.tp)) * hd;
+  const double f = static_cast<double>(m.ffn) / s.tp;
+  const double up_n = (m.activation == Activation::kSwiGlu ? 2.0 : 1.0) * f;
+  const double a = s.act_bytes;
+  std::vector<Item> out;
+  out.push_back(memory_op("attn_norm", 2 * Tn * h * a));
+  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
+  out.push_back(gemm("qkv_proj", T, q + 2 * kv, h, s));
+  out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a}});
+  out.push_back(gemm("out_proj", T, h, q, s));
+  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
+  out.push_back(memory_op("attn_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
+  out.push_back(memory_op("mlp_norm", 2 * Tn * h * a));
+  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
+  out.push_back(gemm("mlp_up", T, up_n, h, s));
+  out.push_back(memory_op("mlp_act", (up_n + f) * T * a));
+  out.push_back(gemm("mlp_down", T, h, f, s));
+  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
+  out.push_back(memory_op("mlp_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
+  return out;
+}
+
+std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
+  const double T = s.tokens();
+  const double Tn = sp_tokens(s);
+  const double h = static_cast<double>(m.hidden);
+  const double hd = static_cast<double>(m.head_dim);
+  const double q = static_cast<double>(q_heads_per_rank(m, s.tp)) * hd;
+  const double kv = static_cast<double>(kv_heads_per_rank(m, s.tp)) * hd;
+  const double f = static_cast<double>(m.ffn) / s.tp;
+  const double up_n = (m.activation == Activation::kSwiGlu ? 2.0 : 1.0) * f;
+  const double a = s.act_bytes;
+  // The conjugates of the forward collectives: an all-reduce's backward is an all-reduce of the
+  // input gradient; SP's all-gather becomes a reduce-scatter and vice versa.
+  std::vector<Item> out;
+  out.push_back(memory_op("mlp_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
+  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
+  gemm_backward(out, "mlp_down.dgrad", "mlp_down.wgrad", T, h, f, s);
+  out.push_back(memory_op("mlp_act.bwd", (2 * up_n + f) * T * a));
+  gemm_backward(out, "mlp_up.dgrad", "mlp_up.wgrad", T, up_n, h, s);
+  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
+  out.push_back(memory_op("mlp_norm.bwd", 4 * Tn * h * a));
+  out.push_back(memory_op("attn_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
+  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
+  gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
+  out.push_back({Op{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s),
+                    T * (4 * q + 4 * kv) * a}});
+  gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);
+  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
+  out.push_back(memory_op("attn_norm.bwd", 4 * Tn * h * a));
+  return out;
+}
+
+std::vector<Item> embedding_forward(const ModelArch& m, const StepShape& s) {
+  const double T = s.tokens();
+  const double h = static_cast<double>(m.hidden);
+  std::vector<Item> out;
+  // Vocab-parallel lookup: each rank gathers the rows it owns, then the TP group all-reduces.
+  out.push_back(memory_op("embedding", (m.learned_positions ? 3.0 : 2.0) * T * h * s.act_bytes));
+  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * s.act_bytes));
+  return out;
+}
+
+std::vector<Item> embedding_backward(const ModelArch& m, const StepShape& s) {
+  const double T = s.tokens();
+  const double h = static_cast<double>(m.hidden);
+  std::vector<Item> out;
+  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * s.act_bytes));
+  out.push_back(memory_op("embedding.bwd", T * h * (s.act_bytes + 2 * 4.0)));  // scatter-add into fp32 grads
+  return out;
+}
+
+std::vector<Item> head_forward(const ModelArch& m, const StepShape& s) {
+  const double T = s.tokens();
+  const double h = static_cast<double>(m.hidden);
+  const double v = static_cast<double>((m.vocab + s.tp - 1) / s.tp);
+  std::vector<Item> out;
+  out.push_back(memory_op("final_norm", 2 * sp_tokens(s) * h * s.act_bytes));
+  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * s.act_bytes));
+  out.push_back(gemm("lm_head", T, v, h, s));
+  // Vocab-parallel cross-entropy: fp32 softmax over the local shard; the max, sum and target
+  // logit are all-reduced across TP (three fp32 values per token).
+  out.push_back(memory_op("cross_entropy", T * v * (s.act_bytes + 4.0 + 4.0)));
+  if (s.tp > 1) out.push_back(comm(TpComm::kAllReduce, 3 * T * 4.0));
+  return out;
+}
+
+std::vector<Item> head_backward(const ModelArch& m, const StepShape& s) {
+  const double T = s.tokens();
+  const double h = static_cast<double>(m.hidden);
+  const double v = static_cast<double>((m.vocab + s.tp - 1) / s.tp);
+  std::vector<Item> out;
+  out.push_back(memory_op("cross_entropy.bwd", T * v * (4.0 + s.act_bytes)));
+  gemm_backward(out, "lm_head.dgrad", "lm_head.wgrad", T, v, h, s);
+  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * s.act_bytes));
+  out.push_back(memory_op("final_norm.bwd", 4 * sp_tokens(s) * h * s.act_bytes));
+  return out;
+}
+
+double model_flops(const std::vector<Item>& items) {
+  double total = 0;
+  for (const auto& it : items) {
+    if (it.comm == TpComm::kNone && it.op.kind != OpKind::kMemoryBound) total += it.op.flops;
+  }
+  return total;
+}
+
+}  // namespace cs::models

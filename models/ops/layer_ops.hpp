@@ -1,0 +1,66 @@
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "models/llm/model_arch.hpp"
+
+namespace cs::models {
+
+enum class OpKind { kGemm, kAttentionForward, kAttentionBackward, kMemoryBound };
+
+/// One kernel: its FLOPs and the HBM bytes it moves, on one GPU, for one micro-batch.
+struct Op {
+  std::string_view name;  ///< static label ("qkv_proj", "attention", "mlp_down.dgrad"...)
+  OpKind kind = OpKind::kMemoryBound;
+  double m = 0, n = 0, k = 0;  ///< GEMM shape (kind == kGemm)
+  double flops = 0;
+  double bytes = 0;
+  bool operator==(const Op&) const = default;
+};
+
+/// A tensor-parallel collective between blocks of ops, over the TP group.
+enum class TpComm { kNone, kAllReduce, kAllGather, kReduceScatter };
+
+/// An item of a layer's program: either an op or a TP collective of `comm_bytes` (nccl-tests
+/// size convention: all-reduce = the buffer, all-gather = the output, reduce-scatter = the input).
+struct Item {
+  Op op;
+  TpComm comm = TpComm::kNone;
+  double comm_bytes = 0;
+};
+
+/// The shape of one micro-batch on one GPU.
+struct StepShape {
+  std::int64_t micro_batch = 1;
+  std::int64_t seq = 0;
+  int tp = 1;
+  bool sp = false;           ///< sequence parallelism: norms/dropout on seq/tp tokens; AG + RS instead of AR
+  double act_bytes = 2;      ///< bytes per activation element (bf16)
+  double weight_bytes = 2;   ///< bytes per weight element used by the matmuls
+  [[nodiscard]] double tokens() const { return static_cast<double>(micro_batch * seq); }
+};
+
+/// Heads of each kind held by one TP rank (KV heads are replicated when fewer than TP ranks).
+[[nodiscard]] std::int64_t q_heads_per_rank(const ModelArch& m, int tp);
+[[nodiscard]] std::int64_t kv_heads_per_rank(const ModelArch& m, int tp);
+
+/// Forward program of one decoder layer: norm, QKV (GQA), causal flash attention, output
+/// projection, TP all-reduce (or SP reduce-scatter/all-gather), residual, norm, MLP (SwiGLU or
+/// GELU), TP all-reduce, residual.
+[[nodiscard]] std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s);
+/// Backward program of one decoder layer (reverse order; GEMMs as dgrad + wgrad; flash-attention
+/// backward at 2.5x forward FLOPs: five matmuls against two).
+[[nodiscard]] std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s);
+/// Embedding lookup (forward) and its gradient scatter (backward).
+[[nodiscard]] std::vector<Item> embedding_forward(const ModelArch& m, const StepShape& s);
+[[nodiscard]] std::vector<Item> embedding_backward(const ModelArch& m, const StepShape& s);
+/// Final norm, vocab-parallel LM head and cross-entropy loss (forward), and their backward.
+[[nodiscard]] std::vector<Item> head_forward(const ModelArch& m, const StepShape& s);
+[[nodiscard]] std::vector<Item> head_backward(const ModelArch& m, const StepShape& s);
+
+/// Model FLOPs of one micro-batch on one GPU for forward + backward as executed (GEMMs and
+/// attention; element-wise work excluded), the numerator of MFU.
+[[nodiscard]] double model_flops(const std::vector<Item>& items);
+
+}  // namespace cs::models

@@ -1,0 +1,202 @@
+#include "sim/collectives/collective.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/core/check.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/network/network_model.hpp"
+
+namespace cs::coll {
+
+const char* op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce: return "allreduce";
+    case CollectiveOp::kAllGather: return "allgather";
+    case CollectiveOp::kReduceScatter: return "reducescatter";
+    case CollectiveOp::kAllToAll: return "alltoall";
+    case CollectiveOp::kSendRecv: return "sendrecv";
+  }
+  return "?";
+}
+
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto: return "auto";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kTree: return "tree";
+    case Algorithm::kNvls: return "nvls";
+    case Algorithm::kDirect: return "direct";
+  }
+  return "?";
+}
+
+bool parse_op(const std::string& s, CollectiveOp& out) {
+  for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                  CollectiveOp::kAllToAll, CollectiveOp::kSendRecv}) {
+    if (s == op_name(op)) {
+      out = op;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_algorithm(const std::string& s, Algorithm& out) {
+  for (auto a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kDirect}) {
+    if (s == algorithm_name(a)) {
+      out = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+double bus_factor(CollectiveOp op, int n) {
+  const double dn = n;
+  switch (op) {
+    case CollectiveOp::kAllReduce: return 2.0 * (dn - 1) / dn;
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllToAll: return (dn - 1) / dn;
+    case CollectiveOp::kSendRecv: return 1.0;
+  }
+  return 1.0;
+}
+
+std::vector<Algorithm> available_algorithms(const net::Topology& topo, CollectiveOp op, const std::vector<int>& ranks) {
+  switch (op) {
+    case CollectiveOp::kAllReduce: {
+      std::vector<Algorithm> out{Algorithm::kRing, Algorithm::kTree};
+      if (ranks.size() > 2 && topo.nvls_switch(ranks)) out.push_back(Algorithm::kNvls);
+      return out;
+    }
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter: return {Algorithm::kRing};
+    case CollectiveOp::kAllToAll:
+    case CollectiveOp::kSendRecv: return {Algorithm::kDirect};
+  }
+  return {};
+}
+
+namespace {
+
+double hop_latency(const net::Topology& topo, net::VertexId a, net::VertexId b) {
+  return topo.route(a, b).latency_s;
+}
+
+CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, Algorithm algo) {
+  CollectivePlan p;
+  p.algorithm = algo;
+  const int n = static_cast<int>(req.ranks.size());
+  const double S = req.bytes;
+  auto v = [&](int i) { return topo.gpu(req.ranks[static_cast<std::size_t>(i)]); };
+  double max_hop = 0.0;
+  auto add = [&](net::VertexId a, net::VertexId b, double bytes, double cap) {
+    p.flows.push_back({a, b, bytes, cap});
+    max_hop = std::max(max_hop, hop_latency(topo, a, b));
+  };
+  switch (algo) {
+    case Algorithm::kRing: {
+      const bool all_reduce = req.op == CollectiveOp::kAllReduce;
+      const double per_flow = (all_reduce ? 2.0 : 1.0) * (n - 1) / n * S;
+      for (int i = 0; i < n; ++i) add(v(i), v((i + 1) % n), per_flow, net::kUncapped);
+      p.steps = (all_reduce ? 2 : 1) * (n - 1);
+      break;
+    }
+    case Algorithm::kTree: {
+      // NCCL's double binary tree: two heap-ordered trees over the ranks, the second mirrored,
+      // each carrying half the data up (reduce) and down (broadcast), pipelined.
+      for (int t = 0; t < 2; ++t) {
+        auto pos = [&](int i) { return t == 0 ? i : n - 1 - i; };
+        for (int i = 1; i < n; ++i) {
+          const int parent = (i - 1) / 2;
+          add(v(pos(i)), v(pos(parent)), S / 2, net::kUncapped);
+          add(v(pos(parent)), v(pos(i)), S / 2, net::kUncapped);
+        }
+      }
+      p.steps = 2 * static_cast<int>(std::ceil(std::log2(std::max(2, n))));
+      break;
+    }
+    case Algorithm::kNvls: {
+      // NVLink SHARP: every GPU pushes its buffer into the switch, which reduces and multicasts the
+      // result back: S up and S down per GPU, at most the switch's reduction rate per port.
+      const auto sw = topo.nvls_switch(req.ranks);
+      CS_ASSERT(sw.has_value(), "NVLS availability checked before expansion");
+      const double cap = *topo.vertex(*sw).nvls_bandwidth_bytes_per_s;
+      for (int i = 0; i < n; ++i) {
+        add(v(i), *sw, S, cap);
+        add(*sw, v(i), S, cap);
+      }
+      p.steps = 2;
+      break;
+    }
+    case Algorithm::kDirect: {
+      if (req.op == CollectiveOp::kSendRecv) {
+        add(v(0), v(1), S, net::kUncapped);
+      } else {
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) {
+            if (i != j) add(v(i), v(j), S / n, net::kUncapped);
+          }
+        }
+      }
+      p.steps = 1;
+      break;
+    }
+    case Algorithm::kAuto: CS_ASSERT(false, "auto is resolved before expansion");
+  }
+  p.latency_s = req.call_latency_s + p.steps * max_hop;
+  return p;
+}
+
+}  // namespace
+
+double estimate_seconds(const net::Topology& topo, const CollectivePlan& plan) {
+  std::map<std::uint32_t, double> load;
+  double capped = 0.0;
+  for (const auto& f : plan.flows) {
+    for (auto l : topo.route(f.src, f.dst).links) load[net::index(l)] += f.bytes;
+    if (std::isfinite(f.rate_cap)) capped = std::max(capped, f.bytes / f.rate_cap);
+  }
+  double t = capped;
+  for (const auto& [l, bytes] : load) t = std::max(t, bytes / topo.link(static_cast<net::LinkId>(l)).bandwidth_bytes_per_s);
+  return plan.latency_s + t;
+}
+
+CollectivePlan plan_collective(const net::Topology& topo, const CollectiveRequest& req) {
+  const int n = static_cast<int>(req.ranks.size());
+  CS_ASSERT(n >= 1, "a collective has at least one rank");
+  CS_ASSERT(req.op != CollectiveOp::kSendRecv || n == 2, "send/recv joins two ranks");
+  if (n == 1) return CollectivePlan{Algorithm::kDirect, {}, 0, 0.0};  // nothing to move
+  const auto avail = available_algorithms(topo, req.op, req.ranks);
+  if (req.algorithm != Algorithm::kAuto) {
+    if (std::find(avail.begin(), avail.end(), req.algorithm) == avail.end()) {
+      std::string names;
+      for (auto a : avail) names += std::string(names.empty() ? "" : ", ") + algorithm_name(a);
+      throw InputError("command line", "--algo",
+                       std::string("algorithm '") + algorithm_name(req.algorithm) + "' cannot run " + op_name(req.op) +
+                           " on these GPUs of " + topo.cluster_id() + "; available: " + names);
+    }
+    return expand(topo, req, req.algorithm);
+  }
+  CollectivePlan best;
+  double best_t = 0.0;
+  for (auto a : avail) {
+    auto p = expand(topo, req, a);
+    const double t = estimate_seconds(topo, p);
+    if (best.flows.empty() || t < best_t) {
+      best = std::move(p);
+      best_t = t;
+    }
+  }
+  return best;
+}
+
+double ring_closed_form(CollectiveOp op, int n, double bytes, double bw, double hop_latency_s, double call_latency_s) {
+  const int k = op == CollectiveOp::kAllReduce ? 2 : 1;
+  return call_latency_s + k * (n - 1) * hop_latency_s + k * (n - 1.0) / n * bytes / bw;
+}
+
+}  // namespace cs::coll

@@ -1,0 +1,70 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sim/network/topology.hpp"
+
+namespace cs::coll {
+
+enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+enum class Algorithm { kAuto, kRing, kTree, kNvls, kDirect };
+
+[[nodiscard]] const char* op_name(CollectiveOp op);
+[[nodiscard]] const char* algorithm_name(Algorithm a);
+[[nodiscard]] bool parse_op(const std::string& s, CollectiveOp& out);
+[[nodiscard]] bool parse_algorithm(const std::string& s, Algorithm& out);
+
+/// nccl-tests' bus-bandwidth factor (PERFORMANCE.md): busbw = algbw * factor.
+/// all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; send/recv 1.
+[[nodiscard]] double bus_factor(CollectiveOp op, int n);
+
+/// One point-to-point transfer of a collective.
+struct FlowSpec {
+  net::VertexId src{};
+  net::VertexId dst{};
+  double bytes = 0.0;
+  double rate_cap = 0.0;  ///< bytes/s; infinity when only the links limit it
+};
+
+/// A collective as the engine runs it: flows that all start together (the pipelined steady state
+/// of NCCL's chunked algorithms, in which every step's links are busy at once) plus a latency:
+/// the call's fixed cost and `steps` sequential hops, each paying the slowest hop's latency.
+struct CollectivePlan {
+  Algorithm algorithm = Algorithm::kRing;
+  std::vector<FlowSpec> flows;
+  int steps = 0;
+  double latency_s = 0.0;
+};
+
+/// Sizes follow nccl-tests: all-reduce `bytes` = the buffer; all-gather = the gathered output;
+/// reduce-scatter = the input; all-to-all = each rank's send buffer; send/recv: ranks[0] sends
+/// `bytes` to ranks[1].
+struct CollectiveRequest {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  Algorithm algorithm = Algorithm::kAuto;
+  std::vector<int> ranks;  ///< GPU ranks of the topology, in ring order
+  double bytes = 0.0;
+  double call_latency_s = 0.0;
+};
+
+/// The algorithms that can run `op` on `ranks` of this topology (NVLS needs an NVLS switch
+/// adjacent to every rank).
+[[nodiscard]] std::vector<Algorithm> available_algorithms(const net::Topology& topo, CollectiveOp op,
+                                                          const std::vector<int>& ranks);
+
+/// Expands a request into flows. `kAuto` picks the available algorithm with the lowest
+/// `estimate_seconds` (ties: ring, tree, nvls, direct), as NCCL's tuner picks by its cost model.
+/// Throws InputError when an explicit algorithm cannot run this op here.
+[[nodiscard]] CollectivePlan plan_collective(const net::Topology& topo, const CollectiveRequest& req);
+
+/// Closed-form time of a plan without outside traffic: latency plus the busiest link's bytes over
+/// its bandwidth (each flow also bounded by its cap). Equals the flow model's result when the
+/// plan's own flows load every link they share equally.
+[[nodiscard]] double estimate_seconds(const net::Topology& topo, const CollectivePlan& plan);
+
+/// Textbook formulas on uniform links of bandwidth B and hop latency a (used in tests and docs):
+/// ring all-reduce 2(n-1)/n S/B + 2(n-1)a; ring all-gather / reduce-scatter (n-1)/n S/B + (n-1)a.
+[[nodiscard]] double ring_closed_form(CollectiveOp op, int n, double bytes, double bw, double hop_latency_s,
+                                      double call_latency_s);
+
+}  // namespace cs::coll

@@ -1,0 +1,66 @@
+#include "sim/config/catalog.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "sim/config/reader.hpp"
+#include "sim/core/errors.hpp"
+
+namespace cs::config {
+
+namespace fs = std::filesystem;
+
+const char* kind_name(CatalogKind kind) {
+  switch (kind) {
+    case CatalogKind::kModel: return "model";
+    case CatalogKind::kProfile: return "profile";
+    case CatalogKind::kCluster: return "cluster";
+    case CatalogKind::kOffer: return "offer";
+  }
+  return "item";
+}
+
+Catalog::Catalog(std::string root) : root_(std::move(root)) {}
+
+std::string Catalog::folder(CatalogKind kind) const {
+  switch (kind) {
+    case CatalogKind::kModel: return root_ + "/models/llm";
+    case CatalogKind::kProfile: return root_ + "/calibration/profiles";
+    case CatalogKind::kCluster: return root_ + "/scenarios/clusters";
+    case CatalogKind::kOffer: return root_ + "/scenarios/offers";
+  }
+  return root_;
+}
+
+std::vector<std::string> Catalog::ids(CatalogKind kind) const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder(kind), ec)) {
+    if (entry.path().extension() == ".json") out.push_back(entry.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Catalog::locate(CatalogKind kind, const std::string& id_or_path, const std::string& referrer,
+                            const std::string& pointer) const {
+  const bool is_path = id_or_path.find('/') != std::string::npos ||
+                       (id_or_path.size() > 5 && id_or_path.ends_with(".json"));
+  if (is_path) {
+    if (!fs::is_regular_file(id_or_path)) {
+      throw InputError(referrer, pointer, std::string("no ") + kind_name(kind) + " file '" + id_or_path + "'");
+    }
+    return id_or_path;
+  }
+  const std::string path = folder(kind) + "/" + id_or_path + ".json";
+  if (fs::is_regular_file(path)) return path;
+  const auto all = ids(kind);
+  // Name the folder relative to the data root, so messages read the same on every checkout.
+  const std::string rel = folder(kind).substr(root_.size() + 1);
+  std::string msg = std::string("no ") + kind_name(kind) + " '" + id_or_path + "' in " + rel + "/";
+  if (auto m = closest_match(id_or_path, all)) msg += "; did you mean '" + *m + "'?";
+  msg += " (see `clustersim list " + std::string(kind_name(kind)) + "s`)";
+  throw InputError(referrer, pointer, msg);
+}
+
+}  // namespace cs::config

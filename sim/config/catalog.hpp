@@ -1,0 +1,32 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace cs::config {
+
+/// The kinds of data file a scenario refers to by id.
+enum class CatalogKind { kModel, kProfile, kCluster, kOffer };
+
+/// Where shipped data files live, and how an id or a path becomes a file to load.
+/// Ids are file stems: `models/llm/llama3.1-8b.json` has id `llama3.1-8b`.
+class Catalog {
+ public:
+  /// `root` is the repository (or install) folder holding models/, calibration/ and scenarios/.
+  explicit Catalog(std::string root);
+
+  [[nodiscard]] const std::string& root() const { return root_; }
+  [[nodiscard]] std::string folder(CatalogKind kind) const;
+  /// Every id of one kind, sorted.
+  [[nodiscard]] std::vector<std::string> ids(CatalogKind kind) const;
+  /// The file for an id, or for a path (anything containing '/' or ending in ".json").
+  /// Throws InputError naming `referrer`/`pointer` when there is no such id or file.
+  [[nodiscard]] std::string locate(CatalogKind kind, const std::string& id_or_path, const std::string& referrer,
+                                   const std::string& pointer) const;
+
+ private:
+  std::string root_;
+};
+
+[[nodiscard]] const char* kind_name(CatalogKind kind);
+
+}  // namespace cs::config

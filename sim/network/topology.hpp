@@ -1,0 +1,77 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/network/cluster_spec.hpp"
+
+namespace cs::net {
+
+enum class VertexId : std::uint32_t {};
+enum class LinkId : std::uint32_t {};
+[[nodiscard]] constexpr std::uint32_t index(VertexId v) { return static_cast<std::uint32_t>(v); }
+[[nodiscard]] constexpr std::uint32_t index(LinkId l) { return static_cast<std::uint32_t>(l); }
+
+/// One directed link as the network models see it.
+struct Link {
+  VertexId from{};
+  VertexId to{};
+  double bandwidth_bytes_per_s = 0.0;  ///< effective (line rate x efficiency), per direction
+  double latency_s = 0.0;
+  std::string type;
+};
+
+struct Vertex {
+  std::string name;
+  VertexKind kind = VertexKind::kGpu;
+  std::optional<double> nvls_bandwidth_bytes_per_s;
+};
+
+/// The path a flow takes: directed links in order, with their summed latency.
+struct Route {
+  std::vector<LinkId> links;
+  double latency_s = 0.0;
+};
+
+/// The machine as a graph (Boost.Graph inside, never exposed): GPU, NVSwitch, PCIe switch, root
+/// complex and NIC vertices joined by directed links. Routes are computed once, deterministically:
+/// least time per byte (sum of 1/bandwidth), then fewest hops, ties to the lowest vertex ids;
+/// GPUs are end points and never forward traffic.
+class Topology {
+ public:
+  /// The first `gpus` GPUs of `spec`, with every switch and link among what remains.
+  static Topology build(const ClusterSpec& spec, int gpus);
+  Topology(Topology&&) noexcept;
+  Topology& operator=(Topology&&) noexcept;
+  ~Topology();
+
+  [[nodiscard]] int gpu_count() const { return static_cast<int>(gpu_vertices_.size()); }
+  [[nodiscard]] VertexId gpu(int rank) const { return gpu_vertices_.at(static_cast<std::size_t>(rank)); }
+  [[nodiscard]] const Vertex& vertex(VertexId v) const { return vertices_[index(v)]; }
+  [[nodiscard]] std::size_t vertex_count() const { return vertices_.size(); }
+  [[nodiscard]] const Link& link(LinkId l) const { return links_[index(l)]; }
+  [[nodiscard]] std::size_t link_count() const { return links_.size(); }
+  /// The route from one vertex to another (cached; `from != to`).
+  [[nodiscard]] const Route& route(VertexId from, VertexId to) const;
+  /// Bottleneck effective bandwidth along a route.
+  [[nodiscard]] double bottleneck(const Route& r) const;
+  /// An NVSwitch with NVLS adjacent to every GPU of `ranks`, if any (lowest id first).
+  [[nodiscard]] std::optional<VertexId> nvls_switch(const std::vector<int>& ranks) const;
+  /// The directed link between two adjacent vertices, if any.
+  [[nodiscard]] std::optional<LinkId> direct_link(VertexId from, VertexId to) const;
+  [[nodiscard]] const std::string& cluster_id() const { return cluster_id_; }
+
+ private:
+  Topology();
+  struct Graph;
+  std::unique_ptr<Graph> graph_;
+  std::string cluster_id_;
+  std::vector<Vertex> vertices_;
+  std::vector<Link> links_;
+  std::vector<VertexId> gpu_vertices_;
+  std::vector<Route> routes_;  ///< all pairs, index from * n + to
+};
+
+}  // namespace cs::net

@@ -1,0 +1,208 @@
+#include "sim/report/train_results.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "sim/core/quantity.hpp"
+#include "sim/network/topology.hpp"
+#include "sim/workload/compute_model.hpp"
+
+namespace cs::report {
+
+namespace {
+
+struct Interval {
+  std::int64_t a, b;
+};
+
+/// Total length of a union of intervals.
+std::int64_t union_length(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& x, const Interval& y) { return x.a < y.a || (x.a == y.a && x.b < y.b); });
+  std::int64_t total = 0, cur_a = 0, cur_b = -1;
+  bool open = false;
+  for (const auto& i : v) {
+    if (!open || i.a > cur_b) {
+      if (open) total += cur_b - cur_a;
+      cur_a = i.a;
+      cur_b = i.b;
+      open = true;
+    } else {
+      cur_b = std::max(cur_b, i.b);
+    }
+  }
+  if (open) total += cur_b - cur_a;
+  return total;
+}
+
+Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog& log) {
+  const int n = g.gpus();
+  std::vector<std::vector<Interval>> compute(static_cast<std::size_t>(n)), comm(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
+    const auto& t = g.tasks()[i];
+    const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
+    if (t.collective) {
+      for (int r : g.groups()[t.group]) comm[static_cast<std::size_t>(r)].push_back(iv);
+    } else {
+      compute[t.gpu].push_back(iv);
+    }
+  }
+  Breakdown b;
+  for (int r = 0; r < n; ++r) {
+    const auto ru = static_cast<std::size_t>(r);
+    const std::int64_t c = union_length(compute[ru]);
+    const std::int64_t m = union_length(comm[ru]);
+    std::vector<Interval> both = compute[ru];
+    both.insert(both.end(), comm[ru].begin(), comm[ru].end());
+    const std::int64_t busy = union_length(both);
+    b.compute += static_cast<double>(c) * 1e-12;
+    b.comm_total += static_cast<double>(m) * 1e-12;
+    b.exposed_comm += static_cast<double>(busy - c) * 1e-12;
+  }
+  b.compute /= n;
+  b.comm_total /= n;
+  b.exposed_comm /= n;
+  b.idle = std::max(0.0, log.makespan.seconds() - b.compute - b.exposed_comm);
+  return b;
+}
+
+std::vector<CollectiveSummary> summarize_collectives(const workload::WorkloadGraph& g, const workload::RunLog& log) {
+  // Per GPU means: a collective over k of n GPUs adds k/n of a call (and of its time) to the mean.
+  struct Sum {
+    std::string algorithm;
+    double calls = 0, bytes = 0, seconds = 0;
+  };
+  std::map<std::string, Sum> by_label;
+  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
+    const auto& t = g.tasks()[i];
+    if (!t.collective) continue;
+    auto& s = by_label[std::string(t.label)];
+    s.algorithm = coll::algorithm_name(log.spans[i].algorithm);
+    const double share = static_cast<double>(g.groups()[t.group].size()) / g.gpus();
+    s.calls += share;
+    s.bytes += t.bytes * share;
+    s.seconds += (log.spans[i].end - log.spans[i].start).seconds() * share;
+  }
+  std::vector<CollectiveSummary> out;
+  for (const auto& [label, s] : by_label) {
+    out.push_back({label, s.algorithm, static_cast<std::int64_t>(s.calls + 0.5), s.calls > 0 ? s.bytes / s.calls : 0.0,
+                   s.seconds});
+  }
+  return out;
+}
+
+std::string rate_text(double value, const std::string& unit, calib::Provenance p) {
+  return shortest(value) + unit + " (" + calib::provenance_name(p) + ")";
+}
+
+}  // namespace
+
+models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
+  models::TrainingMemoryInputs in;
+  in.shape.micro_batch = s.micro_batch;
+  in.shape.seq = s.seq;
+  in.shape.tp = s.plan.tp;
+  in.shape.sp = s.plan.sp;
+  in.shape.act_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
+  in.shape.weight_bytes = in.shape.act_bytes;
+  in.dp = s.plan.dp;
+  in.zero = s.plan.zero;
+  in.micro_batches_in_flight = 1;
+  in.runtime_reserved = s.profile.runtime_reserved.value;
+  in.capacity = s.profile.hbm_capacity.value;
+  return models::training_memory(s.model, in);
+}
+
+std::string does_not_fit_message(const scenario::Scenario& s, const models::MemoryBreakdown& m) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  auto g = [&](double b) { return fixed(b / gib, 1); };
+  return "does not fit: needs " + g(m.total) + " GiB per GPU, " + s.profile.gpu_name + " has " + g(m.capacity) +
+         " GiB (weights " + g(m.weights) + ", gradients " + g(m.gradients) + ", optimizer " + g(m.optimizer) +
+         ", activations " + g(m.activations) + ", other " + g(m.other) +
+         "); try more GPUs, a larger TP, --zero 1, a smaller micro-batch, or --allow-oom to simulate anyway";
+}
+
+TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOptions& options, workload::RunLog* log_out,
+                               std::optional<workload::TrainingStep>* step_out) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  TrainResults r;
+  r.name = s.name;
+  r.model = s.model.id;
+  r.cluster = s.cluster.id;
+  r.cluster_name = s.cluster.name;
+  r.profile = s.profile.id;
+  r.profile_origin = calib::provenance_name(s.profile.origin);
+  r.gpus = s.gpus;
+  r.plan = s.plan;
+  r.micro_batches = s.micro_batches();
+  r.memory = training_memory_of(s);
+  r.fits = r.memory.fits();
+
+  const workload::ComputeModel compute(s.profile, s.dtype);
+  const auto topo = net::Topology::build(s.cluster, s.gpus);
+  auto step = workload::build_training_step(s, compute);
+  workload::ExecutorOptions eo;
+  eo.network = s.network_model;
+  eo.collective_latency_s = s.profile.collective_latency.value;
+  eo.record_links = options.record_links;
+  auto log = workload::simulate(step.graph, topo, eo);
+
+  r.step_time_s = log.makespan.seconds();
+  r.tokens_per_s = step.tokens / r.step_time_s;
+  r.tflops_per_gpu = step.model_flops / r.step_time_s / s.gpus / 1e12;
+  r.mfu = step.model_flops / (r.step_time_s * s.gpus * compute.peak_flops());
+  r.breakdown = breakdown_of(step.graph, log);
+  r.collectives = summarize_collectives(step.graph, log);
+  r.events = log.events;
+  r.flows = log.flows;
+
+  if (options.single_gpu_baseline) {
+    if (s.gpus == 1) {
+      r.single_gpu_step_time_s = r.step_time_s;
+      r.single_gpu_fits = r.fits;
+    } else {
+      scenario::Scenario one = s;
+      one.gpus = 1;
+      one.plan = plan::ParallelPlan{};
+      const auto topo1 = net::Topology::build(s.cluster, 1);
+      const auto step1 = workload::build_training_step(one, compute);
+      const auto log1 = workload::simulate(step1.graph, topo1, eo);
+      r.single_gpu_step_time_s = log1.makespan.seconds();
+      r.single_gpu_fits = training_memory_of(one).fits();
+    }
+    r.speedup = r.single_gpu_step_time_s / r.step_time_s;
+    r.scaling_efficiency = r.speedup / s.gpus;
+  }
+
+  if (s.offer) {
+    Cost c;
+    c.offer = s.offer->id;
+    c.currency = s.offer->currency;
+    c.price_per_hour = s.offer->price_per_hour();
+    c.per_step = c.price_per_hour * r.step_time_s / 3600.0;
+    c.per_million_tokens = c.per_step / step.tokens * 1e6;
+    r.cost = c;
+  }
+
+  const auto& p = s.profile;
+  const auto& peak = p.peak(s.dtype);
+  r.rates.emplace_back(std::string("matrix peak ") + calib::dtype_name(s.dtype), rate_text(peak.value / 1e12, " TFLOP/s", peak.provenance));
+  r.rates.emplace_back("GEMM efficiency (max)", rate_text(p.gemm.max_fraction, "", p.gemm.provenance));
+  r.rates.emplace_back("attention fwd/bwd fraction",
+                       shortest(p.attention_forward_fraction.value) + " / " + shortest(p.attention_backward_fraction.value) +
+                           " (" + calib::provenance_name(p.attention_forward_fraction.provenance) + ")");
+  r.rates.emplace_back("HBM bandwidth", rate_text(p.hbm_bandwidth.value / 1e12, " TB/s", p.hbm_bandwidth.provenance));
+  r.rates.emplace_back("HBM efficiency", rate_text(p.hbm_fraction.value, "", p.hbm_fraction.provenance));
+  r.rates.emplace_back("kernel overhead", rate_text(p.kernel_overhead.value * 1e6, " us", p.kernel_overhead.provenance));
+  r.rates.emplace_back("collective latency", rate_text(p.collective_latency.value * 1e6, " us", p.collective_latency.provenance));
+  for (const auto& [name, t] : s.cluster.link_types) {
+    r.rates.emplace_back("link " + name, shortest(t.bandwidth_bytes_per_s / 1e9) + " GB/s x " + shortest(t.efficiency) +
+                                             " (cluster file, cited)");
+  }
+  if (log_out) *log_out = std::move(log);
+  if (step_out) *step_out = std::move(step);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return r;
+}
+
+}  // namespace cs::report

@@ -1,0 +1,86 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/memory/training_memory.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/workload/executor.hpp"
+#include "sim/workload/training_step.hpp"
+
+namespace cs::report {
+
+/// Mean over GPUs of where a step's time went (seconds). compute + exposed_comm + idle = step.
+struct Breakdown {
+  double compute = 0;       ///< kernels running on the compute stream
+  double exposed_comm = 0;  ///< communication not hidden behind compute
+  double idle = 0;          ///< neither (waiting for peers or dependencies)
+  double comm_total = 0;    ///< all communication, hidden or not
+  bool operator==(const Breakdown&) const = default;
+};
+
+struct Cost {
+  std::string currency;
+  double price_per_hour = 0;
+  double per_step = 0;
+  double per_million_tokens = 0;
+  std::string offer;
+};
+
+/// Time spent in one kind of collective on one GPU (mean over GPUs), with the algorithm used.
+struct CollectiveSummary {
+  std::string label;
+  std::string algorithm;
+  std::int64_t calls_per_gpu = 0;
+  double bytes_per_call = 0;
+  double seconds_per_gpu = 0;
+};
+
+/// Everything reported for one training scenario (stage 6).
+struct TrainResults {
+  std::string name;
+  std::string model;
+  std::string cluster;
+  std::string cluster_name;
+  std::string profile;
+  std::string profile_origin;
+  int gpus = 0;
+  plan::ParallelPlan plan;
+  std::int64_t micro_batches = 0;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;
+  Breakdown breakdown;
+  models::MemoryBreakdown memory;
+  bool fits = false;
+  double single_gpu_step_time_s = 0;
+  bool single_gpu_fits = false;
+  double speedup = 0;
+  double scaling_efficiency = 0;
+  std::optional<Cost> cost;
+  std::vector<CollectiveSummary> collectives;
+  std::vector<std::pair<std::string, std::string>> rates;  ///< what -> "value (provenance)"
+  std::uint64_t events = 0;
+  std::uint64_t flows = 0;
+  double wall_s = 0;
+};
+
+struct EvaluateOptions {
+  bool record_links = false;
+  bool single_gpu_baseline = true;
+};
+
+/// A training scenario end to end (stages 4-6): build, simulate, the one-GPU baseline, memory and
+/// cost. `log_out`/`step_out`, when given, receive the main run's graph and log (for traces).
+[[nodiscard]] TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOptions& options,
+                                             workload::RunLog* log_out = nullptr,
+                                             std::optional<workload::TrainingStep>* step_out = nullptr);
+
+/// Per-GPU memory of a scenario's plan (no simulation needed).
+[[nodiscard]] models::MemoryBreakdown training_memory_of(const scenario::Scenario& s);
+
+/// The exit-4 message for a plan that does not fit, with the breakdown in GiB.
+[[nodiscard]] std::string does_not_fit_message(const scenario::Scenario& s, const models::MemoryBreakdown& m);
+
+}  // namespace cs::report

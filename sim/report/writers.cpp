@@ -1,0 +1,226 @@
+#include "sim/report/writers.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+#include "sim/core/quantity.hpp"
+
+namespace cs::report {
+
+nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
+  nlohmann::ordered_json j;
+  j["name"] = r.name;
+  j["model"] = r.model;
+  j["cluster"] = r.cluster;
+  j["profile"] = r.profile;
+  j["profile_origin"] = r.profile_origin;
+  j["gpus"] = r.gpus;
+  j["parallel"] = {{"tp", r.plan.tp}, {"dp", r.plan.dp}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
+  j["micro_batches"] = r.micro_batches;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["breakdown_s"] = {{"compute", r.breakdown.compute},
+                      {"exposed_comm", r.breakdown.exposed_comm},
+                      {"idle", r.breakdown.idle},
+                      {"comm_total", r.breakdown.comm_total}};
+  j["memory_per_gpu"] = {{"weights", r.memory.weights},   {"gradients", r.memory.gradients},
+                         {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
+                         {"other", r.memory.other},       {"total", r.memory.total},
+                         {"capacity", r.memory.capacity}};
+  j["fits"] = r.fits;
+  j["single_gpu_step_time_s"] = r.single_gpu_step_time_s;
+  j["single_gpu_fits"] = r.single_gpu_fits;
+  j["speedup"] = r.speedup;
+  j["scaling_efficiency"] = r.scaling_efficiency;
+  if (r.cost) {
+    j["cost"] = {{"offer", r.cost->offer},
+                 {"currency", r.cost->currency},
+                 {"price_per_hour", r.cost->price_per_hour},
+                 {"per_step", r.cost->per_step},
+                 {"per_million_tokens", r.cost->per_million_tokens}};
+  }
+  auto colls = nlohmann::ordered_json::array();
+  for (const auto& c : r.collectives) {
+    colls.push_back({{"label", c.label},
+                     {"algorithm", c.algorithm},
+                     {"calls_per_gpu", c.calls_per_gpu},
+                     {"bytes_per_call", c.bytes_per_call},
+                     {"seconds_per_gpu", c.seconds_per_gpu}});
+  }
+  j["collectives"] = colls;
+  auto rates = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.rates) rates[k] = v;
+  j["rates"] = rates;
+  j["events"] = r.events;
+  j["flows"] = r.flows;
+  if (with_run_info) j["run_info"] = {{"version", "0.1.0"}, {"wall_s", r.wall_s}};
+  return j;
+}
+
+namespace {
+
+std::string gib(double b) { return fixed(b / (1024.0 * 1024.0 * 1024.0), 1) + " GiB"; }
+std::string ms(double s) { return fixed(s * 1e3, 1) + " ms"; }
+std::string pct(double f) { return fixed(f * 100.0, 1) + "%"; }
+std::string secs(double s) { return s >= 1.0 ? fixed(s, 3) + " s" : ms(s); }
+
+}  // namespace
+
+std::string format_table(const std::vector<TrainResults>& results, const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  auto row = [&](const std::string& label, auto&& f) {
+    std::vector<std::string> cells;
+    for (const auto& r : results) cells.push_back(f(r));
+    rows.emplace_back(label, cells);
+  };
+  auto section = [&](const std::string& label) { rows.emplace_back(label, std::vector<std::string>(results.size(), "")); };
+  row("model", [](const TrainResults& r) { return r.model; });
+  row("cluster", [](const TrainResults& r) { return r.cluster; });
+  row("GPUs (TP x DP)", [](const TrainResults& r) {
+    return std::to_string(r.gpus) + " (" + std::to_string(r.plan.tp) + " x " + std::to_string(r.plan.dp) + ")" +
+           (r.plan.sp ? " +SP" : "") + (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "");
+  });
+  row("micro-batches per step", [](const TrainResults& r) { return std::to_string(r.micro_batches); });
+  section("-- speed");
+  row("step time", [](const TrainResults& r) { return secs(r.step_time_s); });
+  row("tokens/s", [](const TrainResults& r) { return fixed(r.tokens_per_s, 0); });
+  row("model TFLOP/s per GPU", [](const TrainResults& r) { return fixed(r.tflops_per_gpu, 1); });
+  row("MFU", [](const TrainResults& r) { return pct(r.mfu); });
+  section("-- where the time goes (mean per GPU)");
+  row("compute", [](const TrainResults& r) { return secs(r.breakdown.compute) + " (" + pct(r.breakdown.compute / r.step_time_s) + ")"; });
+  row("exposed communication", [](const TrainResults& r) {
+    return secs(r.breakdown.exposed_comm) + " (" + pct(r.breakdown.exposed_comm / r.step_time_s) + ")";
+  });
+  row("idle", [](const TrainResults& r) { return secs(r.breakdown.idle) + " (" + pct(r.breakdown.idle / r.step_time_s) + ")"; });
+  row("all communication", [](const TrainResults& r) { return secs(r.breakdown.comm_total); });
+  // One row per collective kind seen in any result.
+  std::vector<std::string> labels;
+  for (const auto& r : results) {
+    for (const auto& c : r.collectives) {
+      if (std::find(labels.begin(), labels.end(), c.label) == labels.end()) labels.push_back(c.label);
+    }
+  }
+  for (const auto& label : labels) {
+    row("  " + label, [&](const TrainResults& r) -> std::string {
+      for (const auto& c : r.collectives) {
+        if (c.label != label) continue;
+        return secs(c.seconds_per_gpu) + ", " + std::to_string(c.calls_per_gpu) + " x " + human_bytes(c.bytes_per_call) +
+               " " + c.algorithm;
+      }
+      return "-";
+    });
+  }
+  section("-- memory per GPU");
+  row("weights", [](const TrainResults& r) { return gib(r.memory.weights); });
+  row("gradients", [](const TrainResults& r) { return gib(r.memory.gradients); });
+  row("optimizer state", [](const TrainResults& r) { return gib(r.memory.optimizer); });
+  row("activations", [](const TrainResults& r) { return gib(r.memory.activations); });
+  row("other (runtime)", [](const TrainResults& r) { return gib(r.memory.other); });
+  row("total / capacity", [](const TrainResults& r) {
+    return gib(r.memory.total) + " / " + gib(r.memory.capacity) + (r.fits ? "" : "  DOES NOT FIT");
+  });
+  section("-- scaling against one GPU");
+  row("one-GPU step time", [](const TrainResults& r) {
+    return secs(r.single_gpu_step_time_s) + (r.single_gpu_fits ? "" : " (*)");
+  });
+  row("speedup", [](const TrainResults& r) { return fixed(r.speedup, 2) + "x"; });
+  row("scaling efficiency", [](const TrainResults& r) { return pct(r.scaling_efficiency); });
+  bool any_cost = false;
+  for (const auto& r : results) any_cost = any_cost || r.cost.has_value();
+  if (any_cost) {
+    section("-- cost");
+    row("price per hour", [](const TrainResults& r) {
+      return r.cost ? fixed(r.cost->price_per_hour, 2) + " " + r.cost->currency + " (" + r.cost->offer + ")" : "-";
+    });
+    row("cost per step", [](const TrainResults& r) { return r.cost ? fixed(r.cost->per_step, 4) + " " + r.cost->currency : "-"; });
+    row("cost per million tokens", [](const TrainResults& r) {
+      return r.cost ? fixed(r.cost->per_million_tokens, 2) + " " + r.cost->currency : "-";
+    });
+  }
+  section("-- rates used");
+  row("profile", [](const TrainResults& r) { return r.profile + " (" + r.profile_origin + ")"; });
+
+  std::size_t w0 = 0;
+  for (const auto& [label, cells] : rows) w0 = std::max(w0, label.size());
+  std::vector<std::size_t> widths(results.size(), 0);
+  for (std::size_t i = 0; i < results.size(); ++i) widths[i] = names.empty() ? 0 : names[i].size();
+  for (const auto& [label, cells] : rows) {
+    for (std::size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
+  }
+  std::ostringstream out;
+  out << std::left << std::setw(static_cast<int>(w0)) << "" ;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    out << "  " << std::setw(static_cast<int>(widths[i])) << (names.empty() ? results[i].name : names[i]);
+  }
+  out << "\n";
+  for (const auto& [label, cells] : rows) {
+    out << std::left << std::setw(static_cast<int>(w0)) << label;
+    for (std::size_t i = 0; i < cells.size(); ++i) out << "  " << std::setw(static_cast<int>(widths[i])) << cells[i];
+    out << "\n";
+  }
+  bool any_unfit_single = false;
+  for (const auto& r : results) any_unfit_single = any_unfit_single || !r.single_gpu_fits;
+  if (any_unfit_single) {
+    out << "(*) the model does not fit one GPU; the one-GPU time ignores capacity, as if it had enough memory.\n";
+  }
+  out << "Rates: each result's profile figures are datasheet or assumed (see `--json` /rates and the profile file);\n"
+         "link rates come from the cluster file, each with its citation. Formulas: docs/metrics.md.\n";
+  return out.str();
+}
+
+nlohmann::ordered_json chrome_trace(const workload::WorkloadGraph& g, const workload::RunLog& log,
+                                    const net::Topology& topo) {
+  auto events = nlohmann::ordered_json::array();
+  for (int r = 0; r < g.gpus(); ++r) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", "GPU " + std::to_string(r)}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute stream"}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "comm stream"}}}});
+  }
+  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
+    const auto& t = g.tasks()[i];
+    const double ts = static_cast<double>(log.spans[i].start.ps) * 1e-6;
+    const double dur = static_cast<double>((log.spans[i].end - log.spans[i].start).ps) * 1e-6;
+    nlohmann::ordered_json args;
+    if (t.layer >= 0) args["layer"] = t.layer;
+    if (t.micro >= 0) args["micro_batch"] = t.micro;
+    if (t.collective) {
+      args["bytes"] = t.bytes;
+      args["algorithm"] = coll::algorithm_name(log.spans[i].algorithm);
+    }
+    auto emit = [&](int pid) {
+      events.push_back({{"name", std::string(t.label)},
+                        {"cat", workload::category_name(t.category)},
+                        {"ph", "X"},
+                        {"ts", ts},
+                        {"dur", dur},
+                        {"pid", pid},
+                        {"tid", static_cast<int>(t.stream)},
+                        {"args", args}});
+    };
+    if (t.collective) {
+      for (int r : g.groups()[t.group]) emit(r);
+    } else {
+      emit(static_cast<int>(t.gpu));
+    }
+  }
+  const int links_pid = g.gpus();
+  if (!log.link_samples.empty()) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", links_pid}, {"args", {{"name", "links (GB/s)"}}}});
+  }
+  for (const auto& s : log.link_samples) {
+    const auto& l = topo.link(static_cast<net::LinkId>(s.link));
+    events.push_back({{"name", topo.vertex(l.from).name + "->" + topo.vertex(l.to).name},
+                      {"ph", "C"},
+                      {"ts", static_cast<double>(s.time.ps) * 1e-6},
+                      {"pid", links_pid},
+                      {"args", {{"GB/s", s.bytes_per_s / 1e9}}}});
+  }
+  nlohmann::ordered_json j;
+  j["traceEvents"] = events;
+  j["displayTimeUnit"] = "ms";
+  return j;
+}
+
+}  // namespace cs::report

@@ -1,0 +1,245 @@
+#include "sim/scenario/scenario.hpp"
+
+#include <cmath>
+
+#include "sim/config/json_doc.hpp"
+#include "sim/config/reader.hpp"
+#include "sim/core/errors.hpp"
+
+namespace cs::scenario {
+
+namespace {
+
+ScenarioSpec parse_spec(const config::JsonDoc& doc) {
+  config::Problems problems;
+  auto r = config::Reader::root(doc, problems);
+  problems.throw_if_any();
+  ScenarioSpec s;
+  (void)r.opt_enum("kind", {"train"}, "train");
+  s.name = r.opt_string("name", "");
+  s.description = r.opt_string("description", "");
+  s.model = r.req_string("model");
+  s.cluster = r.req_string("cluster");
+  s.gpus = static_cast<int>(r.opt_int("gpus", 1, 64, 0));
+  s.profile = r.opt_string("profile", "");
+  s.offer = r.opt_string("offer", "");
+  {
+    auto p = r.child("parallel");
+    s.tp = static_cast<int>(p.req_int("tp", 1, 64));
+    s.dp = static_cast<int>(p.opt_int("dp", 1, 65536, 0));
+    s.sp = p.opt_bool("sp", false);
+    s.zero = static_cast<int>(p.opt_int("zero", 0, 1, 0));
+    p.finish();
+  }
+  {
+    auto t = r.child("training");
+    s.seq = t.req_int("seq", 1, 1 << 24);
+    s.global_batch = t.req_int("global_batch", 1, 1 << 24);
+    s.micro_batch = t.opt_int("micro_batch", 1, 1 << 16, 1);
+    s.dtype = t.opt_enum("dtype", {"bf16", "fp16"}, "bf16");
+    s.grad_bucket_params = static_cast<double>(t.opt_int("grad_bucket_params", 1, std::int64_t{1} << 40, 40000000));
+    t.finish();
+  }
+  s.network_model = r.opt_enum("network_model", {"flow", "analytical"}, "flow");
+  s.allow_oom = r.opt_bool("allow_oom", false);
+  (void)r.raw("variants");
+  r.finish();
+  problems.throw_if_any();
+  return s;
+}
+
+std::string pointer_from_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::string out = "/";
+  for (char c : path) out += (c == '.') ? '/' : c;
+  return out;
+}
+
+[[noreturn]] void infeasible(const std::string& file, const std::string& msg) {
+  throw InfeasibleError(file + ": infeasible plan: " + msg);
+}
+
+}  // namespace
+
+void set_path(nlohmann::json& doc, const std::string& path, const nlohmann::json& value, const std::string& origin) {
+  const std::string ptr = pointer_from_path(path);
+  if (ptr.size() < 2) throw InputError(origin, path, "expected a field path such as 'parallel.tp' or '/parallel/tp'");
+  nlohmann::json* cur = &doc;
+  std::size_t pos = 1;
+  while (true) {
+    const std::size_t next = ptr.find('/', pos);
+    const std::string key = ptr.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    if (key.empty()) throw InputError(origin, path, "empty field name in path");
+    if (!cur->is_object()) throw InputError(origin, path, "'" + key + "' is inside a value that is not an object");
+    if (next == std::string::npos) {
+      (*cur)[key] = value;
+      return;
+    }
+    cur = &(*cur)[key];
+    if (cur->is_null()) *cur = nlohmann::json::object();
+    pos = next + 1;
+  }
+}
+
+void apply_override(nlohmann::json& doc, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError("command line", "--set", "expected path=value (e.g. parallel.tp=4); got '" + assignment + "'");
+  }
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;
+  set_path(doc, path, value, "command line: --set");
+}
+
+ScenarioFile parse_scenario(const config::JsonDoc& doc) {
+  ScenarioFile out;
+  if (!doc.json.is_object() || !doc.json.contains("variants")) {
+    out.specs.push_back(parse_spec(doc));
+    return out;
+  }
+  config::Problems problems;
+  auto root = config::Reader::root(doc, problems);
+  auto variants = root.each("variants");
+  problems.throw_if_any();
+  if (variants.empty()) throw InputError(doc.path, "/variants", "expected at least one variant; got an empty array");
+  nlohmann::json base = doc.json;
+  base.erase("variants");
+  for (auto& v : variants) {
+    const std::string name = v.req_string("name");
+    nlohmann::json copy = base;
+    if (auto set = v.opt_child("set")) {
+      for (const auto& key : set->keys()) set_path(copy, key, doc.json.at(nlohmann::json::json_pointer(set->pointer_of(key))), doc.path + ": " + set->pointer_of(key));
+    }
+    v.finish();
+    problems.throw_if_any();
+    out.variant_names.push_back(name);
+    out.specs.push_back(parse_spec(config::JsonDoc{doc.path + " (variant '" + name + "')", copy}));
+  }
+  return out;
+}
+
+Offer parse_offer(const config::JsonDoc& doc, const std::string& id) {
+  config::Problems problems;
+  auto r = config::Reader::root(doc, problems);
+  problems.throw_if_any();
+  Offer o;
+  o.id = id;
+  o.name = r.req_string("name");
+  o.gpus = static_cast<int>(r.req_int("gpus", 1, 100000));
+  o.gpu = r.req_string("gpu");
+  o.interconnect = r.req_string("interconnect");
+  o.cluster = r.opt_string("cluster", "");
+  {
+    auto p = r.child("price");
+    o.price = p.req_number("amount", 0.0, 1e12);
+    o.currency = p.req_string("currency");
+    const auto per = p.req_enum("per", {"hour", "month"});
+    o.hours_per_period = per == "hour" ? 1.0 : 720.0;  // a month is taken as 30 days (docs/metrics.md)
+    p.finish();
+  }
+  o.source = r.req_string("source");
+  (void)r.raw("notes");
+  r.finish();
+  problems.throw_if_any();
+  return o;
+}
+
+Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const std::string& file) {
+  Scenario s;
+  s.name = spec.name;
+  s.description = spec.description;
+  {
+    const auto path = catalog.locate(config::CatalogKind::kModel, spec.model, file, "/model");
+    s.model = models::parse_model(config::load(path), spec.model.find('/') == std::string::npos ? spec.model : path);
+  }
+  {
+    const auto path = catalog.locate(config::CatalogKind::kCluster, spec.cluster, file, "/cluster");
+    s.cluster = net::parse_cluster(config::load(path), spec.cluster);
+  }
+  {
+    const std::string id = spec.profile.empty() ? s.cluster.profile : spec.profile;
+    const auto path = catalog.locate(config::CatalogKind::kProfile, id, spec.profile.empty() ? s.cluster.id : file,
+                                     spec.profile.empty() ? "/profile" : "/profile");
+    s.profile = calib::parse_profile(config::load(path), id);
+  }
+  if (!spec.offer.empty()) {
+    const auto path = catalog.locate(config::CatalogKind::kOffer, spec.offer, file, "/offer");
+    s.offer = parse_offer(config::load(path), spec.offer);
+  }
+  s.gpus = spec.gpus == 0 ? s.cluster.gpus : spec.gpus;
+  if (s.gpus > s.cluster.gpus) {
+    throw InputError(file, "/gpus", "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) +
+                                        " GPUs; got " + std::to_string(s.gpus));
+  }
+  if (s.offer && s.offer->gpus < s.gpus) {
+    throw InputError(file, "/offer", "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) +
+                                         " GPUs; this run uses " + std::to_string(s.gpus));
+  }
+  (void)calib::parse_dtype(spec.dtype, s.dtype);  // checked by the parser
+  (void)s.profile.peak(s.dtype);
+  s.plan.tp = spec.tp;
+  s.plan.sp = spec.sp && spec.tp > 1;  // sequence parallelism splits along the TP group; with TP 1 it is a no-op
+  s.plan.zero = spec.zero;
+  if (s.gpus % spec.tp != 0) {
+    infeasible(file, "TP " + std::to_string(spec.tp) + " does not divide the " + std::to_string(s.gpus) + " GPUs");
+  }
+  s.plan.dp = spec.dp == 0 ? s.gpus / spec.tp : spec.dp;
+  if (s.plan.gpus() != s.gpus) {
+    infeasible(file, "TP " + std::to_string(s.plan.tp) + " x DP " + std::to_string(s.plan.dp) + " = " +
+                         std::to_string(s.plan.gpus()) + " GPUs, but " + std::to_string(s.gpus) +
+                         " GPUs are selected (--gpus / /gpus)");
+  }
+  const auto& m = s.model;
+  if (m.heads % s.plan.tp != 0) {
+    infeasible(file, "TP " + std::to_string(s.plan.tp) + " does not divide the " + std::to_string(m.heads) +
+                         " attention heads of " + m.id);
+  }
+  if (m.kv_heads % s.plan.tp != 0 && s.plan.tp % m.kv_heads != 0) {
+    infeasible(file, "TP " + std::to_string(s.plan.tp) + " and the " + std::to_string(m.kv_heads) +
+                         " KV heads of " + m.id + " neither divide the other");
+  }
+  if (m.ffn % s.plan.tp != 0) {
+    infeasible(file, "TP " + std::to_string(s.plan.tp) + " does not divide the MLP width " + std::to_string(m.ffn));
+  }
+  s.seq = spec.seq;
+  s.global_batch = spec.global_batch;
+  s.micro_batch = spec.micro_batch;
+  if (s.plan.sp && s.seq % s.plan.tp != 0) {
+    infeasible(file, "sequence parallelism splits the sequence of " + std::to_string(s.seq) + " tokens " +
+                         std::to_string(s.plan.tp) + " ways; it does not divide");
+  }
+  if (s.global_batch % (s.plan.dp * s.micro_batch) != 0) {
+    infeasible(file, "global batch " + std::to_string(s.global_batch) + " is not a multiple of DP " +
+                         std::to_string(s.plan.dp) + " x micro-batch " + std::to_string(s.micro_batch) + " = " +
+                         std::to_string(s.plan.dp * s.micro_batch));
+  }
+  s.grad_bucket_params = spec.grad_bucket_params;
+  s.network_model = spec.network_model == "analytical" ? net::NetworkModelKind::kAnalytical : net::NetworkModelKind::kFlow;
+  s.allow_oom = spec.allow_oom;
+  return s;
+}
+
+nlohmann::ordered_json dump_resolved(const Scenario& s) {
+  nlohmann::ordered_json j;
+  j["kind"] = "train";
+  j["name"] = s.name;
+  j["description"] = s.description;
+  j["model"] = s.model.id;
+  j["cluster"] = s.cluster.id;
+  j["gpus"] = s.gpus;
+  j["profile"] = s.profile.id;
+  if (s.offer) j["offer"] = s.offer->id;
+  j["parallel"] = {{"tp", s.plan.tp}, {"dp", s.plan.dp}, {"sp", s.plan.sp}, {"zero", s.plan.zero}};
+  j["training"] = {{"seq", s.seq},
+                   {"global_batch", s.global_batch},
+                   {"micro_batch", s.micro_batch},
+                   {"dtype", calib::dtype_name(s.dtype)},
+                   {"grad_bucket_params", static_cast<std::int64_t>(s.grad_bucket_params)}};
+  j["network_model"] = net::network_model_name(s.network_model);
+  j["allow_oom"] = s.allow_oom;
+  return j;
+}
+
+}  // namespace cs::scenario

@@ -1,0 +1,102 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibration/profile/hardware_profile.hpp"
+#include "models/llm/model_arch.hpp"
+#include "sim/config/catalog.hpp"
+#include "sim/network/cluster_spec.hpp"
+#include "sim/network/network_model.hpp"
+#include "sim/parallel/parallel_plan.hpp"
+
+namespace cs::config {
+struct JsonDoc;
+}
+
+namespace cs::scenario {
+
+/// A rental offer (scenarios/offers/*.json): what is claimed and what it costs.
+struct Offer {
+  std::string id;
+  std::string name;
+  int gpus = 0;
+  std::string gpu;
+  std::string interconnect;
+  std::string cluster;  ///< the cluster id that matches the claim
+  double price = 0;
+  std::string currency;
+  double hours_per_period = 1;  ///< 1 for hourly prices, 720 (30 days) for monthly
+  std::string source;
+  [[nodiscard]] double price_per_hour() const { return price / hours_per_period; }
+  bool operator==(const Offer&) const = default;
+};
+
+/// A scenario as written (stage 2): ids and numbers, checked for type and range.
+struct ScenarioSpec {
+  std::string name;
+  std::string description;
+  std::string model;
+  std::string cluster;
+  int gpus = 0;  ///< 0: all GPUs of the cluster
+  std::string profile;  ///< empty: the cluster's profile
+  std::string offer;    ///< empty: no cost
+  int tp = 1;
+  int dp = 0;  ///< 0: GPUs / TP
+  bool sp = false;
+  int zero = 0;
+  std::int64_t seq = 0;
+  std::int64_t global_batch = 0;
+  std::int64_t micro_batch = 1;
+  std::string dtype = "bf16";
+  double grad_bucket_params = 40e6;
+  std::string network_model = "flow";
+  bool allow_oom = false;
+  bool operator==(const ScenarioSpec&) const = default;
+};
+
+/// A scenario with every id resolved and every default filled (stage 3). Immutable once made.
+struct Scenario {
+  std::string name;
+  std::string description;
+  models::ModelArch model;
+  calib::HardwareProfile profile;
+  net::ClusterSpec cluster;
+  int gpus = 0;
+  plan::ParallelPlan plan;
+  std::int64_t seq = 0;
+  std::int64_t global_batch = 0;
+  std::int64_t micro_batch = 1;
+  calib::Dtype dtype = calib::Dtype::kBf16;
+  double grad_bucket_params = 40e6;
+  net::NetworkModelKind network_model = net::NetworkModelKind::kFlow;
+  std::optional<Offer> offer;
+  bool allow_oom = false;
+  /// Micro-batches each DP replica runs per step (gradient accumulation).
+  [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
+};
+
+/// A scenario file may carry named variants: sets of overrides reported side by side.
+struct ScenarioFile {
+  std::vector<std::string> variant_names;  ///< empty: a single scenario
+  std::vector<ScenarioSpec> specs;         ///< one per variant (or the one scenario)
+};
+
+/// Parses a scenario document (stage 2); with variants, one spec per variant.
+[[nodiscard]] ScenarioFile parse_scenario(const config::JsonDoc& doc);
+/// Resolves ids against the catalog and checks the plan (stage 3): unknown ids -> InputError;
+/// sizes that do not divide -> InfeasibleError with the numbers.
+[[nodiscard]] Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const std::string& file);
+[[nodiscard]] Offer parse_offer(const config::JsonDoc& doc, const std::string& id);
+
+/// Applies `path=value` to a JSON document: path as "a.b" or "/a/b"; value parsed as JSON when it
+/// is valid JSON, else taken as a string. Throws InputError naming `--set` on a malformed pair.
+void apply_override(nlohmann::json& doc, const std::string& assignment);
+/// Sets one JSON-pointer path (creating objects on the way).
+void set_path(nlohmann::json& doc, const std::string& path, const nlohmann::json& value, const std::string& origin);
+
+/// Writes the resolved scenario back as JSON, every default visible (`run --dump-resolved`).
+[[nodiscard]] nlohmann::ordered_json dump_resolved(const Scenario& s);
+
+}  // namespace cs::scenario

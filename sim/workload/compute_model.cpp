@@ -1,0 +1,25 @@
+#include "sim/workload/compute_model.hpp"
+
+#include <algorithm>
+
+namespace cs::workload {
+
+ComputeModel::ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype)
+    : profile_(profile),
+      peak_(profile.peak(dtype).value),
+      hbm_(profile.hbm_bandwidth.value * profile.hbm_fraction.value) {}
+
+double ComputeModel::memory_seconds(double bytes) const { return bytes / hbm_ + profile_.kernel_overhead.value; }
+
+double ComputeModel::seconds(const models::Op& op) const {
+  double matrix_rate = peak_;
+  switch (op.kind) {
+    case models::OpKind::kGemm: matrix_rate *= profile_.gemm.at(op.m, op.n, op.k); break;
+    case models::OpKind::kAttentionForward: matrix_rate *= profile_.attention_forward_fraction.value; break;
+    case models::OpKind::kAttentionBackward: matrix_rate *= profile_.attention_backward_fraction.value; break;
+    case models::OpKind::kMemoryBound: return memory_seconds(op.bytes);
+  }
+  return std::max(op.flops / matrix_rate, op.bytes / hbm_) + profile_.kernel_overhead.value;
+}
+
+}  // namespace cs::workload

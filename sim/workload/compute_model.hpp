@@ -1,0 +1,24 @@
+#pragma once
+#include "calibration/profile/hardware_profile.hpp"
+#include "models/ops/layer_ops.hpp"
+
+namespace cs::workload {
+
+/// Time of one kernel from the profile: a roofline, max(FLOPs / achieved matrix rate, bytes /
+/// achieved HBM bandwidth), plus the per-kernel overhead. The achieved matrix rate is the dtype's
+/// peak times the shape-dependent GEMM efficiency (or the fused-attention fraction).
+class ComputeModel {
+ public:
+  ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype);
+  [[nodiscard]] double seconds(const models::Op& op) const;
+  /// A streaming kernel over `bytes` of HBM traffic (optimizer, copies).
+  [[nodiscard]] double memory_seconds(double bytes) const;
+  [[nodiscard]] double peak_flops() const { return peak_; }
+
+ private:
+  const calib::HardwareProfile& profile_;
+  double peak_;
+  double hbm_;
+};
+
+}  // namespace cs::workload

@@ -1,0 +1,48 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/core/sim_time.hpp"
+#include "sim/network/network_model.hpp"
+#include "sim/network/topology.hpp"
+#include "sim/workload/workload_graph.hpp"
+
+namespace cs::workload {
+
+/// When each task ran. Collectives record the time all ranks had arrived (start) to the end.
+struct TaskSpan {
+  SimTime start{};
+  SimTime end{};
+  coll::Algorithm algorithm = coll::Algorithm::kDirect;  ///< collectives: the algorithm used
+};
+
+/// A change of one link's load (bytes/s), recorded only when asked (for trace counters).
+struct LinkSample {
+  SimTime time{};
+  std::uint32_t link = 0;
+  double bytes_per_s = 0;
+};
+
+/// Everything a simulation produced (stage 5 output).
+struct RunLog {
+  std::vector<TaskSpan> spans;  ///< indexed by TaskId
+  SimTime makespan{};
+  std::uint64_t events = 0;
+  std::uint64_t flows = 0;
+  std::vector<LinkSample> link_samples;
+};
+
+struct ExecutorOptions {
+  net::NetworkModelKind network = net::NetworkModelKind::kFlow;
+  double collective_latency_s = 0;  ///< fixed cost per collective call (profile)
+  bool record_links = false;
+};
+
+/// Runs a workload graph on a topology with the discrete-event engine (stage 5): streams execute
+/// their tasks in order; a task starts when it heads its stream(s) and its predecessors are done;
+/// a collective starts when every rank's stream has reached it, then moves its flows through the
+/// network model and ends after its latency.
+[[nodiscard]] RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const ExecutorOptions& options);
+
+}  // namespace cs::workload

@@ -1,0 +1,76 @@
+#include "sim/workload/workload_graph.hpp"
+
+#include "sim/core/check.hpp"
+
+namespace cs::workload {
+
+const char* category_name(Category c) {
+  switch (c) {
+    case Category::kForward: return "forward";
+    case Category::kBackward: return "backward";
+    case Category::kOptimizer: return "optimizer";
+    case Category::kTpComm: return "tp_comm";
+    case Category::kDpComm: return "dp_comm";
+  }
+  return "?";
+}
+
+WorkloadGraph::WorkloadGraph(int gpus) : gpus_(gpus), streams_(static_cast<std::size_t>(gpus) * kStreamsPerGpu) {}
+
+std::uint32_t WorkloadGraph::add_group(const std::vector<int>& ranks) {
+  auto it = group_index_.find(ranks);
+  if (it != group_index_.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(groups_.size());
+  groups_.push_back(ranks);
+  group_index_.emplace(ranks, id);
+  return id;
+}
+
+TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, std::string_view label, int layer,
+                                  int micro, SimTime duration) {
+  CS_ASSERT(gpu >= 0 && gpu < gpus_, "compute task on an existing GPU");
+  const auto id = static_cast<TaskId>(tasks_.size());
+  Task t;
+  t.label = label;
+  t.category = category;
+  t.stream = stream;
+  t.layer = layer;
+  t.micro = micro;
+  t.gpu = static_cast<std::uint32_t>(gpu);
+  t.duration = duration;
+  tasks_.push_back(std::move(t));
+  streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+  return id;
+}
+
+TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Category category, std::string_view label,
+                                     int layer, int micro, coll::CollectiveOp op, double bytes,
+                                     coll::Algorithm algorithm) {
+  CS_ASSERT(group < groups_.size(), "collective over a known group");
+  const auto id = static_cast<TaskId>(tasks_.size());
+  Task t;
+  t.label = label;
+  t.category = category;
+  t.stream = stream;
+  t.collective = true;
+  t.layer = layer;
+  t.micro = micro;
+  t.group = group;
+  t.op = op;
+  t.algorithm = algorithm;
+  t.bytes = bytes;
+  t.gpu = static_cast<std::uint32_t>(groups_[group].front());
+  tasks_.push_back(std::move(t));
+  for (int r : groups_[group]) {
+    streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+  }
+  return id;
+}
+
+void WorkloadGraph::depend(TaskId before, TaskId after) {
+  CS_ASSERT(index(before) < index(after), "dependencies point forward in creation order (the graph is acyclic)");
+  tasks_[index(before)].succs.push_back(after);
+  ++tasks_[index(after)].preds;
+}
+
+}  // namespace cs::workload

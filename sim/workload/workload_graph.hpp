@@ -1,0 +1,74 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/core/sim_time.hpp"
+
+namespace cs::workload {
+
+enum class TaskId : std::uint32_t {};
+[[nodiscard]] constexpr std::uint32_t index(TaskId t) { return static_cast<std::uint32_t>(t); }
+
+/// CUDA-stream semantics: each GPU has a compute stream and a communication stream; a stream runs
+/// its tasks in the order they were added.
+enum class Stream : std::uint8_t { kCompute = 0, kComm = 1 };
+inline constexpr int kStreamsPerGpu = 2;
+
+/// What a task is for: the breakdown and the trace group tasks by it.
+enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, kDpComm };
+[[nodiscard]] const char* category_name(Category c);
+
+/// A vertex of the workload graph: a kernel on one GPU, or a collective over a group of GPUs.
+struct Task {
+  std::string_view label;  ///< static text ("layer.fwd", "tp.allreduce", "dp.grad_allreduce"...)
+  Category category = Category::kForward;
+  Stream stream = Stream::kCompute;
+  bool collective = false;
+  std::int32_t layer = -1;  ///< decoder layer, or -1
+  std::int32_t micro = -1;  ///< micro-batch, or -1
+  std::uint32_t gpu = 0;    ///< compute: the GPU
+  std::uint32_t group = 0;  ///< collective: index into groups()
+  coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
+  coll::Algorithm algorithm = coll::Algorithm::kAuto;
+  double bytes = 0;         ///< collective size (nccl-tests convention)
+  SimTime duration{};       ///< compute: kernel time
+  std::uint32_t preds = 0;  ///< number of explicit predecessors
+  std::vector<TaskId> succs;
+};
+
+/// One training step (or, later, one serving run) as tasks and dependencies. Program order on each
+/// (GPU, stream) is implicit; `depend` adds cross-stream and cross-GPU edges.
+class WorkloadGraph {
+ public:
+  explicit WorkloadGraph(int gpus);
+  /// A process group (GPU ranks in ring order); identical groups share an index.
+  std::uint32_t add_group(const std::vector<int>& ranks);
+  TaskId add_compute(int gpu, Stream stream, Category category, std::string_view label, int layer, int micro,
+                     SimTime duration);
+  TaskId add_collective(std::uint32_t group, Stream stream, Category category, std::string_view label, int layer,
+                        int micro, coll::CollectiveOp op, double bytes,
+                        coll::Algorithm algorithm = coll::Algorithm::kAuto);
+  void depend(TaskId before, TaskId after);
+
+  [[nodiscard]] int gpus() const { return gpus_; }
+  [[nodiscard]] const std::vector<Task>& tasks() const { return tasks_; }
+  [[nodiscard]] const Task& task(TaskId t) const { return tasks_[index(t)]; }
+  [[nodiscard]] const std::vector<std::vector<int>>& groups() const { return groups_; }
+  /// Tasks of one stream in program order; streams are indexed gpu * kStreamsPerGpu + stream.
+  [[nodiscard]] const std::vector<TaskId>& stream_order(std::size_t stream_index) const {
+    return streams_[stream_index];
+  }
+  [[nodiscard]] std::size_t stream_count() const { return streams_.size(); }
+
+ private:
+  int gpus_;
+  std::vector<Task> tasks_;
+  std::vector<std::vector<int>> groups_;
+  std::map<std::vector<int>, std::uint32_t> group_index_;
+  std::vector<std::vector<TaskId>> streams_;
+};
+
+}  // namespace cs::workload

@@ -1,0 +1,51 @@
+#include <doctest/doctest.h>
+
+#include "calibration/profile/hardware_profile.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/core/errors.hpp"
+#include "tests/support/builders.hpp"
+
+using namespace cs;
+
+TEST_CASE("every shipped profile loads, cites a source for each figure, and has bf16 and HBM rates") {
+  const auto c = test::catalog();
+  const auto ids = c.ids(config::CatalogKind::kProfile);
+  CHECK(ids.size() >= 8);
+  for (const auto& id : ids) {
+    CAPTURE(id);
+    const auto p = calib::parse_profile(config::load(c.locate(config::CatalogKind::kProfile, id, "t", "")), id);
+    CHECK(p.peak(calib::Dtype::kBf16).value > 1e14);
+    CHECK_FALSE(p.peak(calib::Dtype::kBf16).source.empty());
+    CHECK(p.hbm_bandwidth.value > 1e12);
+    CHECK(p.hbm_capacity.value > 30e9);
+    CHECK_FALSE(p.gemm.source.empty());
+  }
+}
+
+TEST_CASE("datasheet peaks are as published (H- cases of shared/validation)") {
+  const auto c = test::catalog();
+  auto load = [&](const char* id) {
+    return calib::parse_profile(config::load(c.locate(config::CatalogKind::kProfile, id, "t", "")), id);
+  };
+  CHECK(load("h100-sxm").peak(calib::Dtype::kBf16).value == doctest::Approx(989.4e12));
+  CHECK(load("h100-sxm").peak(calib::Dtype::kFp8).value == doctest::Approx(1978.9e12));
+  CHECK(load("a100-sxm-80").peak(calib::Dtype::kBf16).value == doctest::Approx(312e12));
+  CHECK(load("h200-sxm").hbm_bandwidth.value == doctest::Approx(4.8e12));
+  CHECK(load("h100-pcie").hbm_bandwidth.value == doctest::Approx(2.0e12));
+  CHECK_THROWS_AS((void)load("a100-sxm-80").peak(calib::Dtype::kFp8), InputError);
+}
+
+TEST_CASE("GEMM efficiency saturates with size and never exceeds its maximum") {
+  calib::GemmEfficiency g{0.8, 64};
+  CHECK(g.at(64, 1e9, 1e9) == doctest::Approx(0.4).epsilon(1e-6));
+  CHECK(g.at(8192, 8192, 8192) < 0.8);
+  CHECK(g.at(8192, 8192, 8192) > 0.78);
+  CHECK(g.at(1, 4096, 4096) < 0.02);
+}
+
+TEST_CASE("a profile of another schema version is rejected, saying which") {
+  CHECK_THROWS_WITH_AS(
+      (void)calib::parse_profile(config::parse_text(R"({"schema_version": 7})", "p.json"), "p"),
+      "p.json: /schema_version: expected schema version 1; got 7 (written by a different clustersim; re-run calibration)",
+      InputError);
+}

@@ -1,0 +1,51 @@
+#include <doctest/doctest.h>
+
+#include "models/memory/training_memory.hpp"
+#include "sim/report/train_results.hpp"
+#include "tests/support/builders.hpp"
+
+using namespace cs;
+using namespace cs::models;
+
+TEST_CASE("activation memory of a GPT layer is 34 s b h bytes without TP (Korthikanti et al. 2022 Eq. 2, flash attention)") {
+  const auto m = test::shipped_model("megatron-gpt-7.5b");
+  StepShape s;
+  s.micro_batch = 2;
+  s.seq = 2048;
+  const double sbh = 2.0 * 2048 * 4096;
+  const double lse = 4.0 * 2 * 2048 * 32;  // fp32 log-sum-exp per head replaces the 5 a s^2 b score terms
+  CHECK(layer_activation_bytes(m, s) == doctest::Approx(34 * sbh + lse));
+  // With TP t and SP every term splits t ways (Eq. 6: 34 s b h / t).
+  s.tp = 4;
+  s.sp = true;
+  CHECK(layer_activation_bytes(m, s) == doctest::Approx((34 * sbh + lse) / 4));
+}
+
+TEST_CASE("training memory parts add up to the total; ZeRO-1 divides optimizer state by DP; TP divides weights") {
+  const auto m = test::shipped_model("llama3.1-8b");
+  TrainingMemoryInputs in;
+  in.shape.seq = 4096;
+  in.dp = 8;
+  in.runtime_reserved = 2e9;
+  in.capacity = 80e9;
+  const auto base = training_memory(m, in);
+  CHECK(base.weights + base.gradients + base.optimizer + base.activations + base.other == doctest::Approx(base.total));
+  CHECK(base.weights == doctest::Approx(2.0 * m.params_total()).epsilon(1e-9));
+  in.zero = 1;
+  const auto z1 = training_memory(m, in);
+  CHECK(z1.optimizer == doctest::Approx(base.optimizer / 8));
+  in.zero = 0;
+  in.shape.tp = 8;
+  const auto tp8 = training_memory(m, in);
+  CHECK(tp8.weights < base.weights / 7.5);
+  CHECK(tp8.weights > base.weights / 8.0);
+}
+
+TEST_CASE("full-parameter Llama-3.1-70B does not fit one 8x H100 box with TP8") {
+  const auto s = test::scenario_from_json(R"({"model": "llama3.1-70b", "cluster": "hgx-h100", "parallel": {"tp": 8},
+    "training": {"seq": 4096, "global_batch": 16}})");
+  const auto mem = report::training_memory_of(s);
+  CHECK_FALSE(mem.fits());
+  CHECK(mem.weights + mem.gradients + mem.optimizer > 140.0 * (1 << 30));
+  CHECK(report::does_not_fit_message(s, mem).find("does not fit: needs ") == 0);
+}

@@ -1,0 +1,112 @@
+#include <doctest/doctest.h>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/workload/collective_timing.hpp"
+#include "tests/support/builders.hpp"
+
+using namespace cs;
+using coll::Algorithm;
+using coll::CollectiveOp;
+
+namespace {
+
+double simulate_one(const net::Topology& topo, CollectiveOp op, Algorithm algo, std::vector<int> ranks, double bytes,
+                    double call_latency_s, net::NetworkModelKind kind = net::NetworkModelKind::kFlow,
+                    Algorithm* used = nullptr) {
+  const auto t = workload::time_collective(topo, op, algo, ranks, bytes, call_latency_s, kind);
+  if (used) *used = t.algorithm;
+  return t.seconds;
+}
+
+std::vector<int> first(int n) {
+  std::vector<int> r;
+  for (int i = 0; i < n; ++i) r.push_back(i);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("ring all-reduce on n GPUs takes 2(n-1)/n S/B plus 2(n-1) hop latencies plus the call latency") {
+  for (int n : {2, 4, 8}) {
+    for (double S : {1e6, 1e9}) {
+      const auto topo = net::Topology::build(test::make_star(n, "100 GB/s", 1e-6), n);
+      const double t = simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kRing, first(n), S, 5e-6);
+      // Each ring hop crosses two links (GPU -> switch -> GPU): 2 us per step.
+      CHECK(t == doctest::Approx(coll::ring_closed_form(CollectiveOp::kAllReduce, n, S, 100e9, 2e-6, 5e-6)).epsilon(1e-9));
+      CHECK(t == doctest::Approx(5e-6 + 2 * (n - 1) * 2e-6 + 2.0 * (n - 1) / n * S / 100e9).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("ring all-gather and reduce-scatter take (n-1)/n S/B plus (n-1) hop latencies, on directly connected GPUs too") {
+  const auto topo = net::Topology::build(test::make_mesh(8, "50 GB/s", 2e-6), 8);
+  for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+    const double t = simulate_one(topo, op, Algorithm::kRing, first(8), 8e9, 0.0);
+    CHECK(t == doctest::Approx(7 * 2e-6 + 7.0 / 8 * 8e9 / 50e9).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("the double binary tree moves 2S through each GPU's link; NVLS moves S each way at the switch's rate") {
+  const auto topo = net::Topology::build(test::make_star(8, "100 GB/s"), 8);
+  CHECK(simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kTree, first(8), 1e9, 0.0) ==
+        doctest::Approx(2 * 1e9 / 100e9).epsilon(1e-9));
+  const auto hgx = net::Topology::build(test::shipped_cluster("hgx-h100"), 8);
+  // NVLS: S / min(link, 275 GB/s switch rate) plus two hop latencies and the call.
+  CHECK(simulate_one(hgx, CollectiveOp::kAllReduce, Algorithm::kNvls, first(8), 1e9, 0.0) ==
+        doctest::Approx(1e9 / 275e9 + 2 * 0.5e-6).epsilon(1e-9));
+}
+
+TEST_CASE("direct all-to-all sends S/n to every peer; send/recv moves S once") {
+  const auto topo = net::Topology::build(test::make_star(4, "100 GB/s"), 4);
+  CHECK(simulate_one(topo, CollectiveOp::kAllToAll, Algorithm::kDirect, first(4), 4e9, 0.0) ==
+        doctest::Approx(3 * 1e9 / 100e9).epsilon(1e-9));
+  CHECK(simulate_one(topo, CollectiveOp::kSendRecv, Algorithm::kDirect, {0, 3}, 4e9, 0.0) ==
+        doctest::Approx(4e9 / 100e9).epsilon(1e-9));
+}
+
+TEST_CASE("bus-bandwidth factors follow nccl-tests") {
+  CHECK(coll::bus_factor(CollectiveOp::kAllReduce, 8) == doctest::Approx(1.75));
+  CHECK(coll::bus_factor(CollectiveOp::kAllGather, 8) == doctest::Approx(0.875));
+  CHECK(coll::bus_factor(CollectiveOp::kReduceScatter, 4) == doctest::Approx(0.75));
+  CHECK(coll::bus_factor(CollectiveOp::kAllToAll, 2) == doctest::Approx(0.5));
+  CHECK(coll::bus_factor(CollectiveOp::kSendRecv, 2) == doctest::Approx(1.0));
+}
+
+TEST_CASE("auto picks the algorithm with the smallest closed-form time, so small messages prefer the tree") {
+  const auto topo = net::Topology::build(test::make_star(8, "100 GB/s", 1e-6), 8);
+  for (double S : {8.0, 1e4, 1e6, 1e9}) {
+    Algorithm used{};
+    const double t = simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, first(8), S, 0.0,
+                                  net::NetworkModelKind::kFlow, &used);
+    const double ring = simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kRing, first(8), S, 0.0);
+    const double tree = simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kTree, first(8), S, 0.0);
+    CHECK(t == doctest::Approx(std::min(ring, tree)).epsilon(1e-9));
+    CHECK(used == (tree < ring ? Algorithm::kTree : Algorithm::kRing));
+  }
+  Algorithm small{}, large{};
+  (void)simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, first(8), 8.0, 0.0, net::NetworkModelKind::kFlow, &small);
+  (void)simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, first(8), 1e9, 0.0, net::NetworkModelKind::kFlow, &large);
+  CHECK(small == Algorithm::kTree);
+  CHECK(large == Algorithm::kRing);
+}
+
+TEST_CASE("an algorithm that cannot run here is bad input naming --algo") {
+  const auto topo = net::Topology::build(test::shipped_cluster("dgx-a100"), 8);
+  coll::CollectiveRequest req{CollectiveOp::kAllReduce, Algorithm::kNvls, first(8), 1e6, 0.0};
+  CHECK_THROWS_WITH_AS((void)coll::plan_collective(topo, req),
+                       "command line: --algo: algorithm 'nvls' cannot run allreduce on these GPUs of dgx-a100; available: ring, tree",
+                       InputError);
+}
+
+TEST_CASE("more link bandwidth never makes a collective slower") {
+  for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kAllToAll}) {
+    double prev = 1e30;
+    for (const char* bw : {"5 GB/s", "20 GB/s", "100 GB/s", "400 GB/s"}) {
+      const auto topo = net::Topology::build(test::make_star(8, bw, 1e-6), 8);
+      const double t = simulate_one(topo, op, Algorithm::kAuto, first(8), 64e6, 5e-6);
+      CHECK(t < prev);
+      prev = t;
+    }
+  }
+}

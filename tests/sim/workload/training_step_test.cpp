@@ -1,0 +1,93 @@
+#include <doctest/doctest.h>
+
+#include "sim/report/train_results.hpp"
+#include "sim/report/writers.hpp"
+#include "sim/workload/compute_model.hpp"
+#include "sim/workload/training_step.hpp"
+#include "tests/support/builders.hpp"
+
+using namespace cs;
+
+namespace {
+
+std::string scenario_json(const std::string& model, const std::string& cluster, int tp, int gpus, int seq, int gb,
+                          const std::string& extra = "") {
+  return R"({"model": ")" + model + R"(", "cluster": ")" + cluster + R"(", "gpus": )" + std::to_string(gpus) +
+         R"(, "parallel": {"tp": )" + std::to_string(tp) + R"(}, "training": {"seq": )" + std::to_string(seq) +
+         R"(, "global_batch": )" + std::to_string(gb) + R"(, "micro_batch": 1})" + extra + "}";
+}
+
+report::TrainResults eval(const scenario::Scenario& s) {
+  report::EvaluateOptions o;
+  return report::evaluate_training(s, o);
+}
+
+}  // namespace
+
+TEST_CASE("on one GPU a step is exactly the sum of its kernels: no communication, no idle time") {
+  const auto s = test::scenario_from_json(scenario_json("llama3.1-8b", "hgx-h100", 1, 1, 2048, 4));
+  const workload::ComputeModel compute(s.profile, s.dtype);
+  const auto step = workload::build_training_step(s, compute);
+  std::int64_t sum = 0;
+  for (const auto& t : step.graph.tasks()) {
+    CHECK_FALSE(t.collective);
+    sum += t.duration.ps;
+  }
+  const auto r = eval(s);
+  CHECK(r.step_time_s == doctest::Approx(static_cast<double>(sum) * 1e-12).epsilon(1e-12));
+  CHECK(r.breakdown.exposed_comm == 0.0);
+  CHECK(r.breakdown.idle == doctest::Approx(0.0).epsilon(1e-9));
+  CHECK(r.speedup == doctest::Approx(1.0));
+}
+
+TEST_CASE("the time breakdown adds up to the step time, and MFU is model TFLOP/s over the dtype's peak") {
+  for (const char* cluster : {"hgx-h100", "pcie-h100x8"}) {
+    const auto s = test::scenario_from_json(scenario_json("llama3.1-8b", cluster, 4, 8, 4096, 8));
+    const auto r = eval(s);
+    CHECK(r.breakdown.compute + r.breakdown.exposed_comm + r.breakdown.idle == doctest::Approx(r.step_time_s).epsilon(1e-9));
+    CHECK(r.mfu == doctest::Approx(r.tflops_per_gpu * 1e12 / s.profile.peak(s.dtype).value).epsilon(1e-12));
+    CHECK(r.tokens_per_s == doctest::Approx(8.0 * 4096 / r.step_time_s));
+  }
+}
+
+TEST_CASE("Llama-3.1-8B TP8 is much faster on NVSwitch than on a PCIe server, and communication is why") {
+  const auto nv = eval(test::scenario_from_json(scenario_json("llama3.1-8b", "hgx-h100", 8, 8, 8192, 8)));
+  const auto pcie = eval(test::scenario_from_json(scenario_json("llama3.1-8b", "pcie-h100x8", 8, 8, 8192, 8)));
+  CHECK(pcie.step_time_s > 2.0 * nv.step_time_s);
+  CHECK(pcie.breakdown.exposed_comm / pcie.step_time_s > 0.5);
+  CHECK(nv.breakdown.exposed_comm / nv.step_time_s < 0.35);
+  CHECK(nv.scaling_efficiency > pcie.scaling_efficiency);
+}
+
+TEST_CASE("flow and analytical network models give the same step when no link is shared (TP8 on NVSwitch)") {
+  const auto flow = eval(test::scenario_from_json(scenario_json("llama3.1-8b", "hgx-h100", 8, 8, 2048, 4)));
+  const auto ana = eval(test::scenario_from_json(
+      scenario_json("llama3.1-8b", "hgx-h100", 8, 8, 2048, 4, R"(, "network_model": "analytical")")));
+  CHECK(flow.step_time_s == doctest::Approx(ana.step_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("data-parallel gradient buckets overlap backward: exposed communication is less than all communication") {
+  const auto r = eval(test::scenario_from_json(scenario_json("qwen2.5-7b", "hgx-h100", 1, 8, 4096, 16)));
+  REQUIRE(r.breakdown.comm_total > 0);
+  CHECK(r.breakdown.exposed_comm < 0.5 * r.breakdown.comm_total);
+  CHECK(r.scaling_efficiency > 0.8);
+  CHECK(r.scaling_efficiency <= 1.0 + 1e-9);
+}
+
+TEST_CASE("more link bandwidth never makes a training step slower") {
+  double prev = 1e30;
+  for (const char* bw : {"20 GB/s", "60 GB/s", "200 GB/s", "450 GB/s"}) {
+    auto s = test::scenario_from_json(scenario_json("llama3.1-8b", "hgx-h100", 8, 8, 2048, 4));
+    s.cluster = test::make_star(8, bw, 0.5e-6);
+    const auto r = eval(s);
+    CHECK(r.step_time_s < prev);
+    prev = r.step_time_s;
+  }
+}
+
+TEST_CASE("the same input gives byte-identical JSON apart from run_info") {
+  const auto s = test::scenario_from_json(scenario_json("qwen2.5-14b", "pcie-h100x8", 4, 8, 4096, 8, R"(, "allow_oom": true)"));
+  const auto a = report::to_json(eval(s), false).dump();
+  const auto b = report::to_json(eval(s), false).dump();
+  CHECK(a == b);
+}

@@ -1,0 +1,49 @@
+// Published measurements (shared/validation, F- cases) through the validation harness, with the
+// tolerance each case states; and docs/accuracy.md must be the harness's current output.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/builders.hpp"
+
+TEST_CASE("NCCL and P2P bandwidths: every scored F- case within its tolerance except the documented misses") {
+  const auto r = cs::test::run_cli("validate-published scenarios/validation/f-collectives.json --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // Documented in docs/accuracy.md: the H100 PCIe NVLink-bridge pair reads 2x the report (bridge
+  // count unknown); copy-engine P2P tests run faster than NCCL's SM-driven transfers we model.
+  const std::vector<std::string> known_misses{"F-nccl-h100pcie-2gpu-nvlink-bridge"};
+  for (const auto& c : j["cases"]) {
+    CAPTURE(c["id"].get<std::string>());
+    if (std::find(known_misses.begin(), known_misses.end(), c["id"].get<std::string>()) != known_misses.end()) continue;
+    CHECK(c["within_tolerance"].get<bool>());
+  }
+  // The acceptance figures: hgx-h100 within 15% of ~370 (ring) / ~480 (NVLS); dgx-a100 near 230.
+  CHECK(j["median_abs_error"].get<double>() < 0.10);
+}
+
+TEST_CASE("pcie-h100x8 all-reduce is bounded by its PCIe links") {
+  const auto r = cs::test::run_cli("collective --cluster pcie-h100x8 --op allreduce --max 1G --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& row : j["rows"]) CHECK(row["busbw_GBps"].get<double>() <= 63.0 * 0.83 + 1e-9);
+  CHECK(j["rows"].back()["busbw_GBps"].get<double>() > 20.0);
+}
+
+TEST_CASE("docs/accuracy.md holds the harness's current table (regenerate with tools/scripts/update-accuracy)") {
+  const auto r = cs::test::run_cli("validate-published scenarios/validation/f-collectives.json --markdown");
+  REQUIRE(r.exit_code == 0);
+  std::ifstream f(cs::test::data_path("docs/accuracy.md"));
+  std::stringstream b;
+  b << f.rdbuf();
+  const std::string doc = b.str();
+  const std::string begin = "<!-- BEGIN f-collectives (generated) -->\n";
+  const std::string end = "<!-- END f-collectives -->";
+  const auto a = doc.find(begin);
+  const auto z = doc.find(end);
+  REQUIRE(a != std::string::npos);
+  REQUIRE(z != std::string::npos);
+  CHECK(doc.substr(a + begin.size(), z - a - begin.size()) == r.out);
+}

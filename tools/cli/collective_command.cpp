@@ -1,0 +1,119 @@
+// `collective`: an nccl-tests-style bandwidth table for one collective on a cluster.
+#include <iomanip>
+#include <iostream>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/config/catalog.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/core/quantity.hpp"
+#include "calibration/profile/hardware_profile.hpp"
+#include "sim/network/cluster_spec.hpp"
+#include "sim/workload/collective_timing.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace cs::cli {
+
+namespace {
+
+double parse_size(const std::string& text, const std::string& flag) {
+  std::string t = text;
+  if (!t.empty() && t.find_first_not_of("0123456789") == std::string::npos) t += " B";
+  const auto r = parse_quantity(t, Dimension::kBytes);
+  if (!r.error.empty() || r.value < 1) {
+    throw InputError("command line", flag, "expected a size such as 8, 64K, 128M or 1G (powers of two); got '" + text + "'");
+  }
+  return r.value;
+}
+
+}  // namespace
+
+Action add_collective(CLI::App& app, const Globals& g) {
+  auto* cmd = app.add_subcommand("collective", "nccl-tests-style table: time, algbw and busbw per message size");
+  struct Opts {
+    std::string cluster, profile, op = "allreduce", algo = "auto", min = "8", max = "1G", network = "flow";
+    int gpus = 0;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--cluster", o->cluster, "cluster id or path")->required();
+  cmd->add_option("--gpus", o->gpus, "use the first N GPUs (default: all)");
+  cmd->add_option("--profile", o->profile, "hardware profile id or path (default: the cluster's)");
+  cmd->add_option("--op", o->op, "allreduce, allgather, reducescatter, alltoall or sendrecv");
+  cmd->add_option("--algo", o->algo, "auto, ring, tree, nvls or direct");
+  cmd->add_option("--min", o->min, "smallest size (nccl-tests -b), e.g. 8 or 64K");
+  cmd->add_option("--max", o->max, "largest size (nccl-tests -e), e.g. 1G");
+  cmd->add_option("--network-model", o->network, "flow or analytical");
+  cmd->add_flag("--json", o->json, "print {\"rows\": [...]} instead of the table");
+  return [o, cmd, &g] {
+    const config::Catalog catalog(g.data_dir);
+    const auto cpath = catalog.locate(config::CatalogKind::kCluster, o->cluster, "command line", "--cluster");
+    const auto cluster = net::parse_cluster(config::load(cpath), o->cluster);
+    const std::string pid = o->profile.empty() ? cluster.profile : o->profile;
+    const auto profile = calib::parse_profile(
+        config::load(catalog.locate(config::CatalogKind::kProfile, pid, o->profile.empty() ? cpath : "command line",
+                                    o->profile.empty() ? "/profile" : "--profile")),
+        pid);
+    const int gpus = cmd->count("--gpus") ? o->gpus : cluster.gpus;
+    if (gpus < 1 || gpus > cluster.gpus) {
+      throw InputError("command line", "--gpus", "expected 1 to " + std::to_string(cluster.gpus) + " (GPUs of " +
+                                                     cluster.id + "); got " + std::to_string(gpus));
+    }
+    coll::CollectiveOp op{};
+    if (!coll::parse_op(o->op, op)) {
+      throw InputError("command line", "--op",
+                       "expected allreduce, allgather, reducescatter, alltoall or sendrecv; got '" + o->op + "'");
+    }
+    coll::Algorithm algo{};
+    if (!coll::parse_algorithm(o->algo, algo)) {
+      throw InputError("command line", "--algo", "expected auto, ring, tree, nvls or direct; got '" + o->algo + "'");
+    }
+    if (o->network != "flow" && o->network != "analytical") {
+      throw InputError("command line", "--network-model", "expected flow or analytical; got '" + o->network + "'");
+    }
+    const double lo = parse_size(o->min, "--min");
+    const double hi = parse_size(o->max, "--max");
+    if (lo > hi) throw InputError("command line", "--min", "must not exceed --max");
+    const int n = op == coll::CollectiveOp::kSendRecv ? 2 : gpus;
+    if (n > gpus || n < 2) {
+      throw InputError("command line", "--gpus", std::string(coll::op_name(op)) + " needs at least 2 GPUs");
+    }
+    const auto topo = net::Topology::build(cluster, gpus);
+    std::vector<int> ranks;
+    for (int r = 0; r < n; ++r) ranks.push_back(op == coll::CollectiveOp::kSendRecv && r == 1 ? gpus - 1 : r);
+    const auto network = o->network == "flow" ? net::NetworkModelKind::kFlow : net::NetworkModelKind::kAnalytical;
+
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    std::ostringstream table;
+    table << "# clustersim collective: " << coll::op_name(op) << " on " << cluster.id << " (" << n << " of " << cluster.gpus
+          << " GPUs), network model " << o->network << ", algorithm " << coll::algorithm_name(algo) << "\n"
+          << "# busbw = algbw x " << (op == coll::CollectiveOp::kAllReduce ? "2(n-1)/n" : op == coll::CollectiveOp::kSendRecv ? "1" : "(n-1)/n")
+          << " (nccl-tests); GB/s = 1e9 B/s\n"
+          << std::right << std::setw(14) << "size(B)" << std::setw(14) << "time(us)" << std::setw(14) << "algbw(GB/s)"
+          << std::setw(14) << "busbw(GB/s)" << "  algorithm\n";
+    for (double bytes = lo; bytes <= hi; bytes *= 2) {
+      const auto t = workload::time_collective(topo, op, algo, ranks, bytes, profile.collective_latency.value, network);
+      const double secs = t.seconds;
+      const double algbw = t.algbw_bytes_per_s / 1e9;
+      const double busbw = t.busbw_bytes_per_s / 1e9;
+      const char* used = coll::algorithm_name(t.algorithm);
+      rows.push_back({{"bytes", bytes}, {"time_s", secs}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"algorithm", used}});
+      table << std::setw(14) << static_cast<long long>(bytes) << std::setw(14) << fixed(secs * 1e6, 2) << std::setw(14)
+            << fixed(algbw, 2) << std::setw(14) << fixed(busbw, 2) << "  " << used << "\n";
+    }
+    if (o->json) {
+      nlohmann::ordered_json j;
+      j["op"] = coll::op_name(op);
+      j["cluster"] = cluster.id;
+      j["gpus"] = n;
+      j["network_model"] = o->network;
+      j["rows"] = rows;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << table.str();
+    }
+    return 0;
+  };
+}
+
+}  // namespace cs::cli

@@ -1,0 +1,23 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace cs::cli {
+
+/// Options every subcommand shares.
+struct Globals {
+  std::string data_dir;  ///< repository/install folder with models/, calibration/, scenarios/
+};
+
+/// Each subcommand registers its options and returns the action to run when it was chosen; the
+/// action returns the process exit code (errors are thrown and mapped in main.cpp).
+using Action = std::function<int()>;
+Action add_run(CLI::App& app, const Globals& g);
+Action add_train(CLI::App& app, const Globals& g);
+Action add_validate(CLI::App& app, const Globals& g);
+Action add_collective(CLI::App& app, const Globals& g);
+Action add_list(CLI::App& app, const Globals& g);
+Action add_validate_published(CLI::App& app, const Globals& g);
+
+}  // namespace cs::cli

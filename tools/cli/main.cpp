@@ -1,0 +1,60 @@
+// clustersim: the command-line front end. Maps every error to its exit code (README, "Exit codes").
+#include <iostream>
+#include <vector>
+
+#include "sim/core/errors.hpp"
+#include "tools/cli/commands.hpp"
+
+#ifndef CLUSTERSIM_DATA_DIR
+#define CLUSTERSIM_DATA_DIR "."
+#endif
+
+int main(int argc, char** argv) {
+  using cs::ExitCode;
+  cs::cli::Globals globals{CLUSTERSIM_DATA_DIR};
+  CLI::App app{"clustersim: a discrete-event performance simulator for GPU clusters running LLMs"};
+  app.require_subcommand(1);
+  app.add_option("--data-dir", globals.data_dir, "folder holding models/, calibration/ and scenarios/")
+      ->capture_default_str();
+  std::vector<std::pair<CLI::App*, cs::cli::Action>> actions;
+  auto reg = [&](auto add, const char* name) {
+    const auto before = app.get_subcommands({}).size();
+    auto action = add(app, globals);
+    (void)before;
+    actions.emplace_back(app.get_subcommand(name), action);
+  };
+  reg(cs::cli::add_run, "run");
+  reg(cs::cli::add_train, "train");
+  reg(cs::cli::add_validate, "validate");
+  reg(cs::cli::add_collective, "collective");
+  reg(cs::cli::add_list, "list");
+  reg(cs::cli::add_validate_published, "validate-published");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: command line: " << e.what() << " (see --help)\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  try {
+    for (auto& [sub, action] : actions) {
+      if (sub->parsed()) return action();
+    }
+    return static_cast<int>(ExitCode::kBadInput);
+  } catch (const cs::InputError& e) {
+    for (const auto& p : e.problems()) std::cerr << "error: " << p.to_string() << "\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  } catch (const cs::InfeasibleError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::kInfeasible);
+  } catch (const cs::DeviceError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::kNoDevice);
+  } catch (const std::exception& e) {
+    std::cerr << "internal error, please report: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::kInternal);
+  }
+}

@@ -1,0 +1,183 @@
+// `validate-published`: runs published cases (scenarios/validation/*.json) and prints predicted
+// against published with the relative error, then the median and max over scored cases.
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+
+#include "calibration/profile/hardware_profile.hpp"
+#include "sim/config/catalog.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/config/reader.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/core/quantity.hpp"
+#include "sim/network/cluster_spec.hpp"
+#include "sim/workload/collective_timing.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace cs::cli {
+
+namespace {
+
+struct Case {
+  std::string id, source, metric_text, cluster, op, algo, metric, role, note, unit;
+  int gpus = 0;
+  double bytes = 0, published = 0, predicted = 0;
+  std::optional<double> tolerance;
+  std::string algorithm_used;
+};
+
+bool glob_match(const std::string& pattern, const std::string& s) {
+  // '*' matches any run of characters; everything else literally.
+  std::size_t p = 0, i = 0, star = std::string::npos, mark = 0;
+  while (i < s.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = i;
+    } else if (p < pattern.size() && pattern[p] == s[i]) {
+      ++p;
+      ++i;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      i = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::vector<Case> parse_cases(const config::JsonDoc& doc) {
+  config::Problems problems;
+  auto r = config::Reader::root(doc, problems);
+  problems.throw_if_any();
+  (void)r.opt_string("description", "");
+  std::vector<Case> out;
+  for (auto& c : r.each("cases")) {
+    Case k;
+    k.id = c.req_string("id");
+    k.source = c.req_string("source");
+    k.metric_text = c.opt_string("metric_text", "");
+    (void)c.req_enum("kind", {"collective"});
+    k.cluster = c.req_string("cluster");
+    k.gpus = static_cast<int>(c.req_int("gpus", 2, 64));
+    k.op = c.req_enum("op", {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"});
+    k.algo = c.req_enum("algo", {"auto", "ring", "tree", "nvls", "direct"});
+    k.bytes = c.req_quantity("bytes", Dimension::kBytes, 1.0);
+    k.metric = c.req_enum("metric", {"busbw", "algbw"});
+    k.published = c.req_number("published", 1e-9, 1e15);
+    k.unit = c.req_enum("unit", {"GB/s"});
+    if (const auto* t = c.raw("tolerance"); t && !t->is_null()) {
+      if (!t->is_number() || t->get<double>() <= 0) {
+        c.fail_at("tolerance", "expected a positive fraction (0.15 = 15%) or null");
+      } else {
+        k.tolerance = t->get<double>();
+      }
+    }
+    k.role = c.req_enum("role", {"validation", "calibration", "context"});
+    k.note = c.opt_string("note", "");
+    c.finish();
+    out.push_back(k);
+  }
+  r.finish();
+  problems.throw_if_any();
+  return out;
+}
+
+std::string pct(double f) { return (f >= 0 ? "+" : "") + fixed(f * 100.0, 1) + "%"; }
+
+}  // namespace
+
+Action add_validate_published(CLI::App& app, const Globals& g) {
+  auto* cmd = app.add_subcommand("validate-published", "compare predictions with published measurements");
+  struct Opts {
+    std::string file, ids = "*";
+    bool json = false, markdown = false;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("file", o->file, "case file (e.g. scenarios/validation/f-collectives.json)")->required();
+  cmd->add_option("--ids", o->ids, "only cases whose id matches this pattern ('*' wildcards)");
+  cmd->add_flag("--json", o->json, "print {\"cases\": [...], \"median_abs_error\", \"max_abs_error\"}");
+  cmd->add_flag("--markdown", o->markdown, "print a Markdown table (docs/accuracy.md)");
+  return [o, &g] {
+    const config::Catalog catalog(g.data_dir);
+    const auto doc = config::load(o->file);
+    auto cases = parse_cases(doc);
+    std::erase_if(cases, [&](const Case& c) { return !glob_match(o->ids, c.id); });
+    if (cases.empty()) throw InputError("command line", "--ids", "no case id matches '" + o->ids + "' in " + o->file);
+    std::vector<double> scored;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      auto& c = cases[i];
+      const std::string where = "/cases/" + std::to_string(i);
+      const auto cpath = catalog.locate(config::CatalogKind::kCluster, c.cluster, doc.path, where + "/cluster");
+      const auto cluster = net::parse_cluster(config::load(cpath), c.cluster);
+      const auto profile = calib::parse_profile(
+          config::load(catalog.locate(config::CatalogKind::kProfile, cluster.profile, cpath, "/profile")), cluster.profile);
+      if (c.gpus > cluster.gpus) throw InputError(doc.path, where + "/gpus", "cluster '" + c.cluster + "' has fewer GPUs");
+      const auto topo = net::Topology::build(cluster, c.gpus);
+      coll::CollectiveOp op{};
+      coll::Algorithm algo{};
+      (void)coll::parse_op(c.op, op);
+      (void)coll::parse_algorithm(c.algo, algo);
+      std::vector<int> ranks;
+      if (op == coll::CollectiveOp::kSendRecv) {
+        ranks = {0, 1};
+      } else {
+        for (int r = 0; r < c.gpus; ++r) ranks.push_back(r);
+      }
+      const auto t = workload::time_collective(topo, op, algo, ranks, c.bytes, profile.collective_latency.value);
+      c.predicted = (c.metric == "busbw" ? t.busbw_bytes_per_s : t.algbw_bytes_per_s) / 1e9;
+      c.algorithm_used = coll::algorithm_name(t.algorithm);
+      if (c.role == "validation") scored.push_back(std::fabs(c.predicted / c.published - 1.0));
+    }
+    std::sort(scored.begin(), scored.end());
+    double median = 0, max = 0;
+    if (!scored.empty()) {
+      const std::size_t n = scored.size();
+      median = n % 2 ? scored[n / 2] : 0.5 * (scored[n / 2 - 1] + scored[n / 2]);
+      max = scored.back();
+    }
+    if (o->json) {
+      nlohmann::ordered_json j;
+      j["cases"] = nlohmann::ordered_json::array();
+      for (const auto& c : cases) {
+        const double err = c.predicted / c.published - 1.0;
+        nlohmann::ordered_json k{{"id", c.id},       {"published", c.published}, {"predicted", c.predicted},
+                                 {"error", err},     {"role", c.role},           {"algorithm", c.algorithm_used}};
+        k["tolerance"] = c.tolerance ? nlohmann::ordered_json(*c.tolerance) : nlohmann::ordered_json(nullptr);
+        k["within_tolerance"] = c.tolerance ? std::fabs(err) <= *c.tolerance : true;
+        j["cases"].push_back(k);
+      }
+      j["scored_cases"] = scored.size();
+      j["median_abs_error"] = median;
+      j["max_abs_error"] = max;
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    if (o->markdown) {
+      std::cout << "| case | what | published | predicted | error | role |\n|---|---|---:|---:|---:|---|\n";
+      for (const auto& c : cases) {
+        std::cout << "| `" << c.id << "` | " << c.op << " " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster
+                  << "`, " << human_bytes(c.bytes) << ", algo " << c.algorithm_used << " | " << fixed(c.published, 1)
+                  << " " << c.unit << " | " << fixed(c.predicted, 1) << " " << c.unit << " | "
+                  << pct(c.predicted / c.published - 1.0) << " | " << c.role << " |\n";
+      }
+      std::cout << "\nScored (validation) cases: " << scored.size() << "; median |error| " << fixed(median * 100, 1)
+                << "%, max |error| " << fixed(max * 100, 1) << "%.\n";
+      return 0;
+    }
+    std::cout << std::left << std::setw(40) << "case" << std::right << std::setw(12) << "published" << std::setw(12)
+              << "predicted" << std::setw(9) << "error" << "  role\n";
+    for (const auto& c : cases) {
+      std::cout << std::left << std::setw(40) << c.id << std::right << std::setw(12) << fixed(c.published, 1)
+                << std::setw(12) << fixed(c.predicted, 1) << std::setw(9) << pct(c.predicted / c.published - 1.0) << "  "
+                << c.role << "\n";
+    }
+    std::cout << "scored cases " << scored.size() << ": median |error| " << fixed(median * 100, 1) << "%, max |error| "
+              << fixed(max * 100, 1) << "%\n";
+    return 0;
+  };
+}
+
+}  // namespace cs::cli

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Shared by tools/run and tools/test: install what is missing (Debian packages, only when
+# missing), then configure and build a Release build in build/. Idempotent and quick when
+# nothing changed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+
+need=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for pkg in cmake ninja-build g++ libboost-graph-dev libtbb-dev libcli11-dev nlohmann-json3-dev doctest-dev; do
+  have_pkg "$pkg" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "clustersim: installing missing packages: ${need[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi
+
+build="${CLUSTERSIM_BUILD_DIR:-$root/build}"
+werror="${CLUSTERSIM_WERROR:-OFF}"
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLUSTERSIM_WERROR="$werror" >&2
+fi
+cmake --build "$build" -j "$(nproc)" >&2
