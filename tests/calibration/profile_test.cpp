@@ -36,7 +36,9 @@ TEST_CASE("datasheet peaks are as published (H- cases of shared/validation)") {
 }
 
 TEST_CASE("GEMM efficiency saturates with size and never exceeds its maximum") {
-  calib::GemmEfficiency g{0.8, 64};
+  calib::GemmEfficiency g;
+  g.max_fraction = 0.8;
+  g.half_rate_dim = 64;
   CHECK(g.at(64, 1e9, 1e9) == doctest::Approx(0.4).epsilon(1e-6));
   CHECK(g.at(8192, 8192, 8192) < 0.8);
   CHECK(g.at(8192, 8192, 8192) > 0.78);

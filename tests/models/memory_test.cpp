@@ -30,7 +30,7 @@ TEST_CASE("training memory parts add up to the total; ZeRO-1 divides optimizer s
   in.capacity = 80e9;
   const auto base = training_memory(m, in);
   CHECK(base.weights + base.gradients + base.optimizer + base.activations + base.other == doctest::Approx(base.total));
-  CHECK(base.weights == doctest::Approx(2.0 * m.params_total()).epsilon(1e-9));
+  CHECK(base.weights == doctest::Approx(2.0 * static_cast<double>(m.params_total())).epsilon(1e-9));
   in.zero = 1;
   const auto z1 = training_memory(m, in);
   CHECK(z1.optimizer == doctest::Approx(base.optimizer / 8));
