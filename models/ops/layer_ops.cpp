@@ -59,6 +59,7 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
   out.push_back(memory_op("attn_norm", 2 * Tn * h * a));
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   out.push_back(gemm("qkv_proj", T, q + 2 * kv, h, s));
+  if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
   out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a}});
   out.push_back(gemm("out_proj", T, h, q, s));
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
@@ -98,6 +99,7 @@ std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
   gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
   out.push_back({Op{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s),
                     T * (4 * q + 4 * kv) * a}});
+  if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (q + kv) * a));
   gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
   out.push_back(memory_op("attn_norm.bwd", 4 * Tn * h * a));
