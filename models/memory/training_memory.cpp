@@ -20,25 +20,20 @@ double params_per_gpu(const ModelArch& m, int tp) {
 }
 
 double layer_activation_bytes(const ModelArch& m, const StepShape& s) {
-  const double T = s.tokens();
-  const double r = s.sp ? 1.0 / s.tp : 1.0;
-  const double h = static_cast<double>(m.hidden);
-  const double hd = static_cast<double>(m.head_dim);
-  const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
-  const double q = hq * hd;
-  const double kv = static_cast<double>(kv_heads_per_rank(m, s.tp)) * hd;
-  const double f = static_cast<double>(m.ffn) / s.tp;
-  const double up_n = (m.activation == Activation::kSwiGlu ? 2.0 : 1.0) * f;
-  const double a = s.act_bytes;
+  const auto d = layer_dims(m, s);
+  const double T = d.tokens;
+  const double r = d.norm_tokens / d.tokens;  // 1/TP under sequence parallelism
+  const double a = d.act_bytes;
+  const double heads = static_cast<double>(q_heads_per_rank(m, s.tp));
   double bytes = 0;
-  bytes += 2 * a * T * h * r;           // attention-norm input, QKV input
-  bytes += a * T * (q + 2 * kv);        // Q, K, V
-  bytes += a * T * q;                   // attention output (out_proj input)
-  bytes += 4.0 * T * hq;                // softmax log-sum-exp (fp32), flash attention
-  bytes += 2 * a * T * h * r;           // MLP-norm input, MLP-up input
-  bytes += a * T * up_n;                // activation-function inputs
-  bytes += a * T * f;                   // MLP-down input
-  if (m.hidden_dropout) bytes += 2 * T * h * r;  // two dropout masks, one byte per element
+  bytes += 2 * a * T * d.hidden * r;  // attention-norm input, QKV input
+  bytes += a * T * (d.q + 2 * d.kv);  // Q, K, V
+  bytes += a * T * d.q;               // attention output (out_proj input)
+  bytes += 4.0 * T * heads;           // softmax log-sum-exp (fp32), flash attention
+  bytes += 2 * a * T * d.hidden * r;  // MLP-norm input, MLP-up input
+  bytes += a * T * d.up;              // activation-function inputs
+  bytes += a * T * d.ffn;             // MLP-down input
+  if (m.hidden_dropout) bytes += 2 * T * d.hidden * r;  // two dropout masks, one byte per element
   return bytes;
 }
 

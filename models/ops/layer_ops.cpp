@@ -45,16 +45,22 @@ double attention_flops(const ModelArch& m, const StepShape& s) {
 
 }  // namespace
 
+LayerDims layer_dims(const ModelArch& m, const StepShape& s) {
+  LayerDims d;
+  d.tokens = s.tokens();
+  d.norm_tokens = sp_tokens(s);
+  d.hidden = static_cast<double>(m.hidden);
+  d.q = static_cast<double>(q_heads_per_rank(m, s.tp) * m.head_dim);
+  d.kv = static_cast<double>(kv_heads_per_rank(m, s.tp) * m.head_dim);
+  d.ffn = static_cast<double>(m.ffn) / s.tp;
+  d.up = (m.activation == Activation::kSwiGlu ? 2.0 : 1.0) * d.ffn;
+  d.act_bytes = s.act_bytes;
+  return d;
+}
+
 std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
-  const double T = s.tokens();
-  const double Tn = sp_tokens(s);
-  const double h = static_cast<double>(m.hidden);
-  const double hd = static_cast<double>(m.head_dim);
-  const double q = static_cast<double>(q_heads_per_rank(m, s.tp)) * hd;
-  const double kv = static_cast<double>(kv_heads_per_rank(m, s.tp)) * hd;
-  const double f = static_cast<double>(m.ffn) / s.tp;
-  const double up_n = (m.activation == Activation::kSwiGlu ? 2.0 : 1.0) * f;
-  const double a = s.act_bytes;
+  const auto d = layer_dims(m, s);
+  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up, a = d.act_bytes;
   std::vector<Item> out;
   out.push_back(memory_op("attn_norm", 2 * Tn * h * a));
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
@@ -75,15 +81,8 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
 }
 
 std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
-  const double T = s.tokens();
-  const double Tn = sp_tokens(s);
-  const double h = static_cast<double>(m.hidden);
-  const double hd = static_cast<double>(m.head_dim);
-  const double q = static_cast<double>(q_heads_per_rank(m, s.tp)) * hd;
-  const double kv = static_cast<double>(kv_heads_per_rank(m, s.tp)) * hd;
-  const double f = static_cast<double>(m.ffn) / s.tp;
-  const double up_n = (m.activation == Activation::kSwiGlu ? 2.0 : 1.0) * f;
-  const double a = s.act_bytes;
+  const auto d = layer_dims(m, s);
+  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up, a = d.act_bytes;
   // The conjugates of the forward collectives: an all-reduce's backward is an all-reduce of the
   // input gradient; SP's all-gather becomes a reduce-scatter and vice versa.
   std::vector<Item> out;

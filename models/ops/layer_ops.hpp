@@ -45,6 +45,19 @@ struct StepShape {
 [[nodiscard]] std::int64_t q_heads_per_rank(const ModelArch& m, int tp);
 [[nodiscard]] std::int64_t kv_heads_per_rank(const ModelArch& m, int tp);
 
+/// The widths one TP rank works with, in elements (doubles for the cost arithmetic).
+struct LayerDims {
+  double tokens = 0;       ///< b * s
+  double norm_tokens = 0;  ///< tokens the norms and residuals see (s/TP of them under SP)
+  double hidden = 0;
+  double q = 0;            ///< query width on this rank (heads x head dim)
+  double kv = 0;           ///< K (or V) width on this rank
+  double ffn = 0;          ///< MLP width on this rank
+  double up = 0;           ///< MLP-up output width: 2 ffn for SwiGLU (gate and up), ffn for GELU
+  double act_bytes = 2;
+};
+[[nodiscard]] LayerDims layer_dims(const ModelArch& m, const StepShape& s);
+
 /// Forward program of one decoder layer: norm, QKV (GQA), causal flash attention, output
 /// projection, TP all-reduce (or SP reduce-scatter/all-gather), residual, norm, MLP (SwiGLU or
 /// GELU), TP all-reduce, residual.

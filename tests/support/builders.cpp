@@ -67,6 +67,13 @@ scenario::Scenario scenario_from_json(const std::string& text) {
   return scenario::resolve(file.specs.at(0), catalog(), doc.path);
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream b;
+  b << f.rdbuf();
+  return b.str();
+}
+
 CliRun run_cli(const std::string& args) {
   char out_tmpl[] = "/tmp/cs_cli_out_XXXXXX";
   char err_tmpl[] = "/tmp/cs_cli_err_XXXXXX";
@@ -78,12 +85,6 @@ CliRun run_cli(const std::string& args) {
                           out_tmpl + " 2>" + err_tmpl + " </dev/null";
   const int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto slurp = [](const char* p) {
-    std::ifstream f(p);
-    std::stringstream b;
-    b << f.rdbuf();
-    return b.str();
-  };
   r.out = slurp(out_tmpl);
   r.err = slurp(err_tmpl);
   std::remove(out_tmpl);

@@ -26,6 +26,9 @@ namespace cs::test {
 /// A resolved scenario from JSON text against the shipped catalog.
 [[nodiscard]] scenario::Scenario scenario_from_json(const std::string& text);
 
+/// A whole file as a string (empty if unreadable).
+[[nodiscard]] std::string slurp(const std::string& path);
+
 /// Result of running the clustersim executable.
 struct CliRun {
   int exit_code = -1;

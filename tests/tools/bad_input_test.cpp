@@ -11,12 +11,7 @@
 namespace fs = std::filesystem;
 
 namespace {
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream b;
-  b << f.rdbuf();
-  return b.str();
-}
+std::string slurp(const fs::path& p) { return cs::test::slurp(p.string()); }
 }  // namespace
 
 TEST_CASE("each bad-input case exits with its code and prints exactly its message") {

@@ -20,12 +20,7 @@ nlohmann::json strip(nlohmann::json j) {
   }
   return j;
 }
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream b;
-  b << f.rdbuf();
-  return b.str();
-}
+std::string slurp(const fs::path& p) { return cs::test::slurp(p.string()); }
 }  // namespace
 
 TEST_CASE("golden scenarios reproduce their reviewed JSON exactly") {
