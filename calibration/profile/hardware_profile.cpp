@@ -1,5 +1,8 @@
 #include "calibration/profile/hardware_profile.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/core/errors.hpp"
@@ -49,9 +52,46 @@ bool parse_dtype(const std::string& name, Dtype& out) {
   return false;
 }
 
-double GemmEfficiency::at(double m, double n, double k) const {
-  const auto f = [this](double d) { return d / (d + half_rate_dim); };
-  return max_fraction * f(m) * f(n) * f(k);
+double GemmEfficiency::shape_factor(double half_rate_dim, double m, double n, double k) {
+  const auto f = [half_rate_dim](double d) { return d / (d + half_rate_dim); };
+  return f(m) * f(n) * f(k);
+}
+
+double GemmEfficiency::at(double m, double n, double k) const { return max_fraction * shape_factor(half_rate_dim, m, n, k); }
+
+double HardwareProfile::gemm_fraction(Dtype d, double m, double n, double k) const {
+  // Inverse-distance weighting in log2(m, n, k) over the four nearest measured shapes.
+  std::vector<std::pair<double, double>> near;  // (squared distance, fraction)
+  const double peak_rate = matrix_peak.count(d) ? matrix_peak.at(d).value : 0.0;
+  for (const auto& p : gemm_table) {
+    if (p.dtype != d || peak_rate <= 0) continue;
+    const double dm = std::log2(m / p.m), dn = std::log2(n / p.n), dk = std::log2(k / p.k);
+    near.emplace_back(dm * dm + dn * dn + dk * dk, p.flops_per_s / peak_rate);
+  }
+  if (near.empty()) return gemm.at(m, n, k);
+  std::sort(near.begin(), near.end());
+  if (near.front().first < 1e-12) return near.front().second;
+  double wsum = 0, fsum = 0;
+  for (std::size_t i = 0; i < near.size() && i < 4; ++i) {
+    const double w = 1.0 / near[i].first;
+    wsum += w;
+    fsum += w * near[i].second;
+  }
+  return fsum / wsum;
+}
+
+Provenance HardwareProfile::gemm_provenance(Dtype d) const {
+  for (const auto& p : gemm_table) {
+    if (p.dtype == d) return Provenance::kMeasured;
+  }
+  return gemm.provenance;
+}
+
+const CollectiveCurve* HardwareProfile::collective_curve(const std::string& op, int gpus) const {
+  for (const auto& c : collectives) {
+    if (c.op == op && c.gpus == gpus) return &c;
+  }
+  return nullptr;
 }
 
 const Rate& HardwareProfile::peak(Dtype d) const {
@@ -98,9 +138,9 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
   auto r = config::Reader::root(doc, problems);
   problems.throw_if_any();
   const auto version = r.req_int("schema_version", 0, 1000);
-  if (version != kProfileSchemaVersion) {
+  if (version != 1 && version != kProfileSchemaVersion) {
     throw InputError(doc.path, "/schema_version",
-                     "expected schema version " + std::to_string(kProfileSchemaVersion) + "; got " +
+                     "expected schema version 1 or " + std::to_string(kProfileSchemaVersion) + "; got " +
                          std::to_string(version) + " (written by a different clustersim; re-run calibration)");
   }
   HardwareProfile p;
@@ -152,6 +192,41 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
     a.finish();
   }
   p.runtime_reserved = read_rate(r, "runtime_reserved", Dimension::kBytes, 0.0, 1e15);
+  if (auto dev = r.opt_child("device")) {
+    for (const auto& key : dev->keys()) {
+      const auto* v = dev->raw(key);
+      p.device[key] = v->is_string() ? v->get<std::string>() : v->dump();
+    }
+    dev->finish();
+  }
+  for (auto& g : r.each("gemm_table", false)) {
+    GemmPoint pt;
+    if (!parse_dtype(g.req_string("dtype"), pt.dtype)) g.fail_at("dtype", "expected fp32, tf32, bf16, fp16 or fp8");
+    pt.m = static_cast<double>(g.req_int("m", 1, std::int64_t{1} << 40));
+    pt.n = static_cast<double>(g.req_int("n", 1, std::int64_t{1} << 40));
+    pt.k = static_cast<double>(g.req_int("k", 1, std::int64_t{1} << 40));
+    pt.flops_per_s = g.req_quantity("rate", Dimension::kFlopRate, 1.0);
+    g.finish();
+    p.gemm_table.push_back(pt);
+  }
+  for (auto& c : r.each("collectives", false)) {
+    CollectiveCurve cc;
+    cc.op = c.req_enum("op", {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"});
+    cc.gpus = static_cast<int>(c.req_int("gpus", 2, 1 << 20));
+    cc.alpha_s = c.req_quantity("alpha", Dimension::kTime, 0.0);
+    cc.busbw_bytes_per_s = c.req_quantity("busbw", Dimension::kBandwidth, 1.0);
+    cc.provenance = to_provenance(c.req_enum("status", kStatuses));
+    cc.source = c.req_string("source");
+    for (auto& pt : c.each("points", false)) {
+      const double bytes = static_cast<double>(pt.req_int("bytes", 1, std::int64_t{1} << 50));
+      const double secs = pt.req_quantity("time", Dimension::kTime, 0.0);
+      pt.finish();
+      cc.points.emplace_back(bytes, secs);
+    }
+    c.finish();
+    p.collectives.push_back(cc);
+  }
+  (void)r.raw("raw");  // measurements as recorded, for `clustersim inspect`
   r.finish();
   problems.throw_if_any();
   return p;

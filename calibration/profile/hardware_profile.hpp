@@ -1,6 +1,8 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cs::config {
 struct JsonDoc;
@@ -34,10 +36,36 @@ struct GemmEfficiency {
   Provenance provenance = Provenance::kAssumed;
   std::string source;
   [[nodiscard]] double at(double m, double n, double k) const;
+  /// prod_d d / (d + half_rate_dim): the shape's share of max_fraction.
+  [[nodiscard]] static double shape_factor(double half_rate_dim, double m, double n, double k);
   bool operator==(const GemmEfficiency&) const = default;
 };
 
-inline constexpr int kProfileSchemaVersion = 1;
+/// One measured GEMM: achieved FLOP/s at a shape and dtype (from the probe's cuBLASLt sweep).
+struct GemmPoint {
+  Dtype dtype = Dtype::kBf16;
+  double m = 0, n = 0, k = 0;
+  double flops_per_s = 0;
+  bool operator==(const GemmPoint&) const = default;
+};
+
+/// A collective's cost on this machine, measured or imported (nccl-tests): time = alpha +
+/// bytes * bus_factor / busbw, fitted to `points` (bytes, seconds); used instead of the topology
+/// model for collectives of the same op over the same number of GPUs.
+struct CollectiveCurve {
+  std::string op;  ///< "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"
+  int gpus = 0;
+  double alpha_s = 0;
+  double busbw_bytes_per_s = 0;
+  Provenance provenance = Provenance::kImported;
+  std::string source;
+  std::vector<std::pair<double, double>> points;
+  bool operator==(const CollectiveCurve&) const = default;
+};
+
+/// Version 2 added the measured sections (device, gemm_table, collectives); version 1 files are
+/// read as version 2 without them.
+inline constexpr int kProfileSchemaVersion = 2;
 
 /// Rates of one GPU model: peaks per dtype, HBM, and the achieved-rate parameters the compute and
 /// collective models use. Datasheet figures cite their document; assumed ones state their basis.
@@ -56,13 +84,24 @@ struct HardwareProfile {
   Rate kernel_overhead;              ///< seconds added to every kernel (launch and tail)
   Rate collective_latency;           ///< seconds of fixed cost per collective call (NCCL launch, sync)
   Rate runtime_reserved;             ///< bytes taken by CUDA context, library workspaces, comm buffers
+  std::map<std::string, std::string> device;  ///< measured device facts (name, SMs, clocks, versions)
+  std::vector<GemmPoint> gemm_table;          ///< measured GEMM rates; when present they set GEMM times
+  std::vector<CollectiveCurve> collectives;   ///< measured or imported collective costs
+
+  /// Achieved fraction of the dtype's peak for a GEMM: interpolated from `gemm_table` when it has
+  /// points of this dtype, else the `gemm` model.
+  [[nodiscard]] double gemm_fraction(Dtype d, double m, double n, double k) const;
+  /// Where GEMM rates of this dtype come from.
+  [[nodiscard]] Provenance gemm_provenance(Dtype d) const;
+  /// The curve for an op over `gpus` GPUs, if the profile has one.
+  [[nodiscard]] const CollectiveCurve* collective_curve(const std::string& op, int gpus) const;
 
   bool operator==(const HardwareProfile&) const = default;
   /// Peak for a dtype; throws InputError naming the profile if this GPU has no such matrix rate.
   [[nodiscard]] const Rate& peak(Dtype d) const;
 };
 
-/// Parses a profile file (schema version 1; any other version is an error saying which).
+/// Parses a profile file (schema version 1 or 2; any other version is an error saying which).
 [[nodiscard]] HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id);
 /// Parses a dtype name ("bf16", "fp8"...); empty optional-like: returns false if unknown.
 [[nodiscard]] bool parse_dtype(const std::string& name, Dtype& out);

@@ -28,6 +28,7 @@ const char* algorithm_name(Algorithm a) {
     case Algorithm::kTree: return "tree";
     case Algorithm::kNvls: return "nvls";
     case Algorithm::kDirect: return "direct";
+    case Algorithm::kMeasured: return "measured";
   }
   return "?";
 }
@@ -145,7 +146,8 @@ CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, A
       p.steps = 1;
       break;
     }
-    case Algorithm::kAuto: CS_ASSERT(false, "auto is resolved before expansion");
+    case Algorithm::kAuto:
+    case Algorithm::kMeasured: CS_ASSERT(false, "auto and measured are resolved before expansion");
   }
   p.latency_s = req.call_latency_s + p.steps * max_hop;
   return p;

@@ -7,7 +7,8 @@
 namespace cs::coll {
 
 enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
-enum class Algorithm { kAuto, kRing, kTree, kNvls, kDirect };
+/// kMeasured: the collective's time came from a measured or imported curve in the profile.
+enum class Algorithm { kAuto, kRing, kTree, kNvls, kDirect, kMeasured };
 
 [[nodiscard]] const char* op_name(CollectiveOp op);
 [[nodiscard]] const char* algorithm_name(Algorithm a);

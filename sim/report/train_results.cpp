@@ -145,6 +145,7 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   eo.network = s.network_model;
   eo.collective_latency_s = s.profile.collective_latency.value;
   eo.record_links = options.record_links;
+  eo.curves = &s.profile.collectives;
   auto log = workload::simulate(step.graph, topo, eo);
 
   r.step_time_s = log.makespan.seconds();
@@ -187,7 +188,11 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   const auto& p = s.profile;
   const auto& peak = p.peak(s.dtype);
   r.rates.emplace_back(std::string("matrix peak ") + calib::dtype_name(s.dtype), rate_text(peak.value / 1e12, " TFLOP/s", peak.provenance));
-  r.rates.emplace_back("GEMM efficiency (max)", rate_text(p.gemm.max_fraction, "", p.gemm.provenance));
+  if (s.profile.gemm_provenance(s.dtype) == calib::Provenance::kMeasured) {
+    r.rates.emplace_back("GEMM efficiency", "interpolated from the measured table (measured)");
+  } else {
+    r.rates.emplace_back("GEMM efficiency (max)", rate_text(p.gemm.max_fraction, "", p.gemm.provenance));
+  }
   r.rates.emplace_back("attention fwd/bwd fraction",
                        shortest(p.attention_forward_fraction.value) + " / " + shortest(p.attention_backward_fraction.value) +
                            " (" + calib::provenance_name(p.attention_forward_fraction.provenance) + ")");
@@ -195,6 +200,11 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.rates.emplace_back("HBM efficiency", rate_text(p.hbm_fraction.value, "", p.hbm_fraction.provenance));
   r.rates.emplace_back("kernel overhead", rate_text(p.kernel_overhead.value * 1e6, " us", p.kernel_overhead.provenance));
   r.rates.emplace_back("collective latency", rate_text(p.collective_latency.value * 1e6, " us", p.collective_latency.provenance));
+  for (const auto& c : p.collectives) {
+    r.rates.emplace_back("collective " + c.op + " x" + std::to_string(c.gpus),
+                         "alpha " + shortest(c.alpha_s * 1e6) + " us, busbw " + shortest(c.busbw_bytes_per_s / 1e9) + " GB/s (" +
+                             calib::provenance_name(c.provenance) + ")");
+  }
   for (const auto& [name, t] : s.cluster.link_types) {
     r.rates.emplace_back("link " + name, shortest(t.bandwidth_bytes_per_s / 1e9) + " GB/s x " + shortest(t.efficiency) +
                                              " (cluster file, cited)");

@@ -139,8 +139,22 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
       return r.cost ? fixed(r.cost->per_million_tokens, 2) + " " + r.cost->currency : "-";
     });
   }
-  section("-- rates used");
+  section("-- rates used (provenance)");
   row("profile", [](const TrainResults& r) { return r.profile + " (" + r.profile_origin + ")"; });
+  std::vector<std::string> rate_labels;
+  for (const auto& r : results) {
+    for (const auto& [k, v] : r.rates) {
+      if (std::find(rate_labels.begin(), rate_labels.end(), k) == rate_labels.end()) rate_labels.push_back(k);
+    }
+  }
+  for (const auto& label : rate_labels) {
+    row(label, [&](const TrainResults& r) -> std::string {
+      for (const auto& [k, v] : r.rates) {
+        if (k == label) return v;
+      }
+      return "-";
+    });
+  }
 
   std::size_t w0 = 0;
   for (const auto& [label, cells] : rows) w0 = std::max(w0, label.size());
@@ -165,8 +179,7 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   if (any_unfit_single) {
     out << "(*) the model does not fit one GPU; the one-GPU time ignores capacity, as if it had enough memory.\n";
   }
-  out << "Rates: each result's profile figures are datasheet or assumed (see `--json` /rates and the profile file);\n"
-         "link rates come from the cluster file, each with its citation. Formulas: docs/metrics.md.\n";
+  out << "Every rate's source is cited in its profile or cluster file; formulas: docs/metrics.md.\n";
   return out.str();
 }
 

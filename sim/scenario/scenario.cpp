@@ -1,6 +1,7 @@
 #include "sim/scenario/scenario.hpp"
 
 #include <cmath>
+#include <filesystem>
 
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
@@ -160,9 +161,8 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   }
   {
     const std::string id = spec.profile.empty() ? s.cluster.profile : spec.profile;
-    const auto path = catalog.locate(config::CatalogKind::kProfile, id, spec.profile.empty() ? s.cluster.id : file,
-                                     spec.profile.empty() ? "/profile" : "/profile");
-    s.profile = calib::parse_profile(config::load(path), id);
+    const auto path = catalog.locate(config::CatalogKind::kProfile, id, spec.profile.empty() ? s.cluster.id : file, "/profile");
+    s.profile = calib::parse_profile(config::load(path), std::filesystem::path(path).stem().string());
   }
   if (!spec.offer.empty()) {
     const auto path = catalog.locate(config::CatalogKind::kOffer, spec.offer, file, "/offer");

@@ -1,6 +1,7 @@
 #pragma once
 #include <vector>
 
+#include "calibration/profile/hardware_profile.hpp"
 #include "sim/collectives/collective.hpp"
 #include "sim/network/network_model.hpp"
 #include "sim/network/topology.hpp"
@@ -18,6 +19,7 @@ struct CollectiveTiming {
 /// training step (what `clustersim collective` and the validation harness report).
 [[nodiscard]] CollectiveTiming time_collective(const net::Topology& topo, coll::CollectiveOp op, coll::Algorithm algo,
                                                const std::vector<int>& ranks, double bytes, double call_latency_s,
-                                               net::NetworkModelKind network = net::NetworkModelKind::kFlow);
+                                               net::NetworkModelKind network = net::NetworkModelKind::kFlow,
+                                               const std::vector<calib::CollectiveCurve>* curves = nullptr);
 
 }  // namespace cs::workload

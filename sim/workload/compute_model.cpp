@@ -6,6 +6,7 @@ namespace cs::workload {
 
 ComputeModel::ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype)
     : profile_(profile),
+      dtype_(dtype),
       peak_(profile.peak(dtype).value),
       hbm_(profile.hbm_bandwidth.value * profile.hbm_fraction.value) {}
 
@@ -14,7 +15,7 @@ double ComputeModel::memory_seconds(double bytes) const { return bytes / hbm_ + 
 double ComputeModel::seconds(const models::Op& op) const {
   double matrix_rate = peak_;
   switch (op.kind) {
-    case models::OpKind::kGemm: matrix_rate *= profile_.gemm.at(op.m, op.n, op.k); break;
+    case models::OpKind::kGemm: matrix_rate *= profile_.gemm_fraction(dtype_, op.m, op.n, op.k); break;
     case models::OpKind::kAttentionForward: matrix_rate *= profile_.attention_forward_fraction.value; break;
     case models::OpKind::kAttentionBackward: matrix_rate *= profile_.attention_backward_fraction.value; break;
     case models::OpKind::kMemoryBound: return memory_seconds(op.bytes);

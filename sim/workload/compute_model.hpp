@@ -17,6 +17,7 @@ class ComputeModel {
 
  private:
   const calib::HardwareProfile& profile_;
+  calib::Dtype dtype_;
   double peak_;
   double hbm_;
 };

@@ -104,6 +104,16 @@ class Executor final : public engine::EventHandler {
     const auto key = std::make_tuple(task.group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm), task.bytes);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
+    const auto& ranks = g_.groups()[task.group];
+    if (opt_.curves && task.algorithm == coll::Algorithm::kAuto && ranks.size() > 1) {
+      for (const auto& c : *opt_.curves) {
+        if (c.op != coll::op_name(task.op) || c.gpus != static_cast<int>(ranks.size())) continue;
+        coll::CollectivePlan measured;
+        measured.algorithm = coll::Algorithm::kMeasured;
+        measured.latency_s = c.alpha_s + task.bytes * coll::bus_factor(task.op, c.gpus) / c.busbw_bytes_per_s;
+        return plans_.emplace(key, measured).first->second;
+      }
+    }
     coll::CollectiveRequest req;
     req.op = task.op;
     req.algorithm = task.algorithm;

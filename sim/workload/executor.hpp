@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "calibration/profile/hardware_profile.hpp"
 #include "sim/collectives/collective.hpp"
 #include "sim/core/sim_time.hpp"
 #include "sim/network/network_model.hpp"
@@ -37,6 +38,9 @@ struct ExecutorOptions {
   net::NetworkModelKind network = net::NetworkModelKind::kFlow;
   double collective_latency_s = 0;  ///< fixed cost per collective call (profile)
   bool record_links = false;
+  /// Measured or imported collective costs (the profile's); a collective with a curve for its op
+  /// and GPU count, and no explicit algorithm, takes its time from the curve instead of the flows.
+  const std::vector<calib::CollectiveCurve>* curves = nullptr;
 };
 
 /// Runs a workload graph on a topology with the discrete-event engine (stage 5): streams execute

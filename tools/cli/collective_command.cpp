@@ -92,7 +92,8 @@ Action add_collective(CLI::App& app, const Globals& g) {
           << std::right << std::setw(14) << "size(B)" << std::setw(14) << "time(us)" << std::setw(14) << "algbw(GB/s)"
           << std::setw(14) << "busbw(GB/s)" << "  algorithm\n";
     for (double bytes = lo; bytes <= hi; bytes *= 2) {
-      const auto t = workload::time_collective(topo, op, algo, ranks, bytes, profile.collective_latency.value, network);
+      const auto t =
+          workload::time_collective(topo, op, algo, ranks, bytes, profile.collective_latency.value, network, &profile.collectives);
       const double secs = t.seconds;
       const double algbw = t.algbw_bytes_per_s / 1e9;
       const double busbw = t.busbw_bytes_per_s / 1e9;

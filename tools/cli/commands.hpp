@@ -19,5 +19,6 @@ Action add_validate(CLI::App& app, const Globals& g);
 Action add_collective(CLI::App& app, const Globals& g);
 Action add_list(CLI::App& app, const Globals& g);
 Action add_validate_published(CLI::App& app, const Globals& g);
+Action add_import(CLI::App& app, const Globals& g);
 
 }  // namespace cs::cli

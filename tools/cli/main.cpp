@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   reg(cs::cli::add_collective, "collective");
   reg(cs::cli::add_list, "list");
   reg(cs::cli::add_validate_published, "validate-published");
+  reg(cs::cli::add_import, "import");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

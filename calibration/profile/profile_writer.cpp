@@ -1,0 +1,84 @@
+#include "calibration/profile/profile_writer.hpp"
+
+#include "sim/core/quantity.hpp"
+
+namespace cs::calib {
+
+namespace {
+
+nlohmann::ordered_json rate(const std::string& value, Provenance p, const std::string& source) {
+  return {{"value", value}, {"status", provenance_name(p)}, {"source", source}};
+}
+nlohmann::ordered_json rate(double value, Provenance p, const std::string& source) {
+  return {{"value", value}, {"status", provenance_name(p)}, {"source", source}};
+}
+// SI base units, shortest form: the reader parses them back to the identical double.
+std::string flops(double v) { return shortest(v) + " FLOP/s"; }
+std::string bytes(double v) { return shortest(v) + " B"; }
+std::string bandwidth(double v) { return shortest(v) + " B/s"; }
+std::string seconds(double v) { return shortest(v) + " s"; }
+
+}  // namespace
+
+nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann::ordered_json& raw) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kProfileSchemaVersion;
+  j["id"] = p.id;
+  j["gpu"] = p.gpu_name;
+  j["source"] = {{"kind", provenance_name(p.origin)}, {"document", p.source}};
+  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
+  for (const auto& [d, r] : p.matrix_peak) peaks[dtype_name(d)] = rate(flops(r.value), r.provenance, r.source);
+  j["matrix_peak"] = peaks;
+  j["hbm"] = {{"capacity", rate(bytes(p.hbm_capacity.value), p.hbm_capacity.provenance, p.hbm_capacity.source)},
+              {"bandwidth", rate(bandwidth(p.hbm_bandwidth.value), p.hbm_bandwidth.provenance, p.hbm_bandwidth.source)}};
+  j["achieved"] = {
+      {"gemm_efficiency",
+       {{"max_fraction", p.gemm.max_fraction},
+        {"half_rate_dim", p.gemm.half_rate_dim},
+        {"status", provenance_name(p.gemm.provenance)},
+        {"source", p.gemm.source}}},
+      {"attention_forward_fraction", rate(p.attention_forward_fraction.value, p.attention_forward_fraction.provenance,
+                                          p.attention_forward_fraction.source)},
+      {"attention_backward_fraction", rate(p.attention_backward_fraction.value, p.attention_backward_fraction.provenance,
+                                           p.attention_backward_fraction.source)},
+      {"hbm_fraction", rate(p.hbm_fraction.value, p.hbm_fraction.provenance, p.hbm_fraction.source)},
+      {"kernel_overhead", rate(seconds(p.kernel_overhead.value), p.kernel_overhead.provenance, p.kernel_overhead.source)},
+      {"collective_latency",
+       rate(seconds(p.collective_latency.value), p.collective_latency.provenance, p.collective_latency.source)}};
+  j["runtime_reserved"] = rate(bytes(p.runtime_reserved.value), p.runtime_reserved.provenance, p.runtime_reserved.source);
+  if (!p.device.empty()) {
+    nlohmann::ordered_json dev = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : p.device) dev[k] = v;
+    j["device"] = dev;
+  }
+  if (!p.gemm_table.empty()) {
+    auto table = nlohmann::ordered_json::array();
+    for (const auto& g : p.gemm_table) {
+      table.push_back({{"dtype", dtype_name(g.dtype)},
+                       {"m", static_cast<std::int64_t>(g.m)},
+                       {"n", static_cast<std::int64_t>(g.n)},
+                       {"k", static_cast<std::int64_t>(g.k)},
+                       {"rate", flops(g.flops_per_s)}});
+    }
+    j["gemm_table"] = table;
+  }
+  if (!p.collectives.empty()) {
+    auto curves = nlohmann::ordered_json::array();
+    for (const auto& c : p.collectives) {
+      auto points = nlohmann::ordered_json::array();
+      for (const auto& [b, t] : c.points) points.push_back({{"bytes", static_cast<std::int64_t>(b)}, {"time", seconds(t)}});
+      curves.push_back({{"op", c.op},
+                        {"gpus", c.gpus},
+                        {"alpha", seconds(c.alpha_s)},
+                        {"busbw", bandwidth(c.busbw_bytes_per_s)},
+                        {"status", provenance_name(c.provenance)},
+                        {"source", c.source},
+                        {"points", points}});
+    }
+    j["collectives"] = curves;
+  }
+  if (!raw.is_null()) j["raw"] = raw;
+  return j;
+}
+
+}  // namespace cs::calib

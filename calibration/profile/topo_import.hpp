@@ -1,0 +1,26 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace cs::calib {
+
+/// `nvidia-smi topo -m`, read: GPU names in order and the relation of each GPU pair
+/// ("X", "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"), plus each GPU's NUMA node when given.
+struct TopoMatrix {
+  std::vector<std::string> gpus;
+  std::vector<std::vector<std::string>> relation;
+  std::vector<int> numa;  ///< -1 when not reported
+};
+
+/// Parses the matrix; throws InputError naming file:line for a malformed row.
+[[nodiscard]] TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file);
+
+/// Turns the matrix into a cluster file (the schema of scenarios/clusters): NV# everywhere with
+/// one count -> an NVSwitch with that many 25 GB/s links per GPU; NV# on some pairs -> bridges;
+/// PIX groups -> PCIe switches, PXB -> a switch above them, GPUs per NUMA node under one root
+/// complex, root complexes joined by the host-staged socket link. PCIe generation 4 or 5.
+[[nodiscard]] nlohmann::ordered_json topo_to_cluster(const TopoMatrix& m, const std::string& file,
+                                                     const std::string& profile, int pcie_gen);
+
+}  // namespace cs::calib

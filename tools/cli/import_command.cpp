@@ -1,0 +1,158 @@
+// `import nccl-tests` and `import topo`: a user who already ran nccl-tests or `nvidia-smi topo -m`
+// on a rented box gets a calibrated profile or a cluster file without our probe.
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include "calibration/profile/fitting.hpp"
+#include "calibration/profile/hardware_profile.hpp"
+#include "calibration/profile/nccl_tests_import.hpp"
+#include "calibration/profile/profile_writer.hpp"
+#include "calibration/profile/topo_import.hpp"
+#include "sim/collectives/collective.hpp"
+#include "sim/config/catalog.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/core/quantity.hpp"
+#include "sim/network/cluster_spec.hpp"
+#include "sim/network/topology.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace cs::cli {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
+  std::stringstream b;
+  b << f.rdbuf();
+  return b.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  // Write beside the target and rename, so a failure never leaves half a file.
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw InputError(path, "", "cannot write this file");
+    f << text;
+    if (!f) throw InputError(path, "", "write failed");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+}  // namespace
+
+Action add_import(CLI::App& app, const Globals& g) {
+  auto* cmd = app.add_subcommand("import", "turn nccl-tests or nvidia-smi topo -m output into a profile or cluster");
+  cmd->require_subcommand(1);
+  struct Opts {
+    std::vector<std::string> files;
+    std::string base, op, out, topo_file, profile = "h100-sxm";
+    int gpus = 0, pcie_gen = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* nccl = cmd->add_subcommand("nccl-tests", "read all_reduce_perf/all_gather_perf/... output into a profile's collective curves");
+  nccl->add_option("files", o->files, "nccl-tests output files")->required();
+  nccl->add_option("--base", o->base, "profile the curves are added to (default: matched from the device names)");
+  nccl->add_option("--op", o->op, "collective of every file, when their names do not say it");
+  nccl->add_option("--gpus", o->gpus, "GPUs per run, when the files do not list their ranks");
+  nccl->add_option("--out", o->out, "profile JSON to write")->required();
+  auto* topo = cmd->add_subcommand("topo", "read `nvidia-smi topo -m` output into a cluster file");
+  topo->add_option("file", o->topo_file, "nvidia-smi topo -m output")->required();
+  topo->add_option("--profile", o->profile, "profile id of the GPUs")->capture_default_str();
+  topo->add_option("--pcie-gen", o->pcie_gen, "PCIe generation of the GPU links: 4 or 5 (default: 5 for Hopper profiles, else 4)");
+  topo->add_option("--out", o->out, "cluster JSON to write")->required();
+  return [o, nccl, topo, &g]() -> int {
+    const config::Catalog catalog(g.data_dir);
+    if (nccl->parsed()) {
+      if (!o->op.empty()) {
+        coll::CollectiveOp op{};
+        if (!coll::parse_op(o->op, op)) {
+          throw InputError("command line", "--op", "expected allreduce, allgather, reducescatter, alltoall or sendrecv; got '" + o->op + "'");
+        }
+      }
+      std::vector<calib::NcclTestsRun> runs;
+      for (const auto& f : o->files) runs.push_back(calib::parse_nccl_tests(read_text(f), f, o->op, o->gpus));
+      std::string base_id = o->base;
+      if (base_id.empty()) {
+        // Match the devices' name against the shipped profiles' GPU names.
+        const std::string device = runs.front().devices.empty() ? "" : runs.front().devices.front();
+        std::vector<std::string> matches;
+        for (const auto& id : catalog.ids(config::CatalogKind::kProfile)) {
+          const auto p = calib::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
+          if (!device.empty() && p.gpu_name.rfind(device, 0) == 0) matches.push_back(id);
+        }
+        if (matches.size() != 1) {
+          throw InputError("command line", "--base",
+                           "cannot choose a base profile from the device name '" + device + "' (" +
+                               std::to_string(matches.size()) + " profiles match); pass --base");
+        }
+        base_id = matches.front();
+      }
+      const auto base_path = catalog.locate(config::CatalogKind::kProfile, base_id, "command line", "--base");
+      auto p = calib::parse_profile(config::load(base_path), base_id);
+      p.id = stem(o->out);
+      p.origin = calib::Provenance::kImported;
+      std::string files;
+      for (const auto& r : runs) files += (files.empty() ? "" : ", ") + r.file;
+      p.source = "collective curves imported from nccl-tests output (" + files + "); every other figure from " + base_id +
+                 " (" + calib::provenance_name(p.origin) + " base: " + p.source + ")";
+      std::cout << "# imported into " << o->out << " (base profile " << base_id << ")\n";
+      std::cout << "# op              gpus  rows   alpha(us)  busbw(GB/s)  max fit error\n";
+      for (const auto& r : runs) {
+        coll::CollectiveOp op{};
+        (void)coll::parse_op(r.op, op);
+        std::vector<std::pair<double, double>> points;
+        for (const auto& row : r.rows) points.emplace_back(row.bytes, row.time_s);
+        const auto fit = calib::fit_alpha_beta(points);
+        calib::CollectiveCurve c;
+        c.op = r.op;
+        c.gpus = r.gpus;
+        c.alpha_s = fit.alpha_s;
+        c.busbw_bytes_per_s = fit.bytes_per_s * coll::bus_factor(op, r.gpus);
+        c.provenance = calib::Provenance::kImported;
+        c.source = "nccl-tests " + r.file + ": " + std::to_string(r.rows.size()) +
+                   " out-of-place rows, fitted time = alpha + bytes / algbw (least squares on relative error, max " +
+                   fixed(fit.max_relative_error * 100, 1) + "%)";
+        c.points = points;
+        std::erase_if(p.collectives, [&](const calib::CollectiveCurve& x) { return x.op == c.op && x.gpus == c.gpus; });
+        p.collectives.push_back(c);
+        std::cout << "  " << std::left << std::setw(16) << r.op << std::right << std::setw(5) << r.gpus << std::setw(6)
+                  << r.rows.size() << std::setw(12) << fixed(c.alpha_s * 1e6, 2) << std::setw(13)
+                  << fixed(c.busbw_bytes_per_s / 1e9, 1) << std::setw(14) << fixed(fit.max_relative_error * 100, 1) << "%\n";
+      }
+      const auto j = calib::profile_to_json(p);
+      (void)calib::parse_profile(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, p.id);  // reads back
+      write_text(o->out, j.dump(2) + "\n");
+      return 0;
+    }
+    const auto m = calib::parse_topo_matrix(read_text(o->topo_file), o->topo_file);
+    const auto ppath = catalog.locate(config::CatalogKind::kProfile, o->profile, "command line", "--profile");
+    const auto profile = calib::parse_profile(config::load(ppath), o->profile);
+    int gen = o->pcie_gen;
+    if (gen == 0) gen = profile.gpu_name.find("H100") != std::string::npos || profile.gpu_name.find("H200") != std::string::npos ||
+                              profile.gpu_name.find("H800") != std::string::npos
+                          ? 5
+                          : 4;
+    if (gen != 4 && gen != 5) throw InputError("command line", "--pcie-gen", "expected 4 or 5; got " + std::to_string(gen));
+    const auto j = calib::topo_to_cluster(m, o->topo_file, o->profile, gen);
+    const auto spec = net::parse_cluster(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, stem(o->out));
+    (void)net::Topology::build(spec, spec.gpus);  // every GPU reaches every other
+    write_text(o->out, j.dump(2) + "\n");
+    std::size_t nvs = 0, pcie_sw = 0;
+    for (const auto& s : spec.switches) {
+      nvs += s.kind == net::VertexKind::kNvSwitch;
+      pcie_sw += s.kind == net::VertexKind::kPcieSwitch;
+    }
+    std::cout << "wrote " << o->out << ": " << spec.gpus << " GPUs, " << (nvs ? "NVSwitch" : "no NVSwitch") << ", "
+              << pcie_sw << " PCIe switches, " << spec.links.size() << " links (PCIe gen " << gen << ")\n";
+    return 0;
+  };
+}
+
+}  // namespace cs::cli
