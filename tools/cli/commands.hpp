@@ -20,5 +20,7 @@ Action add_collective(CLI::App& app, const Globals& g);
 Action add_list(CLI::App& app, const Globals& g);
 Action add_validate_published(CLI::App& app, const Globals& g);
 Action add_import(CLI::App& app, const Globals& g);
+Action add_calibrate(CLI::App& app, const Globals& g);
+Action add_inspect(CLI::App& app, const Globals& g);
 
 }  // namespace cs::cli

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   reg(cs::cli::add_list, "list");
   reg(cs::cli::add_validate_published, "validate-published");
   reg(cs::cli::add_import, "import");
+  reg(cs::cli::add_calibrate, "calibrate");
+  reg(cs::cli::add_inspect, "inspect");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
