@@ -189,6 +189,8 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
     p.hbm_fraction = read_rate(a, "hbm_fraction", Dimension::kCount, 0.01, 1.0);
     p.kernel_overhead = read_rate(a, "kernel_overhead", Dimension::kTime, 0.0, 1.0);
     p.collective_latency = read_rate(a, "collective_latency", Dimension::kTime, 0.0, 1.0);
+    p.graph_kernel_overhead = read_rate(a, "graph_kernel_overhead", Dimension::kTime, 0.0, 1.0);
+    p.serving_step_overhead = read_rate(a, "serving_step_overhead", Dimension::kTime, 0.0, 1.0);
     a.finish();
   }
   p.runtime_reserved = read_rate(r, "runtime_reserved", Dimension::kBytes, 0.0, 1e15);

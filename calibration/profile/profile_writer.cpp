@@ -44,7 +44,11 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
       {"hbm_fraction", rate(p.hbm_fraction.value, p.hbm_fraction.provenance, p.hbm_fraction.source)},
       {"kernel_overhead", rate(seconds(p.kernel_overhead.value), p.kernel_overhead.provenance, p.kernel_overhead.source)},
       {"collective_latency",
-       rate(seconds(p.collective_latency.value), p.collective_latency.provenance, p.collective_latency.source)}};
+       rate(seconds(p.collective_latency.value), p.collective_latency.provenance, p.collective_latency.source)},
+      {"graph_kernel_overhead",
+       rate(seconds(p.graph_kernel_overhead.value), p.graph_kernel_overhead.provenance, p.graph_kernel_overhead.source)},
+      {"serving_step_overhead",
+       rate(seconds(p.serving_step_overhead.value), p.serving_step_overhead.provenance, p.serving_step_overhead.source)}};
   j["runtime_reserved"] = rate(bytes(p.runtime_reserved.value), p.runtime_reserved.provenance, p.runtime_reserved.source);
   if (!p.device.empty()) {
     nlohmann::ordered_json dev = nlohmann::ordered_json::object();

@@ -154,7 +154,9 @@ std::vector<Item> head_backward(const ModelArch& m, const StepShape& s) {
 double model_flops(const std::vector<Item>& items) {
   double total = 0;
   for (const auto& it : items) {
-    if (it.comm == TpComm::kNone && it.op.kind != OpKind::kMemoryBound) total += it.op.flops;
+    const bool matrix = it.op.kind == OpKind::kGemm || it.op.kind == OpKind::kAttentionForward ||
+                        it.op.kind == OpKind::kAttentionBackward;
+    if (it.comm == TpComm::kNone && matrix) total += it.op.flops;
   }
   return total;
 }

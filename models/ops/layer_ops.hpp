@@ -7,7 +7,8 @@
 
 namespace cs::models {
 
-enum class OpKind { kGemm, kAttentionForward, kAttentionBackward, kMemoryBound };
+/// kVectorFlops: work on CUDA cores (not tensor cores), at the profile's fp32 rate.
+enum class OpKind { kGemm, kAttentionForward, kAttentionBackward, kMemoryBound, kVectorFlops };
 
 /// One kernel: its FLOPs and the HBM bytes it moves, on one GPU, for one micro-batch.
 struct Op {

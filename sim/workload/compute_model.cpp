@@ -4,13 +4,14 @@
 
 namespace cs::workload {
 
-ComputeModel::ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype)
+ComputeModel::ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype, bool cuda_graphs)
     : profile_(profile),
       dtype_(dtype),
       peak_(profile.peak(dtype).value),
-      hbm_(profile.hbm_bandwidth.value * profile.hbm_fraction.value) {}
+      hbm_(profile.hbm_bandwidth.value * profile.hbm_fraction.value),
+      overhead_(cuda_graphs ? profile.graph_kernel_overhead.value : profile.kernel_overhead.value) {}
 
-double ComputeModel::memory_seconds(double bytes) const { return bytes / hbm_ + profile_.kernel_overhead.value; }
+double ComputeModel::memory_seconds(double bytes) const { return bytes / hbm_ + overhead_; }
 
 double ComputeModel::seconds(const models::Op& op) const {
   double matrix_rate = peak_;
@@ -19,8 +20,12 @@ double ComputeModel::seconds(const models::Op& op) const {
     case models::OpKind::kAttentionForward: matrix_rate *= profile_.attention_forward_fraction.value; break;
     case models::OpKind::kAttentionBackward: matrix_rate *= profile_.attention_backward_fraction.value; break;
     case models::OpKind::kMemoryBound: return memory_seconds(op.bytes);
+    case models::OpKind::kVectorFlops: {
+      const auto& fp32 = profile_.peak(calib::Dtype::kFp32);
+      return op.flops / fp32.value + overhead_;
+    }
   }
-  return std::max(op.flops / matrix_rate, op.bytes / hbm_) + profile_.kernel_overhead.value;
+  return std::max(op.flops / matrix_rate, op.bytes / hbm_) + overhead_;
 }
 
 }  // namespace cs::workload

@@ -9,7 +9,8 @@ namespace cs::workload {
 /// peak times the shape-dependent GEMM efficiency (or the fused-attention fraction).
 class ComputeModel {
  public:
-  ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype);
+  /// `cuda_graphs`: kernels pay the profile's in-graph overhead instead of the eager one.
+  ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype, bool cuda_graphs = false);
   [[nodiscard]] double seconds(const models::Op& op) const;
   /// A streaming kernel over `bytes` of HBM traffic (optimizer, copies).
   [[nodiscard]] double memory_seconds(double bytes) const;
@@ -20,6 +21,7 @@ class ComputeModel {
   calib::Dtype dtype_;
   double peak_;
   double hbm_;
+  double overhead_;
 };
 
 }  // namespace cs::workload
