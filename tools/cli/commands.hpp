@@ -3,6 +3,10 @@
 #include <functional>
 #include <string>
 
+namespace cs::config {
+struct JsonDoc;
+}
+
 namespace cs::cli {
 
 /// Options every subcommand shares.
@@ -22,5 +26,9 @@ Action add_validate_published(CLI::App& app, const Globals& g);
 Action add_import(CLI::App& app, const Globals& g);
 Action add_calibrate(CLI::App& app, const Globals& g);
 Action add_inspect(CLI::App& app, const Globals& g);
+Action add_infer(CLI::App& app, const Globals& g);
+Action add_infer_sweep(CLI::App& app, const Globals& g);
+/// Runs an inference scenario document (kind "infer"); shared by `infer` and `run`.
+int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const std::string& trace_out);
 
 }  // namespace cs::cli

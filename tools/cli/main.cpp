@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   reg(cs::cli::add_import, "import");
   reg(cs::cli::add_calibrate, "calibrate");
   reg(cs::cli::add_inspect, "inspect");
+  reg(cs::cli::add_infer, "infer");
+  reg(cs::cli::add_infer_sweep, "infer-sweep");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

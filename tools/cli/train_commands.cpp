@@ -175,6 +175,9 @@ Action add_run(CLI::App& app, const Globals& g) {
   return [o, &g] {
     auto doc = config::load(o->file);
     for (const auto& s : o->sets) scenario::apply_override(doc.json, s);
+    if (doc.json.is_object() && doc.json.value("kind", "train") == "infer") {
+      return run_serving_document(doc, g, o->out.json, o->out.trace);
+    }
     return run_document(doc, g, o->out);
   };
 }

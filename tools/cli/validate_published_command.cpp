@@ -12,6 +12,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
+#include "sim/serving/serving_sim.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "tools/cli/commands.hpp"
 
@@ -20,7 +21,8 @@ namespace cs::cli {
 namespace {
 
 struct Case {
-  std::string id, source, metric_text, cluster, op, algo, metric, role, note, unit;
+  std::string kind, id, source, metric_text, cluster, op, algo, metric, role, note, unit;
+  nlohmann::json serving;  ///< kind "serving": an infer scenario document
   int gpus = 0;
   double bytes = 0, published = 0, predicted = 0;
   std::optional<double> tolerance;
@@ -59,15 +61,24 @@ std::vector<Case> parse_cases(const config::JsonDoc& doc) {
     k.id = c.req_string("id");
     k.source = c.req_string("source");
     k.metric_text = c.opt_string("metric_text", "");
-    (void)c.req_enum("kind", {"collective"});
-    k.cluster = c.req_string("cluster");
-    k.gpus = static_cast<int>(c.req_int("gpus", 2, 64));
-    k.op = c.req_enum("op", {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"});
-    k.algo = c.req_enum("algo", {"auto", "ring", "tree", "nvls", "direct"});
-    k.bytes = c.req_quantity("bytes", Dimension::kBytes, 1.0);
-    k.metric = c.req_enum("metric", {"busbw", "algbw"});
+    k.kind = c.req_enum("kind", {"collective", "serving"});
+    if (k.kind == "serving") {
+      // An infer scenario (the schema of `run FILE` with "kind": "infer") and the metric to read.
+      const auto* sc = c.raw("scenario");
+      if (!sc || !sc->is_object()) c.fail_at("scenario", "expected an infer scenario object");
+      else k.serving = *sc;
+      k.metric = c.req_enum("metric", {"output_tokens_per_s", "output_tokens_per_s_per_gpu"});
+      k.unit = c.req_enum("unit", {"tokens/s", "tokens/s/GPU"});
+    } else {
+      k.cluster = c.req_string("cluster");
+      k.gpus = static_cast<int>(c.req_int("gpus", 2, 64));
+      k.op = c.req_enum("op", {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"});
+      k.algo = c.req_enum("algo", {"auto", "ring", "tree", "nvls", "direct"});
+      k.bytes = c.req_quantity("bytes", Dimension::kBytes, 1.0);
+      k.metric = c.req_enum("metric", {"busbw", "algbw"});
+      k.unit = c.req_enum("unit", {"GB/s"});
+    }
     k.published = c.req_number("published", 1e-9, 1e15);
-    k.unit = c.req_enum("unit", {"GB/s"});
     if (const auto* t = c.raw("tolerance"); t && !t->is_null()) {
       if (!t->is_number() || t->get<double>() <= 0) {
         c.fail_at("tolerance", "expected a positive fraction (0.15 = 15%) or null");
@@ -110,6 +121,16 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
     for (std::size_t i = 0; i < cases.size(); ++i) {
       auto& c = cases[i];
       const std::string where = "/cases/" + std::to_string(i);
+      if (c.kind == "serving") {
+        const auto sc = serving::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
+        const auto r = serving::simulate_serving(sc, false);
+        c.predicted = c.metric == "output_tokens_per_s" ? r.output_tokens_per_s : r.output_tokens_per_s_per_gpu;
+        c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);
+        c.cluster = sc.cluster.id;
+        c.gpus = sc.gpus;
+        if (c.role == "validation") scored.push_back(std::fabs(c.predicted / c.published - 1.0));
+        continue;
+      }
       const auto cpath = catalog.locate(config::CatalogKind::kCluster, c.cluster, doc.path, where + "/cluster");
       const auto cluster = net::parse_cluster(config::load(cpath), c.cluster);
       const auto profile = calib::parse_profile(
@@ -158,8 +179,14 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
     if (o->markdown) {
       std::cout << "| case | what | published | predicted | error | role |\n|---|---|---:|---:|---:|---|\n";
       for (const auto& c : cases) {
-        std::cout << "| `" << c.id << "` | " << c.op << " " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster
-                  << "`, " << human_bytes(c.bytes) << ", algo " << c.algorithm_used << " | " << fixed(c.published, 1)
+        std::cout << "| `" << c.id << "` | ";
+        if (c.kind == "serving") {
+          std::cout << c.metric << ", " << c.algorithm_used << ", " << c.gpus << " GPUs of `" << c.cluster << "`";
+        } else {
+          std::cout << c.op << " " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster << "`, " << human_bytes(c.bytes)
+                    << ", algo " << c.algorithm_used;
+        }
+        std::cout << " | " << fixed(c.published, 1)
                   << " " << c.unit << " | " << fixed(c.predicted, 1) << " " << c.unit << " | "
                   << pct(c.predicted / c.published - 1.0) << " | " << c.role << " |\n";
       }

@@ -1,0 +1,254 @@
+#include "sim/serving/serving_scenario.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/config/json_doc.hpp"
+#include "sim/config/reader.hpp"
+#include "sim/core/errors.hpp"
+
+namespace cs::serving {
+
+namespace {
+
+/// An integer length, or a "lo-hi" range as a string.
+LengthDist read_length(config::Reader& r, const std::string& key) {
+  LengthDist d;
+  const auto* v = r.raw(key);
+  const std::string expected = "expected a positive integer or a range \"lo-hi\" of positive integers";
+  if (!v) {
+    r.fail_at(key, "missing required field; " + expected);
+    return {1, 1};
+  }
+  if (v->is_number_integer() && v->get<std::int64_t>() >= 1) return {v->get<std::int64_t>(), v->get<std::int64_t>()};
+  if (v->is_string()) {
+    const std::string s = v->get<std::string>();
+    const auto dash = s.find('-');
+    std::int64_t lo = 0, hi = 0;
+    if (dash != std::string::npos) {
+      auto a = std::from_chars(s.data(), s.data() + dash, lo);
+      auto b = std::from_chars(s.data() + dash + 1, s.data() + s.size(), hi);
+      if (a.ec == std::errc{} && b.ec == std::errc{} && a.ptr == s.data() + dash && b.ptr == s.data() + s.size() && lo >= 1 &&
+          hi >= lo) {
+        return {lo, hi};
+      }
+    }
+  }
+  r.fail_at(key, expected + "; got " + config::json_type_name(*v));
+  return {1, 1};
+}
+
+[[noreturn]] void infeasible(const std::string& file, const std::string& msg) {
+  throw InfeasibleError(file + ": infeasible plan: " + msg);
+}
+
+}  // namespace
+
+std::vector<RequestSpec> read_trace(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
+  std::vector<RequestSpec> out;
+  std::string line;
+  int lineno = 0;
+  const bool jsonl = path.ends_with(".jsonl") || path.ends_with(".json");
+  std::vector<std::string> header;
+  std::vector<InputProblem> problems;
+  auto check = [&](double arrival, double in, double outn, const std::string& where) {
+    if (!(arrival >= 0) || !std::isfinite(arrival)) problems.push_back({where, "/arrival_s", "expected a time >= 0 in seconds"});
+    if (!(in >= 1) || in != std::floor(in)) problems.push_back({where, "/input_tokens", "expected a positive integer"});
+    if (!(outn >= 1) || outn != std::floor(outn)) problems.push_back({where, "/output_tokens", "expected a positive integer"});
+    out.push_back({arrival, static_cast<std::int64_t>(in), static_cast<std::int64_t>(outn)});
+  };
+  while (std::getline(f, line) && problems.size() < 20) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(lineno);
+    if (jsonl) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        problems.push_back({where, "", "expected one JSON object per line"});
+        continue;
+      }
+      bool ok = true;
+      for (const char* k : {"arrival_s", "input_tokens", "output_tokens"}) {
+        if (!j.contains(k) || !j[k].is_number()) {
+          problems.push_back({where, std::string("/") + k, "missing or not a number"});
+          ok = false;
+        }
+      }
+      if (ok) check(j["arrival_s"].get<double>(), j["input_tokens"].get<double>(), j["output_tokens"].get<double>(), where);
+      continue;
+    }
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) {
+      while (!c.empty() && c.front() == ' ') c.erase(c.begin());
+      while (!c.empty() && c.back() == ' ') c.pop_back();
+      cells.push_back(c);
+    }
+    if (header.empty()) {
+      header = cells;
+      for (const char* k : {"arrival_s", "input_tokens", "output_tokens"}) {
+        if (std::find(header.begin(), header.end(), k) == header.end()) {
+          problems.push_back({where, std::string("/") + k, "the CSV header must name arrival_s, input_tokens and output_tokens"});
+        }
+      }
+      if (!problems.empty()) break;
+      continue;
+    }
+    double vals[3] = {0, 0, 0};
+    bool ok = true;
+    const char* keys[3] = {"arrival_s", "input_tokens", "output_tokens"};
+    for (int k = 0; k < 3; ++k) {
+      const auto col = static_cast<std::size_t>(std::find(header.begin(), header.end(), keys[k]) - header.begin());
+      double v = 0;
+      if (col >= cells.size() || cells[col].empty() ||
+          std::from_chars(cells[col].data(), cells[col].data() + cells[col].size(), v).ec != std::errc{}) {
+        problems.push_back({where, std::string("/") + keys[k], "missing or not a number"});
+        ok = false;
+      }
+      vals[k] = v;
+    }
+    if (ok) check(vals[0], vals[1], vals[2], where);
+  }
+  if (!problems.empty()) throw InputError(problems);
+  if (out.empty()) throw InputError(path, "", "no requests in this trace");
+  std::stable_sort(out.begin(), out.end(), [](const RequestSpec& a, const RequestSpec& b) { return a.arrival_s < b.arrival_s; });
+  return out;
+}
+
+ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog& catalog) {
+  config::Problems problems;
+  auto r = config::Reader::root(doc, problems);
+  problems.throw_if_any();
+  ServingScenario s;
+  (void)r.req_enum("kind", {"infer"});
+  s.name = r.opt_string("name", "");
+  (void)r.opt_string("description", "");
+  const std::string model = r.req_string("model");
+  const std::string cluster = r.req_string("cluster");
+  const int gpus = static_cast<int>(r.opt_int("gpus", 1, 64, 0));
+  const std::string profile = r.opt_string("profile", "");
+  const std::string offer = r.opt_string("offer", "");
+  int pp = 1;
+  {
+    auto p = r.child("parallel");
+    s.tp = static_cast<int>(p.req_int("tp", 1, 64));
+    pp = static_cast<int>(p.opt_int("pp", 1, 64, 1));
+    s.replicas = static_cast<int>(p.opt_int("replicas", 1, 64, 1));
+    p.finish();
+  }
+  if (auto q = r.opt_child("quantization")) {
+    const auto w = q->opt_enum("weights", {"bf16", "fp8", "int8", "int4"}, "bf16");
+    s.weights = w == "fp8" ? models::WeightFormat::kFp8
+                : w == "int8" ? models::WeightFormat::kInt8
+                : w == "int4" ? models::WeightFormat::kInt4
+                              : models::WeightFormat::kBf16;
+    s.kv_bytes = q->opt_enum("kv_dtype", {"bf16", "fp8"}, "bf16") == "fp8" ? 1.0 : 2.0;
+    q->finish();
+  }
+  if (auto e = r.opt_child("engine")) {
+    s.scheduler = e->opt_enum("scheduler", {"continuous", "static"}, "continuous") == "static" ? Scheduler::kStatic : Scheduler::kContinuous;
+    s.max_batch = e->opt_int("max_batch", 1, 1 << 20, 256);
+    s.max_tokens = e->opt_int("max_tokens", 1, 1 << 24, 8192);
+    s.chunked_prefill = e->opt_int("chunked_prefill", 0, 1 << 24, 0);
+    s.kv_fraction = e->opt_number("kv_fraction", 0.05, 1.0, 0.9);
+    s.block_size = e->opt_int("block_size", 1, 4096, 16);
+    s.router = e->opt_enum("router", {"round_robin", "least_loaded"}, "round_robin") == "least_loaded" ? Router::kLeastLoaded
+                                                                                                      : Router::kRoundRobin;
+    s.cuda_graphs = e->opt_bool("cuda_graphs", true);
+    e->finish();
+  }
+  std::string trace_file;
+  {
+    auto w = r.child("workload");
+    const bool has_trace = w.has("trace_file"), has_conc = w.has("concurrency"), has_rate = w.has("rate");
+    if (static_cast<int>(has_trace) + static_cast<int>(has_conc) + static_cast<int>(has_rate) != 1) {
+      w.fail("expected exactly one of 'rate' (a number of requests/s, or \"inf\" for all queued at once), 'concurrency' "
+             "(a closed loop) or 'trace_file'");
+    }
+    if (has_trace) {
+      trace_file = w.req_string("trace_file");
+      s.arrivals = Arrivals::kTrace;
+    } else {
+      s.input = read_length(w, "input_len");
+      s.output = read_length(w, "output_len");
+      s.requests = w.req_int("requests", 1, 100000000);
+      if (has_conc) {
+        s.arrivals = Arrivals::kClosedLoop;
+        s.concurrency = w.req_int("concurrency", 1, 1 << 20);
+      } else if (has_rate) {
+        const auto* v = w.raw("rate");
+        if (v->is_string() && v->get<std::string>() == "inf") {
+          s.arrivals = Arrivals::kQueued;
+        } else if (v->is_number() && v->get<double>() > 0 && std::isfinite(v->get<double>())) {
+          s.arrivals = Arrivals::kPoisson;
+          s.rate = v->get<double>();
+        } else {
+          w.fail_at("rate", "expected a positive number of requests per second or \"inf\"; got " + config::json_type_name(*v));
+        }
+      }
+    }
+    s.seed = static_cast<std::uint64_t>(w.opt_int("seed", 0, std::int64_t{1} << 62, 1));
+    w.finish();
+  }
+  if (auto slo = r.opt_child("slo")) {
+    if (slo->has("ttft")) s.slo_ttft_s = slo->req_quantity("ttft", Dimension::kTime, 1e-9);
+    if (slo->has("tpot")) s.slo_tpot_s = slo->req_quantity("tpot", Dimension::kTime, 1e-9);
+    slo->finish();
+  }
+  if (auto d = r.opt_child("disaggregate")) {
+    s.prefill_replicas = static_cast<int>(d->req_int("prefill", 1, 64));
+    s.decode_replicas = static_cast<int>(d->req_int("decode", 1, 64));
+    d->finish();
+  }
+  s.allow_oom = r.opt_bool("allow_oom", false);
+  r.finish();
+  problems.throw_if_any();
+
+  // Resolve ids (stage 3).
+  s.model = models::parse_model(config::load(catalog.locate(config::CatalogKind::kModel, model, doc.path, "/model")), model);
+  const auto cpath = catalog.locate(config::CatalogKind::kCluster, cluster, doc.path, "/cluster");
+  s.cluster = net::parse_cluster(config::load(cpath), cluster);
+  const std::string pid = profile.empty() ? s.cluster.profile : profile;
+  const auto ppath = catalog.locate(config::CatalogKind::kProfile, pid, profile.empty() ? cpath : doc.path, "/profile");
+  s.profile = calib::parse_profile(config::load(ppath), std::filesystem::path(ppath).stem().string());
+  if (!offer.empty()) s.offer = scenario::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, offer, doc.path, "/offer")), offer);
+  if (!trace_file.empty()) s.trace = read_trace(trace_file);
+  if (s.weights == models::WeightFormat::kFp8) (void)s.profile.peak(calib::Dtype::kFp8);
+  const int pools = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
+  const int needed = pools * s.tp;
+  s.gpus = gpus == 0 ? needed : gpus;
+  if (s.gpus > s.cluster.gpus) {
+    throw InputError(doc.path, "/gpus", "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) + " GPUs; this plan needs " +
+                                            std::to_string(s.gpus));
+  }
+  if (s.gpus != needed) {
+    infeasible(doc.path, "TP " + std::to_string(s.tp) + " x " + std::to_string(pools) + " replicas = " + std::to_string(needed) +
+                             " GPUs, but " + std::to_string(s.gpus) + " are selected");
+  }
+  if (pp != 1) infeasible(doc.path, "pipeline-parallel serving (PP " + std::to_string(pp) + ") is not modelled yet; use TP and replicas");
+  if (s.model.heads % s.tp != 0) {
+    infeasible(doc.path, "TP " + std::to_string(s.tp) + " does not divide the " + std::to_string(s.model.heads) + " attention heads");
+  }
+  if (s.offer && s.offer->gpus < s.gpus) {
+    throw InputError(doc.path, "/offer", "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) + " GPUs; this run uses " +
+                                             std::to_string(s.gpus));
+  }
+  const std::int64_t longest_prompt = s.trace.empty() ? s.input.hi : [&] {
+    std::int64_t m = 0;
+    for (const auto& t : s.trace) m = std::max(m, t.input);
+    return m;
+  }();
+  if (s.chunked_prefill == 0 && longest_prompt > s.max_tokens) {
+    infeasible(doc.path, "a prompt of " + std::to_string(longest_prompt) + " tokens exceeds max_tokens " + std::to_string(s.max_tokens) +
+                             " per step; raise max_tokens or enable chunked prefill");
+  }
+  return s;
+}
+
+}  // namespace cs::serving

@@ -1,0 +1,77 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibration/profile/hardware_profile.hpp"
+#include "models/llm/model_arch.hpp"
+#include "models/ops/serving_ops.hpp"
+#include "sim/config/catalog.hpp"
+#include "sim/network/cluster_spec.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace cs::config {
+struct JsonDoc;
+}
+
+namespace cs::serving {
+
+enum class Scheduler { kStatic, kContinuous };
+enum class Router { kRoundRobin, kLeastLoaded };
+enum class Arrivals { kQueued, kClosedLoop, kPoisson, kTrace };
+
+/// A length: fixed, or drawn uniformly from [lo, hi] with the scenario's seed.
+struct LengthDist {
+  std::int64_t lo = 0, hi = 0;
+  [[nodiscard]] double mean() const { return 0.5 * static_cast<double>(lo + hi); }
+};
+
+/// One request of a workload (a trace line, or drawn).
+struct RequestSpec {
+  double arrival_s = 0;
+  std::int64_t input = 0;
+  std::int64_t output = 0;
+};
+
+/// An inference scenario, resolved (stage 3): everything the serving simulation needs.
+struct ServingScenario {
+  std::string name;
+  models::ModelArch model;
+  calib::HardwareProfile profile;
+  net::ClusterSpec cluster;
+  int gpus = 0;  ///< GPUs used: replicas x TP (x 2 pools when disaggregated)
+  int tp = 1;
+  int replicas = 1;
+  models::WeightFormat weights = models::WeightFormat::kBf16;
+  double kv_bytes = 2;  ///< bf16 2, fp8 1
+  Scheduler scheduler = Scheduler::kContinuous;
+  Router router = Router::kRoundRobin;
+  std::int64_t max_batch = 256;
+  std::int64_t max_tokens = 8192;
+  std::int64_t chunked_prefill = 0;  ///< 0: off; else the most prompt tokens of one sequence per step
+  double kv_fraction = 0.9;
+  std::int64_t block_size = 16;
+  bool cuda_graphs = true;
+  Arrivals arrivals = Arrivals::kQueued;
+  double rate = 0;  ///< requests/s (Poisson)
+  std::int64_t concurrency = 0;
+  std::int64_t requests = 0;
+  LengthDist input, output;
+  std::uint64_t seed = 1;
+  std::vector<RequestSpec> trace;
+  std::optional<double> slo_ttft_s, slo_tpot_s;
+  int prefill_replicas = 0, decode_replicas = 0;  ///< disaggregation (both > 0), else 0
+  std::optional<scenario::Offer> offer;
+  bool allow_oom = false;
+};
+
+/// Parses an inference scenario document (kind "infer") and resolves it against the catalog.
+/// Bad workloads (zero lengths, negative rates, a trace line with a negative time or a missing
+/// field) are InputErrors naming the line and field; plans that cannot run are InfeasibleErrors.
+[[nodiscard]] ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog& catalog);
+
+/// Reads a request trace: CSV with a header naming arrival_s, input_tokens, output_tokens (any
+/// order), or JSON lines with those keys.
+[[nodiscard]] std::vector<RequestSpec> read_trace(const std::string& path);
+
+}  // namespace cs::serving

@@ -1,0 +1,66 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/serving/serving_scenario.hpp"
+
+namespace cs::serving {
+
+struct Percentiles {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+
+/// Per-GPU memory of one serving replica (bytes).
+struct ServingMemory {
+  double weights = 0, activations = 0, other = 0, kv_cache = 0, total = 0, capacity = 0;
+};
+
+/// A step of one replica, for the trace.
+struct StepSpan {
+  int replica = 0;
+  double start = 0, end = 0;
+  double tokens = 0, sequences = 0;
+};
+/// A request's life, for the trace.
+struct RequestSpan {
+  int id = 0;
+  double arrival = 0, first_token = 0, finish = 0;
+  int replica = 0;
+};
+
+/// Everything `infer` reports.
+struct ServingResults {
+  std::string name, model, cluster, profile, profile_origin, weights, kv_dtype, scheduler;
+  int gpus = 0, tp = 1, replicas = 1;
+  std::int64_t requests = 0, input_tokens = 0, output_tokens = 0, steps = 0, preemptions = 0;
+  double makespan_s = 0;
+  Percentiles ttft, tpot, e2e;
+  double output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0, input_tokens_per_s = 0, requests_per_s = 0;
+  std::optional<double> goodput_requests_per_s;
+  std::int64_t kv_blocks = 0;
+  std::int64_t max_concurrency = 0;
+  bool fits = true;
+  ServingMemory memory;
+  double kv_utilisation_mean = 0, kv_utilisation_max = 0;
+  struct Cost {
+    std::string offer, currency;
+    double price_per_hour = 0, per_million_output_tokens = 0, per_million_tokens = 0;
+  };
+  std::optional<Cost> cost;
+  std::uint64_t events = 0;
+  double wall_s = 0;
+  std::vector<StepSpan> step_spans;
+  std::vector<RequestSpan> request_spans;
+};
+
+/// The memory of one replica's GPU and the KV blocks it leaves; does not simulate.
+[[nodiscard]] ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks);
+
+/// Runs the workload through the replicas' schedulers on the discrete-event engine. Each engine
+/// step's time comes from the serving op costs on the profile (and the TP all-reduces timed on
+/// the real topology); the scheduler is documented in docs/serving.md.
+[[nodiscard]] ServingResults simulate_serving(const ServingScenario& s, bool record_trace = false);
+
+}  // namespace cs::serving

@@ -1,0 +1,116 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "sim/config/json_doc.hpp"
+#include "sim/serving/serving_report.hpp"
+#include "sim/serving/serving_sim.hpp"
+#include "tests/support/builders.hpp"
+
+using namespace cs;
+
+namespace {
+
+serving::ServingScenario make_serving(const std::string& workload, const std::string& extra = "",
+                                  const std::string& model = "llama3.1-8b", int tp = 1, const std::string& cluster = "hgx-h100") {
+  const std::string text = R"({"kind": "infer", "model": ")" + model + R"(", "cluster": ")" + cluster +
+                           R"(", "parallel": {"tp": )" + std::to_string(tp) + R"(}, "workload": )" + workload + extra + "}";
+  return serving::parse_serving(config::parse_text(text, "test.json"), test::catalog());
+}
+
+}  // namespace
+
+TEST_CASE("latency never falls as the arrival rate rises (Poisson, same seed)") {
+  double prev_e2e = 0, prev_ttft = 0;
+  for (double rate : {2.0, 8.0, 32.0, 128.0}) {
+    const auto r = serving::simulate_serving(
+        make_serving(R"({"input_len": 512, "output_len": 256, "rate": )" + std::to_string(rate) + R"(, "requests": 400})"));
+    CHECK(r.e2e.mean >= prev_e2e);
+    CHECK(r.ttft.mean >= prev_ttft);
+    prev_e2e = r.e2e.mean;
+    prev_ttft = r.ttft.mean;
+  }
+}
+
+TEST_CASE("percentiles are ordered and throughput adds up") {
+  const auto r = serving::simulate_serving(make_serving(R"({"input_len": "100-900", "output_len": "50-400", "rate": 20, "requests": 300})"));
+  for (const auto& p : {r.ttft, r.tpot, r.e2e}) {
+    CHECK(p.p99 >= p.p90);
+    CHECK(p.p90 >= p.p50);
+  }
+  CHECK(r.output_tokens_per_s == doctest::Approx(static_cast<double>(r.output_tokens) / r.makespan_s));
+  CHECK(r.output_tokens_per_s_per_gpu == doctest::Approx(r.output_tokens_per_s));
+}
+
+TEST_CASE("every request's TTFT is at least its prefill compute time alone") {
+  const auto alone = serving::simulate_serving(make_serving(R"({"input_len": 2048, "output_len": 8, "rate": "inf", "requests": 1})"));
+  const double prefill = alone.ttft.mean;
+  CHECK(prefill > 0);
+  const auto busy = serving::simulate_serving(make_serving(R"({"input_len": 2048, "output_len": 64, "rate": 50, "requests": 200})"), true);
+  REQUIRE(busy.request_spans.size() == 200);
+  for (const auto& q : busy.request_spans) CHECK(q.first_token - q.arrival >= prefill * (1 - 1e-9));
+}
+
+TEST_CASE("when the KV cache runs out, requests are preempted and recomputed, and all still finish") {
+  // Llama-3.1-70B in bf16 on two H100s leaves a few GiB of KV per GPU: long outputs must preempt.
+  const auto s = make_serving(R"({"input_len": 1024, "output_len": 1024, "rate": "inf", "requests": 200})",
+                          R"(, "engine": {"max_batch": 512})", "llama3.1-70b", 2);
+  const auto r = serving::simulate_serving(s);
+  CHECK(r.preemptions > 0);
+  CHECK(r.requests == 200);
+  CHECK(r.kv_utilisation_max <= 1.0);
+}
+
+TEST_CASE("continuous batching beats static batching when output lengths vary") {
+  const std::string w = R"({"input_len": 256, "output_len": "16-1024", "rate": "inf", "requests": 256})";
+  const auto cont = serving::simulate_serving(make_serving(w, R"(, "engine": {"max_batch": 64})"));
+  const auto stat = serving::simulate_serving(make_serving(w, R"(, "engine": {"max_batch": 64, "scheduler": "static"})"));
+  CHECK(cont.output_tokens == stat.output_tokens);
+  CHECK(cont.output_tokens_per_s > 1.3 * stat.output_tokens_per_s);
+}
+
+TEST_CASE("a closed loop keeps its concurrency and runs the requested number of requests") {
+  const auto r = serving::simulate_serving(make_serving(R"({"input_len": 128, "output_len": 128, "concurrency": 16, "requests": 100})"));
+  CHECK(r.requests == 100);
+  CHECK(r.ttft.p50 < 0.2);  // never more than 16 in flight: no queue builds up
+}
+
+TEST_CASE("prefill/decode disaggregation runs every request through both pools") {
+  const auto r = serving::simulate_serving(make_serving(R"({"input_len": 1024, "output_len": 128, "rate": 20, "requests": 100})",
+                                                    R"(, "disaggregate": {"prefill": 1, "decode": 1})"));
+  CHECK(r.requests == 100);
+  CHECK(r.gpus == 2);
+  CHECK(r.output_tokens == 100 * 128);
+}
+
+TEST_CASE("replicas behind a router multiply throughput under full load") {
+  const std::string w = R"({"input_len": 512, "output_len": 256, "rate": "inf", "requests": 800})";
+  const auto one = serving::simulate_serving(make_serving(w));
+  const auto s4 = serving::parse_serving(
+      config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1, "replicas": 4},
+        "engine": {"router": "least_loaded"}, "workload": )" + w + "}", "t.json"), test::catalog());
+  const auto r4 = serving::simulate_serving(s4);
+  CHECK(r4.output_tokens_per_s > 3.0 * one.output_tokens_per_s);
+  CHECK(r4.output_tokens_per_s_per_gpu <= one.output_tokens_per_s_per_gpu * 1.05);
+}
+
+TEST_CASE("the same serving input gives byte-identical JSON apart from run_info") {
+  const auto s = make_serving(R"({"input_len": "64-512", "output_len": "16-256", "rate": 40, "requests": 200, "seed": 7})");
+  auto a = serving::serving_json(serving::simulate_serving(s));
+  auto b = serving::serving_json(serving::simulate_serving(s));
+  a.erase("run_info");
+  b.erase("run_info");
+  CHECK(a.dump() == b.dump());
+}
+
+TEST_CASE("a trace file drives arrivals and lengths") {
+  const std::string path = "/tmp/cs-trace-test.csv";
+  {
+    std::ofstream f(path);
+    f << "arrival_s,input_tokens,output_tokens\n0.0,100,10\n0.5,200,20\n1.0,300,30\n";
+  }
+  const auto r = serving::simulate_serving(make_serving(R"({"trace_file": ")" + path + R"("})"));
+  CHECK(r.requests == 3);
+  CHECK(r.input_tokens == 600);
+  CHECK(r.output_tokens == 60);
+}
