@@ -94,10 +94,10 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
   set_path(doc, path, value, "command line: --set");
 }
 
-ScenarioFile parse_scenario(const config::JsonDoc& doc) {
-  ScenarioFile out;
+std::vector<std::pair<std::string, config::JsonDoc>> expand_variants(const config::JsonDoc& doc) {
+  std::vector<std::pair<std::string, config::JsonDoc>> out;
   if (!doc.json.is_object() || !doc.json.contains("variants")) {
-    out.specs.push_back(parse_spec(doc));
+    out.emplace_back("", doc);
     return out;
   }
   config::Problems problems;
@@ -111,12 +111,23 @@ ScenarioFile parse_scenario(const config::JsonDoc& doc) {
     const std::string name = v.req_string("name");
     nlohmann::json copy = base;
     if (auto set = v.opt_child("set")) {
-      for (const auto& key : set->keys()) set_path(copy, key, doc.json.at(nlohmann::json::json_pointer(set->pointer_of(key))), doc.path + ": " + set->pointer_of(key));
+      for (const auto& key : set->keys()) {
+        set_path(copy, key, doc.json.at(nlohmann::json::json_pointer(set->pointer_of(key))), doc.path + ": " + set->pointer_of(key));
+      }
     }
     v.finish();
     problems.throw_if_any();
-    out.variant_names.push_back(name);
-    out.specs.push_back(parse_spec(config::JsonDoc{doc.path + " (variant '" + name + "')", copy}));
+    out.emplace_back(name, config::JsonDoc{doc.path + " (variant '" + name + "')", copy});
+  }
+  return out;
+}
+
+ScenarioFile parse_scenario(const config::JsonDoc& doc) {
+  ScenarioFile out;
+  const auto docs = expand_variants(doc);
+  for (const auto& [name, d] : docs) {
+    if (!name.empty()) out.variant_names.push_back(name);
+    out.specs.push_back(parse_spec(d));
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "calibration/profile/hardware_profile.hpp"
+#include "sim/config/json_doc.hpp"
 #include "models/llm/model_arch.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/network/cluster_spec.hpp"
@@ -82,6 +83,10 @@ struct ScenarioFile {
   std::vector<std::string> variant_names;  ///< empty: a single scenario
   std::vector<ScenarioSpec> specs;         ///< one per variant (or the one scenario)
 };
+
+/// A scenario document's variants as whole documents: the base with each variant's `set`
+/// overrides applied (one unnamed entry when there are no variants). Paths name the variant.
+[[nodiscard]] std::vector<std::pair<std::string, config::JsonDoc>> expand_variants(const config::JsonDoc& doc);
 
 /// Parses a scenario document (stage 2); with variants, one spec per variant.
 [[nodiscard]] ScenarioFile parse_scenario(const config::JsonDoc& doc);

@@ -9,6 +9,7 @@
 #include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tools/cli/commands.hpp"
 #include "sim/serving/serving_report.hpp"
@@ -144,19 +145,40 @@ nlohmann::json to_doc(const InferOpts& o, CLI::App* cmd, const std::string& rate
 
 int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const std::string& trace_out) {
   const config::Catalog catalog(g.data_dir);
-  const auto s = serving::parse_serving(doc, catalog);
-  const auto r = serving::simulate_serving(s, !trace_out.empty());
-  if (!trace_out.empty()) {
-    std::ofstream f(trace_out);
-    if (!f) throw InputError(trace_out, "", "cannot write this file");
-    f << serving_trace(r).dump();
-    std::cerr << "trace written to " << trace_out << "\n";
+  const auto docs = scenario::expand_variants(doc);
+  std::vector<std::pair<std::string, serving::ServingScenario>> scenarios;
+  for (const auto& [name, d] : docs) scenarios.emplace_back(name, serving::parse_serving(d, catalog));
+  nlohmann::ordered_json all;
+  all["variants"] = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    const auto& [name, s] = scenarios[i];
+    const auto r = serving::simulate_serving(s, !trace_out.empty());
+    if (!trace_out.empty()) {
+      std::string path = trace_out;
+      if (!name.empty()) path += "." + std::to_string(i) + ".json";
+      std::ofstream f(path);
+      if (!f) throw InputError(path, "", "cannot write this file");
+      f << serving_trace(r).dump();
+      std::cerr << "trace written to " << path << "\n";
+    }
+    if (json) {
+      auto j = serving_json(r);
+      if (name.empty()) {
+        std::cout << j.dump(2) << "\n";
+        return 0;
+      }
+      nlohmann::ordered_json v;
+      v["name"] = name;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it.key() != "name") v[it.key()] = it.value();
+      }
+      all["variants"].push_back(v);
+    } else {
+      if (!name.empty()) std::cout << (i ? "\n" : "") << "== " << name << "\n";
+      std::cout << serving_table(r);
+    }
   }
-  if (json) {
-    std::cout << serving_json(r).dump(2) << "\n";
-  } else {
-    std::cout << serving_table(r);
-  }
+  if (json) std::cout << all.dump(2) << "\n";
   return 0;
 }
 
