@@ -110,7 +110,8 @@ TEST_CASE("validate checks a scenario without simulating") {
 }
 
 TEST_CASE("every shipped scenario either runs or explains why not (exit 4 for plans that do not fit)") {
-  for (const char* s : {"scenarios/default.json", "scenarios/claim6-scaling-8b-dp8.json", "scenarios/claim3-gpt3-175b-tp8.json"}) {
+  for (const char* s : {"scenarios/default.json", "scenarios/claim6-scaling-8b-dp8.json", "scenarios/claim3-gpt3-175b-tp8.json",
+                        "scenarios/claim5-qwen72b-tp2-nvlink-vs-pcie.json"}) {
     CAPTURE(s);
     CHECK(run_cli(std::string("validate ") + s).exit_code == 0);
   }
@@ -140,4 +141,34 @@ TEST_CASE("help exits 0 and a missing subcommand is bad input") {
   CHECK(run_cli("--help").exit_code == 0);
   CHECK(run_cli("train --help").exit_code == 0);
   CHECK(run_cli("").exit_code == 2);
+}
+
+TEST_CASE("infer --json has the contract's fields; run handles infer scenarios with variants") {
+  const auto r = run_cli("infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 256 --output-len 64 --rate inf "
+                         "--requests 50 --offer cn-8x-h100-sxm --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"ttft_s", "tpot_s", "e2e_s"}) {
+    for (const char* p : {"mean", "p50", "p90", "p99"}) CHECK(j[k].contains(p));
+  }
+  for (const char* k : {"output_tokens_per_s", "output_tokens_per_s_per_gpu", "input_tokens_per_s", "requests_per_s",
+                        "max_concurrency", "fits", "cost"}) {
+    CHECK_MESSAGE(j.contains(k), k);
+  }
+  const auto v = run_cli("run scenarios/claim5-qwen72b-tp2-nvlink-vs-pcie.json --json");
+  REQUIRE(v.exit_code == 0);
+  const auto jv = nlohmann::json::parse(v.out);
+  REQUIRE(jv["variants"].size() == 3);
+  // NVLink (bridge) against PCIe on the same H100 PCIe cards: TP all-reduces are faster.
+  CHECK(jv["variants"][1]["output_tokens_per_s"].get<double>() > jv["variants"][2]["output_tokens_per_s"].get<double>());
+}
+
+TEST_CASE("infer-sweep prints the latency-throughput curve and writes CSV and SVG") {
+  const auto r = run_cli("infer-sweep --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 128 --requests 200 "
+                         "--rates 1,4,16 --csv /tmp/cs-sweep.csv --svg /tmp/cs-sweep.svg");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("TTFT p99") != std::string::npos);
+  const auto csv = cs::test::slurp("/tmp/cs-sweep.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
+  CHECK(cs::test::slurp("/tmp/cs-sweep.svg").find("<polyline") != std::string::npos);
 }

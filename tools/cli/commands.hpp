@@ -30,5 +30,7 @@ Action add_infer(CLI::App& app, const Globals& g);
 Action add_infer_sweep(CLI::App& app, const Globals& g);
 /// Runs an inference scenario document (kind "infer"); shared by `infer` and `run`.
 int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const std::string& trace_out);
+/// `validate` for an inference scenario: parse, resolve, size the KV cache; no simulation.
+int validate_serving_document(const config::JsonDoc& doc, const Globals& g);
 
 }  // namespace cs::cli

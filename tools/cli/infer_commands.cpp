@@ -182,6 +182,19 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   return 0;
 }
 
+int validate_serving_document(const config::JsonDoc& doc, const Globals& g) {
+  const config::Catalog catalog(g.data_dir);
+  for (const auto& [name, d] : scenario::expand_variants(doc)) {
+    const auto s = serving::parse_serving(d, catalog);
+    std::int64_t blocks = 0;
+    const auto m = serving::serving_memory(s, &blocks);
+    std::cout << "ok: " << (name.empty() ? doc.path : name) << ": " << s.model.id << " on " << s.gpus << "x " << s.profile.gpu_name
+              << " (" << s.cluster.id << "), TP " << s.tp << ", " << models::weight_format_name(s.weights) << " weights, "
+              << fixed(m.kv_cache / 1073741824.0, 1) << " GiB KV cache per GPU (" << blocks << " blocks)\n";
+  }
+  return 0;
+}
+
 Action add_infer(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("infer", "simulate serving: TTFT, TPOT, throughput, KV cache, cost");
   auto o = std::make_shared<InferOpts>();

@@ -189,7 +189,9 @@ Action add_validate(CLI::App& app, const Globals& g) {
   return [file, &g] {
     OutputOptions out;
     out.validate_only = true;
-    return run_document(config::load(*file), g, out);
+    const auto doc = config::load(*file);
+    if (doc.json.is_object() && doc.json.value("kind", "train") == "infer") return validate_serving_document(doc, g);
+    return run_document(doc, g, out);
   };
 }
 
