@@ -50,12 +50,32 @@ double head_activation_bytes(const ModelArch& m, const StepShape& s) {
 
 MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& in) {
   MemoryBreakdown b;
-  const double p = params_per_gpu(m, in.shape.tp);
+  const int tp = in.shape.tp;
+  const int n = in.stage_layers < 0 ? static_cast<int>(m.layers) : in.stage_layers;
+  auto no_layers = m;
+  no_layers.layers = 0;
+  const double outer = params_per_gpu(no_layers, tp);
+  const double per_layer = (params_per_gpu(m, tp) - outer) / static_cast<double>(m.layers);
+  const double vocab = static_cast<double>((m.vocab + tp - 1) / tp * m.hidden);
+  const double pos = m.learned_positions ? static_cast<double>(m.max_positions * m.hidden) : 0.0;
+  const double norm = static_cast<double>((m.norm == NormKind::kLayer ? 2 : 1) * m.hidden);
+  const double outer_here = in.first_stage && in.last_stage ? outer
+                                                             : (in.first_stage ? vocab + pos : 0.0) + (in.last_stage ? vocab + norm : 0.0);
+  const double p = static_cast<double>(n) * per_layer + outer_here;
   b.weights = p * in.shape.weight_bytes;
   b.gradients = p * 4.0;
   b.optimizer = p * 12.0 / (in.zero >= 1 ? in.dp : 1);
-  b.activations = in.micro_batches_in_flight *
-                  (static_cast<double>(m.layers) * layer_activation_bytes(m, in.shape) + head_activation_bytes(m, in.shape));
+  // Per micro-batch in flight: every layer's saved tensors, or with full recompute only each
+  // layer's input (plus one layer's full set while it is recomputed); selective recompute drops
+  // the attention output and its log-sum-exp (recomputed from Q, K, V).
+  const double layer = layer_activation_bytes(m, in.shape);
+  const auto d = layer_dims(m, in.shape);
+  const double input_only = d.act_bytes * d.norm_tokens * d.hidden;
+  double per_layer_kept = layer;
+  if (in.recompute == 1) per_layer_kept = layer - d.act_bytes * d.tokens * d.q - 4.0 * d.tokens * static_cast<double>(q_heads_per_rank(m, tp));
+  if (in.recompute == 2) per_layer_kept = input_only;
+  const double head = in.last_stage ? head_activation_bytes(m, in.shape) : 0.0;
+  b.activations = in.micro_batches_in_flight * (static_cast<double>(n) * per_layer_kept + head) + (in.recompute == 2 ? layer : 0.0);
   b.other = in.runtime_reserved;
   b.total = b.weights + b.gradients + b.optimizer + b.activations + b.other;
   b.capacity = in.capacity;

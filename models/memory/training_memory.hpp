@@ -36,6 +36,12 @@ struct TrainingMemoryInputs {
   double micro_batches_in_flight = 1;  ///< activations alive at the peak (1 without pipelining)
   double runtime_reserved = 0;         ///< bytes (profile)
   double capacity = 0;                 ///< bytes (profile)
+  /// Pipeline stage: its decoder layers and whether it holds the embedding / the LM head.
+  /// Defaults describe the whole model on one stage.
+  int stage_layers = -1;
+  bool first_stage = true;
+  bool last_stage = true;
+  int recompute = 0;  ///< 0 none, 1 selective (attention output not kept), 2 full (layer inputs only)
 };
 
 /// Mixed-precision Adam as Megatron-LM runs it: bf16 weights (2 B/param), fp32 main gradients

@@ -59,7 +59,10 @@ std::optional<std::string> closest_match(const std::string& word, const std::vec
   std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
     const std::size_t d = edit_distance(word, c);
-    if (d < best_d) {
+    // Equal distances: prefer a candidate with the same first letter (typos rarely start there).
+    const bool same_start = !c.empty() && !word.empty() && c[0] == word[0];
+    const bool best_same_start = best && !best->empty() && !word.empty() && (*best)[0] == word[0];
+    if (d < best_d || (d == best_d && best && same_start && !best_same_start)) {
       best_d = d;
       best = c;
     }

@@ -98,19 +98,31 @@ std::string rate_text(double value, const std::string& unit, calib::Provenance p
 }  // namespace
 
 models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
-  models::TrainingMemoryInputs in;
-  in.shape.micro_batch = s.micro_batch;
-  in.shape.seq = s.seq;
-  in.shape.tp = s.plan.tp;
-  in.shape.sp = s.plan.sp;
-  in.shape.act_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
-  in.shape.weight_bytes = in.shape.act_bytes;
-  in.dp = s.plan.dp;
-  in.zero = s.plan.zero;
-  in.micro_batches_in_flight = 1;
-  in.runtime_reserved = s.profile.runtime_reserved.value;
-  in.capacity = s.profile.hbm_capacity.value;
-  return models::training_memory(s.model, in);
+  // The most loaded pipeline stage (1F1B keeps P - stage micro-batches in flight; GPipe all).
+  const auto layers = workload::split_layers(static_cast<int>(s.model.layers), s.plan.pp);
+  const auto micro = static_cast<double>(s.micro_batches());
+  models::MemoryBreakdown worst;
+  for (int st = 0; st < s.plan.pp; ++st) {
+    models::TrainingMemoryInputs in;
+    in.shape.micro_batch = s.micro_batch;
+    in.shape.seq = s.seq;
+    in.shape.tp = s.plan.tp;
+    in.shape.sp = s.plan.sp;
+    in.shape.act_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
+    in.shape.weight_bytes = in.shape.act_bytes;
+    in.dp = s.plan.dp;
+    in.zero = s.plan.zero;
+    in.micro_batches_in_flight = s.plan.schedule == plan::PipelineSchedule::kGpipe ? micro : std::min(micro, static_cast<double>(s.plan.pp - st));
+    in.runtime_reserved = s.profile.runtime_reserved.value;
+    in.capacity = s.profile.hbm_capacity.value;
+    in.stage_layers = layers[static_cast<std::size_t>(st)];
+    in.first_stage = st == 0;
+    in.last_stage = st == s.plan.pp - 1;
+    in.recompute = s.plan.recompute == plan::Recompute::kFull ? 2 : s.plan.recompute == plan::Recompute::kSelective ? 1 : 0;
+    const auto m = models::training_memory(s.model, in);
+    if (st == 0 || m.total > worst.total) worst = m;
+  }
+  return worst;
 }
 
 std::string does_not_fit_message(const scenario::Scenario& s, const models::MemoryBreakdown& m) {
@@ -152,7 +164,11 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.tokens_per_s = step.tokens / r.step_time_s;
   r.tflops_per_gpu = step.model_flops / r.step_time_s / s.gpus / 1e12;
   r.mfu = step.model_flops / (r.step_time_s * s.gpus * compute.peak_flops());
+  r.hw_tflops_per_gpu = step.hardware_flops / r.step_time_s / s.gpus / 1e12;
+  r.hfu = step.hardware_flops / (r.step_time_s * s.gpus * compute.peak_flops());
+  r.stage_layers = step.stage_layers;
   r.breakdown = breakdown_of(step.graph, log);
+  if (s.plan.pp > 1) r.breakdown.pipeline_bubble = r.breakdown.idle;
   r.collectives = summarize_collectives(step.graph, log);
   r.events = log.events;
   r.flows = log.flows;
@@ -165,6 +181,7 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
       scenario::Scenario one = s;
       one.gpus = 1;
       one.plan = plan::ParallelPlan{};
+      one.plan.recompute = s.plan.recompute;
       const auto topo1 = net::Topology::build(s.cluster, 1);
       const auto step1 = workload::build_training_step(one, compute);
       const auto log1 = workload::simulate(step1.graph, topo1, eo);

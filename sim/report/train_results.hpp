@@ -15,6 +15,7 @@ struct Breakdown {
   double compute = 0;       ///< kernels running on the compute stream
   double exposed_comm = 0;  ///< communication not hidden behind compute
   double idle = 0;          ///< neither (waiting for peers or dependencies)
+  double pipeline_bubble = 0;  ///< with PP > 1: the idle time (the schedule's bubble, as simulated)
   double comm_total = 0;    ///< all communication, hidden or not
   bool operator==(const Breakdown&) const = default;
 };
@@ -47,10 +48,13 @@ struct TrainResults {
   int gpus = 0;
   plan::ParallelPlan plan;
   std::int64_t micro_batches = 0;
+  std::vector<int> stage_layers;
   double step_time_s = 0;
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;
   double mfu = 0;
+  double hw_tflops_per_gpu = 0;  ///< counting recomputed forward FLOPs too (Megatron-LM's convention)
+  double hfu = 0;
   Breakdown breakdown;
   models::MemoryBreakdown memory;
   bool fits = false;

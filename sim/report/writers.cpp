@@ -15,15 +15,19 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["profile"] = r.profile;
   j["profile_origin"] = r.profile_origin;
   j["gpus"] = r.gpus;
-  j["parallel"] = {{"tp", r.plan.tp}, {"dp", r.plan.dp}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
+  j["parallel"] = {{"tp", r.plan.tp}, {"dp", r.plan.dp}, {"pp", r.plan.pp}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
+  j["stage_layers"] = r.stage_layers;
   j["micro_batches"] = r.micro_batches;
   j["step_time_s"] = r.step_time_s;
   j["tokens_per_s"] = r.tokens_per_s;
   j["tflops_per_gpu"] = r.tflops_per_gpu;
   j["mfu"] = r.mfu;
+  j["hw_tflops_per_gpu"] = r.hw_tflops_per_gpu;
+  j["hfu"] = r.hfu;
   j["breakdown_s"] = {{"compute", r.breakdown.compute},
                       {"exposed_comm", r.breakdown.exposed_comm},
                       {"idle", r.breakdown.idle},
+                      {"pipeline_bubble", r.breakdown.pipeline_bubble},
                       {"comm_total", r.breakdown.comm_total}};
   j["memory_per_gpu"] = {{"weights", r.memory.weights},   {"gradients", r.memory.gradients},
                          {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
@@ -78,8 +82,9 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   auto section = [&](const std::string& label) { rows.emplace_back(label, std::vector<std::string>(results.size(), "")); };
   row("model", [](const TrainResults& r) { return r.model; });
   row("cluster", [](const TrainResults& r) { return r.cluster; });
-  row("GPUs (TP x DP)", [](const TrainResults& r) {
-    return std::to_string(r.gpus) + " (" + std::to_string(r.plan.tp) + " x " + std::to_string(r.plan.dp) + ")" +
+  row("GPUs (TP x DP x PP)", [](const TrainResults& r) {
+    return std::to_string(r.gpus) + " (" + std::to_string(r.plan.tp) + " x " + std::to_string(r.plan.dp) + " x " +
+           std::to_string(r.plan.pp) + ")" +
            (r.plan.sp ? " +SP" : "") + (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "");
   });
   row("micro-batches per step", [](const TrainResults& r) { return std::to_string(r.micro_batches); });
@@ -88,12 +93,13 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   row("tokens/s", [](const TrainResults& r) { return fixed(r.tokens_per_s, 0); });
   row("model TFLOP/s per GPU", [](const TrainResults& r) { return fixed(r.tflops_per_gpu, 1); });
   row("MFU", [](const TrainResults& r) { return pct(r.mfu); });
+  row("hardware TFLOP/s per GPU (HFU)", [](const TrainResults& r) { return fixed(r.hw_tflops_per_gpu, 1) + " (" + pct(r.hfu) + ")"; });
   section("-- where the time goes (mean per GPU)");
   row("compute", [](const TrainResults& r) { return secs(r.breakdown.compute) + " (" + pct(r.breakdown.compute / r.step_time_s) + ")"; });
   row("exposed communication", [](const TrainResults& r) {
     return secs(r.breakdown.exposed_comm) + " (" + pct(r.breakdown.exposed_comm / r.step_time_s) + ")";
   });
-  row("idle", [](const TrainResults& r) { return secs(r.breakdown.idle) + " (" + pct(r.breakdown.idle / r.step_time_s) + ")"; });
+  row("idle (pipeline bubble when PP > 1)", [](const TrainResults& r) { return secs(r.breakdown.idle) + " (" + pct(r.breakdown.idle / r.step_time_s) + ")"; });
   row("all communication", [](const TrainResults& r) { return secs(r.breakdown.comm_total); });
   // One row per collective kind seen in any result.
   std::vector<std::string> labels;

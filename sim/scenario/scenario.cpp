@@ -28,6 +28,8 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     auto p = r.child("parallel");
     s.tp = static_cast<int>(p.req_int("tp", 1, 64));
     s.dp = static_cast<int>(p.opt_int("dp", 1, 65536, 0));
+    s.pp = static_cast<int>(p.opt_int("pp", 1, 1024, 1));
+    s.schedule = p.opt_enum("schedule", {"1f1b", "gpipe"}, "1f1b");
     s.sp = p.opt_bool("sp", false);
     s.zero = static_cast<int>(p.opt_int("zero", 0, 1, 0));
     p.finish();
@@ -39,6 +41,7 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.micro_batch = t.opt_int("micro_batch", 1, 1 << 16, 1);
     s.dtype = t.opt_enum("dtype", {"bf16", "fp16"}, "bf16");
     s.grad_bucket_params = static_cast<double>(t.opt_int("grad_bucket_params", 1, std::int64_t{1} << 40, 40000000));
+    s.recompute = t.opt_enum("recompute", {"none", "selective", "full"}, "none");
     t.finish();
   }
   s.network_model = r.opt_enum("network_model", {"flow", "analytical"}, "flow");
@@ -193,14 +196,28 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   s.plan.tp = spec.tp;
   s.plan.sp = spec.sp && spec.tp > 1;  // sequence parallelism splits along the TP group; with TP 1 it is a no-op
   s.plan.zero = spec.zero;
-  if (s.gpus % spec.tp != 0) {
-    infeasible(file, "TP " + std::to_string(spec.tp) + " does not divide the " + std::to_string(s.gpus) + " GPUs");
+  s.plan.pp = spec.pp;
+  s.plan.schedule = spec.schedule == "gpipe" ? plan::PipelineSchedule::kGpipe : plan::PipelineSchedule::kOneFOneB;
+  s.plan.recompute = spec.recompute == "full"        ? plan::Recompute::kFull
+                     : spec.recompute == "selective" ? plan::Recompute::kSelective
+                                                     : plan::Recompute::kNone;
+  if (spec.pp > s.model.layers) {
+    infeasible(file, "PP " + std::to_string(spec.pp) + " is larger than the " + std::to_string(s.model.layers) + " layers of " +
+                         s.model.id);
   }
-  s.plan.dp = spec.dp == 0 ? s.gpus / spec.tp : spec.dp;
+  if (s.gpus % (spec.tp * spec.pp) != 0) {
+    infeasible(file, "TP " + std::to_string(spec.tp) + " x PP " + std::to_string(spec.pp) + " does not divide the " +
+                         std::to_string(s.gpus) + " GPUs");
+  }
+  s.plan.dp = spec.dp == 0 ? s.gpus / (spec.tp * spec.pp) : spec.dp;
   if (s.plan.gpus() != s.gpus) {
-    infeasible(file, "TP " + std::to_string(s.plan.tp) + " x DP " + std::to_string(s.plan.dp) + " = " +
-                         std::to_string(s.plan.gpus()) + " GPUs, but " + std::to_string(s.gpus) +
+    infeasible(file, "TP " + std::to_string(s.plan.tp) + " x DP " + std::to_string(s.plan.dp) + " x PP " + std::to_string(s.plan.pp) +
+                         " = " + std::to_string(s.plan.gpus()) + " GPUs, but " + std::to_string(s.gpus) +
                          " GPUs are selected (--gpus / /gpus)");
+  }
+  if (spec.tp > s.cluster.gpus) {
+    infeasible(file, "TP " + std::to_string(spec.tp) + " spans more GPUs than one node of " + s.cluster.id + " has (" +
+                         std::to_string(s.cluster.gpus) + ")");
   }
   const auto& m = s.model;
   if (m.heads % s.plan.tp != 0) {
@@ -242,12 +259,20 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
   j["gpus"] = s.gpus;
   j["profile"] = s.profile.id;
   if (s.offer) j["offer"] = s.offer->id;
-  j["parallel"] = {{"tp", s.plan.tp}, {"dp", s.plan.dp}, {"sp", s.plan.sp}, {"zero", s.plan.zero}};
+  j["parallel"] = {{"tp", s.plan.tp},
+                   {"dp", s.plan.dp},
+                   {"pp", s.plan.pp},
+                   {"schedule", s.plan.schedule == plan::PipelineSchedule::kGpipe ? "gpipe" : "1f1b"},
+                   {"sp", s.plan.sp},
+                   {"zero", s.plan.zero}};
   j["training"] = {{"seq", s.seq},
                    {"global_batch", s.global_batch},
                    {"micro_batch", s.micro_batch},
                    {"dtype", calib::dtype_name(s.dtype)},
-                   {"grad_bucket_params", static_cast<std::int64_t>(s.grad_bucket_params)}};
+                   {"grad_bucket_params", static_cast<std::int64_t>(s.grad_bucket_params)},
+                   {"recompute", s.plan.recompute == plan::Recompute::kFull        ? "full"
+                                 : s.plan.recompute == plan::Recompute::kSelective ? "selective"
+                                                                                   : "none"}};
   j["network_model"] = net::network_model_name(s.network_model);
   j["allow_oom"] = s.allow_oom;
   return j;

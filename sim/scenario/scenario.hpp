@@ -44,7 +44,10 @@ struct ScenarioSpec {
   std::string profile;  ///< empty: the cluster's profile
   std::string offer;    ///< empty: no cost
   int tp = 1;
-  int dp = 0;  ///< 0: GPUs / TP
+  int dp = 0;  ///< 0: GPUs / (TP x PP)
+  int pp = 1;
+  std::string schedule = "1f1b";
+  std::string recompute = "none";
   bool sp = false;
   int zero = 0;
   std::int64_t seq = 0;

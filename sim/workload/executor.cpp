@@ -31,6 +31,9 @@ class Executor final : public engine::EventHandler {
   }
 
   RunLog run() {
+    for (std::size_t t = 0; t < g_.tasks().size(); ++t) {
+      if (g_.tasks()[t].stream == Stream::kNone && preds_left_[t] == 0) start_unordered(static_cast<TaskId>(t));
+    }
     for (std::size_t s = 0; s < g_.stream_count(); ++s) try_start(s);
     log_.events = engine_.run(*this);
     for (std::size_t s = 0; s < g_.stream_count(); ++s) {
@@ -77,6 +80,17 @@ class Executor final : public engine::EventHandler {
     const auto& ranks = g_.groups()[task.group];
     if (++arrived_[t] < ranks.size()) return;
     start_collective(id, task);
+  }
+
+  /// A task outside every stream starts as soon as its dependencies are done.
+  void start_unordered(TaskId id) {
+    const Task& task = g_.task(id);
+    if (task.collective) {
+      start_collective(id, task);
+    } else {
+      log_.spans[index(id)].start = engine_.now();
+      engine_.schedule(engine_.now() + task.duration, engine::Phase::kTaskEnd, task.gpu, kTaskEnd, index(id));
+    }
   }
 
   void start_collective(TaskId id, const Task& task) {
@@ -146,10 +160,12 @@ class Executor final : public engine::EventHandler {
     log_.spans[t].end = engine_.now();
     // Free the stream(s) that ran it, then release successors; start whatever is now ready.
     std::vector<std::size_t> touched;
-    if (task.collective) {
-      for (int r : g_.groups()[task.group]) touched.push_back(stream_index(static_cast<std::uint32_t>(r), task.stream));
-    } else {
-      touched.push_back(stream_index(task.gpu, task.stream));
+    if (task.stream != Stream::kNone) {
+      if (task.collective) {
+        for (int r : g_.groups()[task.group]) touched.push_back(stream_index(static_cast<std::uint32_t>(r), task.stream));
+      } else {
+        touched.push_back(stream_index(task.gpu, task.stream));
+      }
     }
     for (auto s : touched) {
       busy_[s] = false;
@@ -158,7 +174,9 @@ class Executor final : public engine::EventHandler {
     for (auto succ : task.succs) {
       const Task& st = g_.task(succ);
       if (--preds_left_[index(succ)] > 0) continue;
-      if (st.collective) {
+      if (st.stream == Stream::kNone) {
+        start_unordered(succ);
+      } else if (st.collective) {
         for (int r : g_.groups()[st.group]) touched.push_back(stream_index(static_cast<std::uint32_t>(r), st.stream));
       } else {
         touched.push_back(stream_index(st.gpu, st.stream));

@@ -7,17 +7,16 @@ namespace cs::workload {
 
 namespace {
 
-/// One step of one GPU's program, identical on every GPU of a TP group.
+/// One item of a stage's program, identical on every GPU of a TP group.
 struct ProgramItem {
   bool comm = false;
   std::string_view label;
   Category category = Category::kForward;
   int layer = -1;
-  int micro = -1;
   double seconds = 0;  ///< compute
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
-  double bytes = 0;         ///< comm
-  double grad_params = 0;   ///< parameters whose gradients are final after this item
+  double bytes = 0;        ///< comm
+  double grad_params = 0;  ///< parameters whose gradients are final after this item (last micro-batch)
 };
 
 coll::CollectiveOp to_op(models::TpComm c) {
@@ -36,26 +35,66 @@ std::string_view tp_label(models::TpComm c) {
   }
 }
 
-/// Appends a block of ops: consecutive kernels merge into one compute item (their times add),
-/// each TP collective becomes its own item.
+/// Appends ops: consecutive kernels merge into one compute item, each TP collective is its own.
 void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& items, const ComputeModel& compute,
-            std::string_view label, Category cat, int layer, int micro) {
+            std::string_view label, Category cat, int layer) {
   bool open = false;
   for (const auto& it : items) {
     if (it.comm != models::TpComm::kNone) {
-      prog.push_back({true, tp_label(it.comm), Category::kTpComm, layer, micro, 0, to_op(it.comm), it.comm_bytes, 0});
+      prog.push_back({true, tp_label(it.comm), Category::kTpComm, layer, 0, to_op(it.comm), it.comm_bytes, 0});
       open = false;
       continue;
     }
     if (!open) {
-      prog.push_back({false, label, cat, layer, micro, 0, coll::CollectiveOp::kAllReduce, 0, 0});
+      prog.push_back({false, label, cat, layer, 0, coll::CollectiveOp::kAllReduce, 0, 0});
       open = true;
     }
     prog.back().seconds += compute.seconds(it.op);
   }
 }
 
+void mark_last_compute(std::vector<ProgramItem>& prog, double params) {
+  for (auto it = prog.rbegin(); it != prog.rend(); ++it) {
+    if (!it->comm) {
+      it->grad_params += params;
+      return;
+    }
+  }
+  CS_ASSERT(false, "a backward block has a compute item");
+}
+
+struct BlockRef {
+  bool forward = true;
+  int micro = 0;
+};
+
+/// The order of F and B blocks on one stage.
+std::vector<BlockRef> schedule(plan::PipelineSchedule kind, int stage, int stages, int micro) {
+  std::vector<BlockRef> out;
+  if (kind == plan::PipelineSchedule::kGpipe) {
+    for (int m = 0; m < micro; ++m) out.push_back({true, m});
+    for (int m = micro - 1; m >= 0; --m) out.push_back({false, m});
+    return out;
+  }
+  // 1F1B (PipeDream-Flush, as Megatron-LM runs it).
+  const int warmup = std::min(stages - stage - 1, micro);
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) out.push_back({true, f});
+  while (f < micro) {
+    out.push_back({true, f++});
+    out.push_back({false, b++});
+  }
+  while (b < micro) out.push_back({false, b++});
+  return out;
+}
+
 }  // namespace
+
+std::vector<int> split_layers(int layers, int stages) {
+  std::vector<int> out(static_cast<std::size_t>(stages), layers / stages);
+  for (int i = 0; i < layers % stages; ++i) ++out[static_cast<std::size_t>(i)];
+  return out;
+}
 
 TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel& compute) {
   const auto& m = s.model;
@@ -74,112 +113,162 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   const auto lay_b = models::layer_backward(m, shape);
   const auto head_f = models::head_forward(m, shape);
   const auto head_b = models::head_backward(m, shape);
+  // Selective recompute re-runs the core attention forward (Korthikanti et al. 2022, Sec. 5).
+  std::vector<models::Item> attn_f;
+  for (const auto& it : lay_f) {
+    if (it.comm == models::TpComm::kNone && it.op.kind == models::OpKind::kAttentionForward) attn_f.push_back(it);
+  }
+  const double layers = static_cast<double>(m.layers);
   const double flops_per_micro = models::model_flops(emb_f) + models::model_flops(emb_b) +
-                                 static_cast<double>(m.layers) * (models::model_flops(lay_f) + models::model_flops(lay_b)) +
+                                 layers * (models::model_flops(lay_f) + models::model_flops(lay_b)) +
                                  models::model_flops(head_f) + models::model_flops(head_b);
+  const double recompute_per_micro = plan.recompute == plan::Recompute::kFull        ? layers * models::model_flops(lay_f)
+                                     : plan.recompute == plan::Recompute::kSelective ? layers * models::model_flops(attn_f)
+                                                                                     : 0.0;
+  const auto micro = s.micro_batches();
+  const double replicas_x_tp = static_cast<double>(plan.tp * plan.dp) * static_cast<double>(micro);
 
-  // Parameters (per GPU) whose gradients each part produces, for DP bucketing.
-  const double total_params = models::params_per_gpu(m, plan.tp);
+  TrainingStep step{WorkloadGraph(s.gpus), flops_per_micro * replicas_x_tp, (flops_per_micro + recompute_per_micro) * replicas_x_tp,
+                    static_cast<double>(s.global_batch * s.seq), micro, split_layers(static_cast<int>(m.layers), plan.pp)};
+  auto& g = step.graph;
+
+  // Parameters per GPU, for DP buckets and the optimizer.
   auto no_layers = m;
   no_layers.layers = 0;
   const double outer_params = models::params_per_gpu(no_layers, plan.tp);
-  const double per_layer_params = (total_params - outer_params) / static_cast<double>(m.layers);
+  const double per_layer_params = (models::params_per_gpu(m, plan.tp) - outer_params) / layers;
+  const double vocab_params = static_cast<double>((m.vocab + plan.tp - 1) / plan.tp * m.hidden);
+  const int P = plan.pp;
 
-  const auto micro = s.micro_batches();
-  std::vector<ProgramItem> prog;
-  for (std::int64_t mb = 0; mb < micro; ++mb) {
-    const int mi = static_cast<int>(mb);
-    append(prog, emb_f, compute, "embedding.fwd", Category::kForward, -1, mi);
-    for (int l = 0; l < m.layers; ++l) append(prog, lay_f, compute, "layer.fwd", Category::kForward, l, mi);
-    append(prog, head_f, compute, "head.fwd", Category::kForward, -1, mi);
-    append(prog, head_b, compute, "head.bwd", Category::kBackward, -1, mi);
-    const bool last = mb + 1 == micro;
-    for (int l = static_cast<int>(m.layers) - 1; l >= 0; --l) {
-      append(prog, lay_b, compute, "layer.bwd", Category::kBackward, l, mi);
-      if (last) {
-        // The layer's weight gradients are complete once its last compute block has run.
-        for (auto it = prog.rbegin(); it != prog.rend(); ++it) {
-          if (!it->comm) {
-            it->grad_params += per_layer_params;
-            break;
+  // Each stage's F and B programs (the same for every micro-batch; only the last B marks gradients).
+  struct StagePrograms {
+    std::vector<ProgramItem> f, b, b_last;
+    double params = 0;
+  };
+  std::vector<StagePrograms> programs(static_cast<std::size_t>(P));
+  for (int st = 0; st < P; ++st) {
+    auto& sp = programs[static_cast<std::size_t>(st)];
+    const int n = step.stage_layers[static_cast<std::size_t>(st)];
+    const bool first = st == 0, last = st == P - 1;
+    if (first) append(sp.f, emb_f, compute, "embedding.fwd", Category::kForward, -1);
+    for (int l = 0; l < n; ++l) append(sp.f, lay_f, compute, "layer.fwd", Category::kForward, l);
+    if (last) append(sp.f, head_f, compute, "head.fwd", Category::kForward, -1);
+    for (int pass = 0; pass < 2; ++pass) {
+      auto& b = pass == 0 ? sp.b : sp.b_last;
+      // First stage: embedding (and positions); last stage: final norm and LM head (a copy of the
+      // embedding when tied, as Megatron keeps it); one stage holds all of them.
+      const double pos = m.learned_positions ? static_cast<double>(m.max_positions * m.hidden) : 0.0;
+      const double norm = static_cast<double>((m.norm == models::NormKind::kLayer ? 2 : 1) * m.hidden);
+      const double outer_here = first && last ? outer_params : (first ? vocab_params + pos : 0.0) + (last ? vocab_params + norm : 0.0);
+      if (last) append(b, head_b, compute, "head.bwd", Category::kBackward, -1);
+      for (int l = n - 1; l >= 0; --l) {
+        if (plan.recompute == plan::Recompute::kFull) append(b, lay_f, compute, "layer.recompute", Category::kRecompute, l);
+        if (plan.recompute == plan::Recompute::kSelective) append(b, attn_f, compute, "attention.recompute", Category::kRecompute, l);
+        append(b, lay_b, compute, "layer.bwd", Category::kBackward, l);
+        if (pass == 1) mark_last_compute(b, per_layer_params);
+      }
+      if (first) append(b, emb_b, compute, "embedding.bwd", Category::kBackward, -1);
+      if (pass == 1 && outer_here > 0) mark_last_compute(b, outer_here);
+      sp.params = static_cast<double>(n) * per_layer_params + outer_here;
+    }
+  }
+
+  // Instantiate every stage's schedule on its TP groups, remembering each block's first and last
+  // task per GPU (for pipeline transfers) and the last backward's tasks (for DP buckets).
+  const std::size_t Mu = static_cast<std::size_t>(micro);
+  auto key = [&](int rank, bool fwd, int mb) { return (static_cast<std::size_t>(rank) * 2 + (fwd ? 0 : 1)) * Mu + static_cast<std::size_t>(mb); };
+  std::vector<TaskId> first_task(static_cast<std::size_t>(s.gpus) * 2 * Mu), last_task(first_task.size());
+  std::vector<std::vector<TaskId>> last_b_tasks(static_cast<std::size_t>(s.gpus));
+  for (int st = 0; st < P; ++st) {
+    const auto& sp = programs[static_cast<std::size_t>(st)];
+    for (int d = 0; d < plan.dp; ++d) {
+      std::vector<int> ranks;
+      for (int t = 0; t < plan.tp; ++t) ranks.push_back(plan.rank(st, d, t));
+      const auto gid = g.add_group(ranks);
+      for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro))) {
+        const auto& prog = blk.forward ? sp.f : (blk.micro + 1 == micro ? sp.b_last : sp.b);
+        for (std::size_t i = 0; i < prog.size(); ++i) {
+          const auto& item = prog[i];
+          std::vector<TaskId> ids;
+          if (item.comm) {
+            const auto id = g.add_collective(gid, Stream::kCompute, item.category, item.label, item.layer, blk.micro, item.op, item.bytes);
+            ids.assign(ranks.size(), id);
+          } else {
+            for (int r : ranks) {
+              ids.push_back(g.add_compute(r, Stream::kCompute, item.category, item.label, item.layer, blk.micro,
+                                          SimTime::from_seconds(item.seconds)));
+            }
+          }
+          for (std::size_t k = 0; k < ranks.size(); ++k) {
+            const auto kk = key(ranks[k], blk.forward, blk.micro);
+            if (i == 0) first_task[kk] = ids[k];
+            last_task[kk] = ids[k];
+            if (!blk.forward && blk.micro + 1 == micro) last_b_tasks[static_cast<std::size_t>(ranks[k])].push_back(ids[k]);
           }
         }
       }
     }
-    append(prog, emb_b, compute, "embedding.bwd", Category::kBackward, -1, mi);
-    if (last) {
-      for (auto it = prog.rbegin(); it != prog.rend(); ++it) {
-        if (!it->comm) {
-          it->grad_params += outer_params;
-          break;
+  }
+
+  // Pipeline transfers: activations forward, gradients backward, each TP rank its 1/TP slice
+  // (Megatron's scatter/gather optimisation), posted as soon as the producing block ends.
+  if (P > 1) {
+    const double bytes = static_cast<double>(s.micro_batch * s.seq * m.hidden) * shape.act_bytes / plan.tp;
+    for (int st = 0; st + 1 < P; ++st) {
+      for (int d = 0; d < plan.dp; ++d) {
+        for (int t = 0; t < plan.tp; ++t) {
+          const int a = plan.rank(st, d, t), b = plan.rank(st + 1, d, t);
+          const auto fwd_group = g.add_group({a, b});
+          const auto bwd_group = g.add_group({b, a});
+          for (int mb = 0; mb < static_cast<int>(micro); ++mb) {
+            const auto xf = g.add_collective(fwd_group, Stream::kNone, Category::kPpComm, "pp.send_activation", -1, mb,
+                                             coll::CollectiveOp::kSendRecv, bytes);
+            g.depend(last_task[key(a, true, mb)], xf);
+            g.depend(xf, first_task[key(b, true, mb)]);
+            const auto xb = g.add_collective(bwd_group, Stream::kNone, Category::kPpComm, "pp.send_gradient", -1, mb,
+                                             coll::CollectiveOp::kSendRecv, bytes);
+            g.depend(last_task[key(b, false, mb)], xb);
+            g.depend(xb, first_task[key(a, false, mb)]);
+          }
         }
       }
     }
   }
 
-  TrainingStep step{WorkloadGraph(s.gpus), flops_per_micro * static_cast<double>(micro) * s.gpus,
-                    static_cast<double>(s.global_batch * s.seq), micro};
-  auto& g = step.graph;
-  const auto tp_groups = plan.tp_groups();
-  std::vector<std::uint32_t> tp_group_ids;
-  for (const auto& grp : tp_groups) tp_group_ids.push_back(g.add_group(grp));
-
-  // Instantiate the program on every GPU; remember the task of each item on each GPU.
-  std::vector<std::vector<TaskId>> task_of(static_cast<std::size_t>(s.gpus));
-  for (auto& v : task_of) v.reserve(prog.size());
-  for (const auto& item : prog) {
-    for (std::size_t gi = 0; gi < tp_groups.size(); ++gi) {
-      if (item.comm) {
-        const auto id = g.add_collective(tp_group_ids[gi], Stream::kCompute, item.category, item.label, item.layer,
-                                         item.micro, item.op, item.bytes);
-        for (int r : tp_groups[gi]) task_of[static_cast<std::size_t>(r)].push_back(id);
-      } else {
-        for (int r : tp_groups[gi]) {
-          task_of[static_cast<std::size_t>(r)].push_back(g.add_compute(
-              r, Stream::kCompute, item.category, item.label, item.layer, item.micro, SimTime::from_seconds(item.seconds)));
-        }
-      }
-    }
-  }
-
-  // Data parallelism: gradient buckets reduced on the communication stream.
+  // Data parallelism: gradient buckets of each stage, reduced on the communication stream.
   const bool zero1 = plan.zero >= 1 && plan.dp > 1;
-  const auto dp_groups = plan.dp_groups();
-  std::vector<std::vector<TaskId>> dp_tasks(dp_groups.size());
-  if (plan.dp > 1) {
-    double bucket = 0;
-    for (std::size_t i = 0; i < prog.size(); ++i) {
-      bucket += prog[i].grad_params;
-      const bool flush = bucket >= s.grad_bucket_params || (i + 1 == prog.size() && bucket > 0);
-      if (!flush) continue;
-      for (std::size_t d = 0; d < dp_groups.size(); ++d) {
-        const auto gid = g.add_group(dp_groups[d]);
-        const auto id = g.add_collective(gid, Stream::kComm, Category::kDpComm,
-                                         zero1 ? "dp.grad_reducescatter" : "dp.grad_allreduce", -1, -1,
-                                         zero1 ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
-                                         bucket * 4.0);  // fp32 main gradients
-        for (int r : dp_groups[d]) g.depend(task_of[static_cast<std::size_t>(r)][i], id);
-        dp_tasks[d].push_back(id);
+  for (int st = 0; st < P; ++st) {
+    const auto& prog = programs[static_cast<std::size_t>(st)].b_last;
+    for (int t = 0; t < plan.tp; ++t) {
+      std::vector<int> group;
+      for (int d = 0; d < plan.dp; ++d) group.push_back(plan.rank(st, d, t));
+      std::vector<TaskId> dp_tasks;
+      if (plan.dp > 1) {
+        const auto gid = g.add_group(group);
+        double bucket = 0;
+        for (std::size_t i = 0; i < prog.size(); ++i) {
+          bucket += prog[i].grad_params;
+          const bool flush = bucket >= s.grad_bucket_params || (i + 1 == prog.size() && bucket > 0);
+          if (!flush) continue;
+          const auto id = g.add_collective(gid, Stream::kComm, Category::kDpComm, zero1 ? "dp.grad_reducescatter" : "dp.grad_allreduce",
+                                           -1, -1, zero1 ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
+                                           bucket * 4.0);  // fp32 main gradients
+          for (int r : group) g.depend(last_b_tasks[static_cast<std::size_t>(r)][i], id);
+          dp_tasks.push_back(id);
+          bucket = 0;
+        }
       }
-      bucket = 0;
-    }
-  }
-
-  // Optimizer: mixed-precision Adam streams master weights, m, v and fp32 grads in and out
-  // (4+4+4+4 read, 4+4+4 written) and writes the bf16 weights: 30 bytes per parameter.
-  const double opt_params = total_params / (zero1 ? plan.dp : 1);
-  const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
-  for (int r = 0; r < s.gpus; ++r) {
-    const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1,
-                                  SimTime::from_seconds(opt_seconds));
-    if (plan.dp > 1) {
-      for (auto t : dp_tasks[static_cast<std::size_t>(plan.tp_rank(r))]) g.depend(t, id);
-    }
-  }
-  if (zero1) {
-    for (const auto& grp : dp_groups) {
-      g.add_collective(g.add_group(grp), Stream::kCompute, Category::kDpComm, "dp.param_allgather", -1, -1,
-                       coll::CollectiveOp::kAllGather, total_params * shape.weight_bytes);
+      // Optimizer: mixed-precision Adam streams 30 bytes per parameter (docs/metrics.md).
+      const double opt_params = programs[static_cast<std::size_t>(st)].params / (zero1 ? plan.dp : 1);
+      const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
+      for (int r : group) {
+        const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1, SimTime::from_seconds(opt_seconds));
+        for (auto dt : dp_tasks) g.depend(dt, id);
+      }
+      if (zero1) {
+        g.add_collective(g.add_group(group), Stream::kCompute, Category::kDpComm, "dp.param_allgather", -1, -1,
+                         coll::CollectiveOp::kAllGather, programs[static_cast<std::size_t>(st)].params * shape.weight_bytes);
+      }
     }
   }
   return step;

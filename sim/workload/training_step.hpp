@@ -8,16 +8,25 @@ namespace cs::workload {
 /// One training step as a graph, and the totals the report needs.
 struct TrainingStep {
   WorkloadGraph graph;
-  double model_flops = 0;   ///< all GPUs, forward + backward, no recompute (MFU numerator)
-  double tokens = 0;        ///< tokens per step (global batch x sequence)
+  double model_flops = 0;     ///< all GPUs, forward + backward, no recompute (MFU numerator)
+  double hardware_flops = 0;  ///< model FLOPs plus recomputed forward FLOPs (HFU numerator)
+  double tokens = 0;          ///< tokens per step (global batch x sequence)
   std::int64_t micro_batches = 0;
+  std::vector<int> stage_layers;  ///< decoder layers of each pipeline stage
 };
 
-/// Builds one step (stage 4): for each micro-batch, forward then backward through embedding,
-/// decoder layers and LM head, with TP collectives on the compute stream (they block it, as
-/// Megatron's do); in the last micro-batch's backward, gradients are reduced over DP in buckets
-/// of `grad_bucket_params` on the communication stream, overlapping the rest of backward; then the
-/// optimizer (and, with ZeRO-1, the parameter all-gather).
+/// Decoder layers of each pipeline stage: an even split, the first stages taking one more when
+/// the layers do not divide.
+[[nodiscard]] std::vector<int> split_layers(int layers, int stages);
+
+/// Builds one step (stage 4). Each pipeline stage runs its micro-batches' forward (F) and backward
+/// (B) blocks in the schedule's order (GPipe: all F then all B; 1F1B: P-s-1 warm-up forwards, then
+/// one forward one backward, then the cool-down), each block its layers' kernels with the TP
+/// collectives on the compute stream (blocking, as Megatron's are), full recompute re-running a
+/// layer's forward before its backward. Activations and their gradients move between stages as
+/// send/recv flows posted when they exist. In each stage's last backward, gradients are reduced
+/// over DP in buckets on the communication stream; then the optimizer (and ZeRO-1's all-gather).
+/// The pipeline bubble is not a formula: it is the idle time this schedule leaves.
 [[nodiscard]] TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel& compute);
 
 }  // namespace cs::workload

@@ -11,6 +11,8 @@ const char* category_name(Category c) {
     case Category::kOptimizer: return "optimizer";
     case Category::kTpComm: return "tp_comm";
     case Category::kDpComm: return "dp_comm";
+    case Category::kPpComm: return "pp_comm";
+    case Category::kRecompute: return "recompute";
   }
   return "?";
 }
@@ -39,7 +41,7 @@ TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, std
   t.gpu = static_cast<std::uint32_t>(gpu);
   t.duration = duration;
   tasks_.push_back(std::move(t));
-  streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+  if (stream != Stream::kNone) streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   return id;
 }
 
@@ -61,14 +63,14 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
   t.bytes = bytes;
   t.gpu = static_cast<std::uint32_t>(groups_[group].front());
   tasks_.push_back(std::move(t));
-  for (int r : groups_[group]) {
-    streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+  if (stream != Stream::kNone) {
+    for (int r : groups_[group]) streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   }
   return id;
 }
 
 void WorkloadGraph::depend(TaskId before, TaskId after) {
-  CS_ASSERT(index(before) < index(after), "dependencies point forward in creation order (the graph is acyclic)");
+  CS_ASSERT(before != after, "a task does not wait for itself");
   tasks_[index(before)].succs.push_back(after);
   ++tasks_[index(after)].preds;
 }

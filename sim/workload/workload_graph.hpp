@@ -13,12 +13,13 @@ enum class TaskId : std::uint32_t {};
 [[nodiscard]] constexpr std::uint32_t index(TaskId t) { return static_cast<std::uint32_t>(t); }
 
 /// CUDA-stream semantics: each GPU has a compute stream and a communication stream; a stream runs
-/// its tasks in the order they were added.
-enum class Stream : std::uint8_t { kCompute = 0, kComm = 1 };
+/// its tasks in the order they were added. kNone: a transfer that waits only for its
+/// dependencies (pipeline send/recv posted as soon as the activation exists).
+enum class Stream : std::uint8_t { kCompute = 0, kComm = 1, kNone = 2 };
 inline constexpr int kStreamsPerGpu = 2;
 
 /// What a task is for: the breakdown and the trace group tasks by it.
-enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, kDpComm };
+enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, kDpComm, kPpComm, kRecompute };
 [[nodiscard]] const char* category_name(Category c);
 
 /// A vertex of the workload graph: a kernel on one GPU, or a collective over a group of GPUs.

@@ -29,6 +29,9 @@ const std::map<std::string, std::string>& flag_of_pointer() {
       {"/offer", "--offer"},
       {"/parallel/tp", "--tp"},
       {"/parallel/dp", "--dp"},
+      {"/parallel/pp", "--pp"},
+      {"/parallel/schedule", "--schedule"},
+      {"/training/recompute", "--recompute"},
       {"/parallel/sp", "--sp"},
       {"/parallel/zero", "--zero"},
       {"/training/seq", "--seq"},
@@ -198,8 +201,8 @@ Action add_validate(CLI::App& app, const Globals& g) {
 Action add_train(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("train", "simulate one training step from flags");
   struct Opts {
-    std::string model, cluster, profile, offer, dtype = "bf16", network_model = "flow";
-    int gpus = 0, tp = 1, dp = 0, zero = 0;
+    std::string model, cluster, profile, offer, dtype = "bf16", network_model = "flow", schedule = "1f1b", recompute = "none";
+    int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1;
     long long seq = 0, global_batch = 0, micro_batch = 1, bucket = 40000000;
     bool sp = false, allow_oom = false;
     OutputOptions out;
@@ -212,6 +215,9 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--offer", o->offer, "rental offer id or path, for cost figures");
   cmd->add_option("--tp", o->tp, "tensor-parallel degree")->required();
   cmd->add_option("--dp", o->dp, "data-parallel degree (default: GPUs / TP)");
+  cmd->add_option("--pp", o->pp, "pipeline-parallel stages");
+  cmd->add_option("--schedule", o->schedule, "pipeline schedule: 1f1b or gpipe");
+  cmd->add_option("--recompute", o->recompute, "activation recompute: none, selective or full");
   cmd->add_flag("--sp", o->sp, "sequence parallelism with TP");
   cmd->add_option("--zero", o->zero, "ZeRO stage: 0 or 1");
   cmd->add_option("--seq", o->seq, "sequence length in tokens")->required();
@@ -232,13 +238,14 @@ Action add_train(CLI::App& app, const Globals& g) {
     if (cmd->count("--gpus")) j["gpus"] = o->gpus;
     if (!o->profile.empty()) j["profile"] = o->profile;
     if (!o->offer.empty()) j["offer"] = o->offer;
-    j["parallel"] = {{"tp", o->tp}, {"sp", o->sp}, {"zero", o->zero}};
+    j["parallel"] = {{"tp", o->tp}, {"pp", o->pp}, {"schedule", o->schedule}, {"sp", o->sp}, {"zero", o->zero}};
     if (cmd->count("--dp")) j["parallel"]["dp"] = o->dp;
     j["training"] = {{"seq", o->seq},
                      {"global_batch", o->global_batch},
                      {"micro_batch", o->micro_batch},
                      {"dtype", o->dtype},
-                     {"grad_bucket_params", o->bucket}};
+                     {"grad_bucket_params", o->bucket},
+                     {"recompute", o->recompute}};
     j["network_model"] = o->network_model;
     j["allow_oom"] = o->allow_oom;
     try {

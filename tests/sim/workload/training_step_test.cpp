@@ -91,3 +91,36 @@ TEST_CASE("the same input gives byte-identical JSON apart from run_info") {
   const auto b = report::to_json(eval(s), false).dump();
   CHECK(a == b);
 }
+
+TEST_CASE("pipeline parallelism: the bubble emerges from the schedule and shrinks with more micro-batches") {
+  auto run = [](int gb, const char* sched) {
+    return eval(test::scenario_from_json(std::string(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "schedule": ")") +
+                                         sched + R"("}, "training": {"seq": 2048, "global_batch": )" + std::to_string(gb) +
+                                         R"(}, "allow_oom": true})"));
+  };
+  const auto few = run(4, "1f1b");
+  const auto many = run(32, "1f1b");
+  CHECK(few.breakdown.pipeline_bubble / few.step_time_s > many.breakdown.pipeline_bubble / many.step_time_s);
+  // GPipe and 1F1B have the same bubble; 1F1B holds fewer micro-batches' activations.
+  const auto gpipe = run(32, "gpipe");
+  CHECK(gpipe.step_time_s == doctest::Approx(many.step_time_s).epsilon(0.02));
+  CHECK(gpipe.memory.activations > 4 * many.memory.activations);
+  CHECK(many.stage_layers == std::vector<int>{8, 8, 8, 8});
+  // The bubble is at least the textbook (P-1)/(M+P-1) share of an ideal, balanced pipeline... or more
+  // (the embedding and LM head unbalance the first and last stages).
+  CHECK(many.breakdown.pipeline_bubble / many.step_time_s >= 3.0 / 35.0 * 0.9);
+}
+
+TEST_CASE("full recompute costs a forward pass of time, counts in HFU but not MFU, and saves activation memory") {
+  const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8)";
+  const auto none = eval(test::scenario_from_json(base + "}}"));
+  const auto full = eval(test::scenario_from_json(base + R"(, "recompute": "full"}})"));
+  const auto sel = eval(test::scenario_from_json(base + R"(, "recompute": "selective"}})"));
+  CHECK(full.step_time_s > 1.2 * none.step_time_s);
+  CHECK(none.hfu == doctest::Approx(none.mfu));
+  CHECK(full.hfu > 1.25 * full.mfu);
+  CHECK(full.memory.activations < 0.5 * none.memory.activations);
+  CHECK(sel.memory.activations < none.memory.activations);
+  CHECK(sel.step_time_s > none.step_time_s);
+  CHECK(sel.step_time_s < full.step_time_s);
+}
