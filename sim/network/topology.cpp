@@ -1,6 +1,7 @@
 #include "sim/network/topology.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -23,13 +24,12 @@ Topology::~Topology() = default;
 
 namespace {
 
-/// Deterministic single-source shortest paths: cost = (seconds per byte, hops), ties by lowest
-/// predecessor id. GPUs other than the source do not forward.
+/// Route cost: seconds per byte (sum of 1/bandwidth), then hops; costs within 1e-12 relative are
+/// equal so that equal-bandwidth paths tie on hops, then on the lowest vertex id.
 struct Cost {
   double per_byte = std::numeric_limits<double>::infinity();
   std::uint32_t hops = std::numeric_limits<std::uint32_t>::max();
   bool operator<(const Cost& o) const {
-    // Costs within 1e-12 relative are equal so that equal-bandwidth paths tie on hops.
     const double tol = 1e-12 * std::max(per_byte, o.per_byte);
     if (per_byte < o.per_byte - tol) return true;
     if (o.per_byte < per_byte - tol) return false;
@@ -41,72 +41,12 @@ struct Cost {
 
 Topology Topology::build(const ClusterSpec& spec, int gpus) {
   CS_ASSERT(gpus >= 1 && gpus <= spec.gpus, "GPU count checked by the caller");
-  Topology t;
-  t.cluster_id_ = spec.id;
-  std::map<std::string, VertexId> by_name;
-  auto add_vertex = [&](Vertex v) {
-    const auto id = static_cast<VertexId>(t.vertices_.size());
-    by_name[v.name] = id;
-    t.vertices_.push_back(std::move(v));
-    boost::add_vertex(t.graph_->g);
-    return id;
-  };
-  for (int g = 0; g < gpus; ++g) t.gpu_vertices_.push_back(add_vertex({"gpu" + std::to_string(g), VertexKind::kGpu, {}}));
-  for (const auto& s : spec.switches) add_vertex({s.id, s.kind, s.nvls_bandwidth_bytes_per_s});
-  for (const auto& l : spec.links) {
-    auto a = by_name.find(l.a);
-    auto b = by_name.find(l.b);
-    if (a == by_name.end() || b == by_name.end()) continue;  // a GPU beyond --gpus
-    const auto& type = spec.link_types.at(l.type);
-    for (auto [from, to] : {std::pair{a->second, b->second}, std::pair{b->second, a->second}}) {
-      const auto id = static_cast<std::uint32_t>(t.links_.size());
-      t.links_.push_back({from, to, type.effective_bandwidth(), type.latency_s, l.type});
-      boost::add_edge(index(from), index(to), id, t.graph_->g);
-    }
-  }
-  // All-pairs routes (a node has tens of vertices; multi-node fabrics will route hierarchically).
-  const std::size_t n = t.vertices_.size();
-  t.routes_.resize(n * n);
-  const auto edge_index = boost::get(boost::edge_index, t.graph_->g);
-  for (std::size_t src = 0; src < n; ++src) {
-    std::vector<Cost> cost(n);
-    std::vector<std::int64_t> pred_link(n, -1);
-    std::vector<bool> done(n, false);
-    cost[src] = {0.0, 0};
-    for (std::size_t iter = 0; iter < n; ++iter) {
-      std::size_t u = n;
-      for (std::size_t v = 0; v < n; ++v) {
-        if (!done[v] && std::isfinite(cost[v].per_byte) && (u == n || cost[v] < cost[u])) u = v;
-      }
-      if (u == n) break;
-      done[u] = true;
-      if (u != src && t.vertices_[u].kind == VertexKind::kGpu) continue;  // GPUs do not forward
-      for (auto [e, e_end] = boost::out_edges(u, t.graph_->g); e != e_end; ++e) {
-        const std::uint32_t lid = edge_index[*e];
-        const auto v = boost::target(*e, t.graph_->g);
-        const Link& link = t.links_[lid];
-        Cost c{cost[u].per_byte + 1.0 / link.bandwidth_bytes_per_s, cost[u].hops + 1};
-        if (c < cost[v]) {
-          cost[v] = c;
-          pred_link[v] = lid;
-        }
-      }
-    }
-    for (std::size_t dst = 0; dst < n; ++dst) {
-      if (dst == src || pred_link[dst] < 0) continue;
-      Route r;
-      for (std::size_t v = dst; v != src;) {
-        const auto lid = static_cast<std::uint32_t>(pred_link[v]);
-        r.links.insert(r.links.begin(), static_cast<LinkId>(lid));
-        r.latency_s += t.links_[lid].latency_s;
-        v = index(t.links_[lid].from);
-      }
-      t.routes_[src * n + dst] = std::move(r);
-    }
-  }
+  FabricSpec none;
+  Topology t = build(spec, gpus, 1, none);
   for (int a = 0; a < gpus; ++a) {
+    t.compute_source(index(t.gpu(a)));
     for (int b = 0; b < gpus; ++b) {
-      if (a != b && t.routes_[index(t.gpu(a)) * n + index(t.gpu(b))].links.empty()) {
+      if (a != b && t.pred_[index(t.gpu(a))][index(t.gpu(b))] < 0) {
         throw InputError(spec.id, "/links", "gpu" + std::to_string(a) + " cannot reach gpu" + std::to_string(b) +
                                                 " (with the first " + std::to_string(gpus) + " GPUs)");
       }
@@ -115,11 +55,199 @@ Topology Topology::build(const ClusterSpec& spec, int gpus) {
   return t;
 }
 
+Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, const FabricSpec& fabric) {
+  CS_ASSERT(gpus_per_node >= 1 && gpus_per_node <= spec.gpus && nodes >= 1, "sizes checked by the caller");
+  Topology t;
+  t.cluster_id_ = spec.id;
+  auto add_vertex = [&](Vertex v) {
+    const auto id = static_cast<VertexId>(t.vertices_.size());
+    t.vertices_.push_back(std::move(v));
+    boost::add_vertex(t.graph_->g);
+    t.out_links_.emplace_back();
+    return id;
+  };
+  auto add_duplex = [&](VertexId a, VertexId b, double bw, double latency, const std::string& type) {
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+      const auto id = static_cast<std::uint32_t>(t.links_.size());
+      t.links_.push_back({from, to, bw, latency, type});
+      boost::add_edge(index(from), index(to), id, t.graph_->g);
+      t.out_links_[index(from)].push_back(static_cast<LinkId>(id));
+    }
+  };
+  std::vector<std::vector<VertexId>> node_gpus(static_cast<std::size_t>(nodes));
+  for (int n = 0; n < nodes; ++n) {
+    const std::string pre = nodes > 1 ? "n" + std::to_string(n) + "." : "";
+    std::map<std::string, VertexId> by_name;
+    for (int g = 0; g < gpus_per_node; ++g) {
+      const auto v = add_vertex({pre + "gpu" + std::to_string(g), VertexKind::kGpu, {}, n});
+      by_name["gpu" + std::to_string(g)] = v;
+      node_gpus[static_cast<std::size_t>(n)].push_back(v);
+      t.gpu_vertices_.push_back(v);
+    }
+    for (const auto& sw : spec.switches) by_name[sw.id] = add_vertex({pre + sw.id, sw.kind, sw.nvls_bandwidth_bytes_per_s, n});
+    for (const auto& l : spec.links) {
+      auto a = by_name.find(l.a);
+      auto b = by_name.find(l.b);
+      if (a == by_name.end() || b == by_name.end()) continue;  // a GPU beyond --gpus
+      const auto& type = spec.link_types.at(l.type);
+      add_duplex(a->second, b->second, type.effective_bandwidth(), type.latency_s, l.type);
+    }
+  }
+  if (nodes > 1) {
+    t.has_fabric_ = true;
+    // NICs: each on the PCIe path of the GPUs that use it.
+    const double nic_bw = fabric.nic_bandwidth * fabric.nic_efficiency;
+    std::vector<std::vector<VertexId>> nics(static_cast<std::size_t>(nodes));
+    for (int n = 0; n < nodes; ++n) {
+      for (int k = 0; k < fabric.nics_per_node; ++k) {
+        nics[static_cast<std::size_t>(n)].push_back(
+            add_vertex({"n" + std::to_string(n) + ".nic" + std::to_string(k), VertexKind::kNic, {}, n}));
+      }
+      for (int g = 0; g < gpus_per_node; ++g) {
+        add_duplex(node_gpus[static_cast<std::size_t>(n)][static_cast<std::size_t>(g)],
+                   nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(fabric.nic_of(g))], fabric.gpu_nic_bandwidth,
+                   fabric.nic_latency_s, "gpu_nic");
+      }
+    }
+    const double lat = fabric.switch_latency_s;
+    switch (fabric.kind) {
+      case FabricKind::kSingleSwitch: {
+        const auto sw = add_vertex({"fabric", VertexKind::kNic, {}, -1});
+        for (const auto& node : nics) {
+          for (auto nic : node) add_duplex(nic, sw, nic_bw, lat, "nic");
+        }
+        break;
+      }
+      case FabricKind::kRail: {
+        // One switch per rail (NIC index); rails meet at the spine for cross-rail traffic.
+        const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1});
+        for (int k = 0; k < fabric.nics_per_node; ++k) {
+          const auto rail = add_vertex({"rail" + std::to_string(k), VertexKind::kNic, {}, -1});
+          for (const auto& node : nics) add_duplex(node[static_cast<std::size_t>(k)], rail, nic_bw, lat, "nic");
+          add_duplex(rail, spine, nic_bw * nodes / fabric.oversubscription, lat, "spine");
+        }
+        break;
+      }
+      case FabricKind::kFatTree: {
+        const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1});
+        const int leaves = (nodes + fabric.nodes_per_leaf - 1) / fabric.nodes_per_leaf;
+        for (int l = 0; l < leaves; ++l) {
+          const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kNic, {}, -1});
+          int in_leaf = 0;
+          for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf); ++n, ++in_leaf) {
+            for (auto nic : nics[static_cast<std::size_t>(n)]) add_duplex(nic, leaf, nic_bw, lat, "nic");
+          }
+          add_duplex(leaf, spine, nic_bw * fabric.nics_per_node * in_leaf / fabric.oversubscription, lat, "spine");
+        }
+        break;
+      }
+    }
+  }
+  t.pred_.resize(t.vertices_.size());
+  return t;
+}
+
+void Topology::compute_source(std::uint32_t src) const {
+  if (!pred_[src].empty()) return;
+  const std::size_t n = vertices_.size();
+  std::vector<Cost> cost(n);
+  std::vector<std::int64_t> pred(n, -1);
+  std::vector<bool> done(n, false);
+  // Binary-heap Dijkstra; entries ordered by cost then vertex id (deterministic ties).
+  using Entry = std::pair<Cost, std::uint32_t>;
+  auto later = [](const Entry& a, const Entry& b) {
+    if (a.first < b.first) return false;
+    if (b.first < a.first) return true;
+    return a.second > b.second;
+  };
+  std::vector<Entry> heap;
+  cost[src] = {0.0, 0};
+  heap.push_back({cost[src], src});
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const auto [c, u] = heap.back();
+    heap.pop_back();
+    if (done[u]) continue;
+    done[u] = true;
+    if (u != src && vertices_[u].kind == VertexKind::kGpu) continue;  // GPUs do not forward
+    for (auto lid : out_links_[u]) {
+      const Link& link = links_[index(lid)];
+      const auto v = index(link.to);
+      const Cost nc{c.per_byte + 1.0 / link.bandwidth_bytes_per_s, c.hops + 1};
+      if (nc < cost[v] || (!(cost[v] < nc) && pred[v] >= 0 && index(lid) < static_cast<std::uint32_t>(pred[v]))) {
+        cost[v] = nc;
+        pred[v] = index(lid);
+        heap.push_back({nc, v});
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
+    }
+  }
+  pred_[src] = std::move(pred);
+}
+
+Route Topology::intra_node_route(std::uint32_t src, std::uint32_t dst) const {
+  // Nodes are small: a plain Dijkstra over this node's own vertices (no NICs, no fabric).
+  const int node = vertices_[src].node;
+  const std::size_t n = vertices_.size();
+  std::vector<Cost> cost(n);
+  std::vector<std::int64_t> pred(n, -1);
+  std::vector<bool> done(n, false);
+  cost[src] = {0.0, 0};
+  std::vector<std::uint32_t> members;
+  for (std::uint32_t v = 0; v < n; ++v) {
+    if (vertices_[v].node == node && vertices_[v].kind != VertexKind::kNic) members.push_back(v);
+  }
+  for (std::size_t iter = 0; iter < members.size(); ++iter) {
+    auto u = static_cast<std::uint32_t>(n);
+    for (auto v : members) {
+      if (!done[v] && std::isfinite(cost[v].per_byte) && (u == n || cost[v] < cost[u])) u = v;
+    }
+    if (u == n) break;
+    done[u] = true;
+    if (u != src && vertices_[u].kind == VertexKind::kGpu) continue;
+    for (auto lid : out_links_[u]) {
+      const Link& link = links_[index(lid)];
+      const auto v = index(link.to);
+      if (vertices_[v].node != node || vertices_[v].kind == VertexKind::kNic) continue;
+      const Cost nc{cost[u].per_byte + 1.0 / link.bandwidth_bytes_per_s, cost[u].hops + 1};
+      if (nc < cost[v]) {
+        cost[v] = nc;
+        pred[v] = index(lid);
+      }
+    }
+  }
+  Route r;
+  for (std::uint32_t v = dst; v != src;) {
+    CS_ASSERT(pred[v] >= 0, "GPUs of one node reach each other inside it");
+    const auto lid = static_cast<std::uint32_t>(pred[v]);
+    r.links.insert(r.links.begin(), static_cast<LinkId>(lid));
+    r.latency_s += links_[lid].latency_s;
+    v = index(links_[lid].from);
+  }
+  return r;
+}
+
 const Route& Topology::route(VertexId from, VertexId to) const {
   CS_ASSERT(from != to, "a route joins two different vertices");
-  const auto& r = routes_[index(from) * vertices_.size() + index(to)];
-  CS_ASSERT(!r.links.empty(), "every pair of GPUs is connected (checked when the cluster is loaded)");
-  return r;
+  const auto key = std::make_pair(index(from), index(to));
+  auto it = routes_.find(key);
+  if (it != routes_.end()) return it->second;
+  const int node_a = vertices_[index(from)].node, node_b = vertices_[index(to)].node;
+  Route r;
+  if (has_fabric_ && node_a == node_b && node_a >= 0) {
+    r = intra_node_route(index(from), index(to));
+  } else {
+    compute_source(index(from));
+    const auto& pred = pred_[index(from)];
+    for (std::uint32_t v = index(to); v != index(from);) {
+      CS_ASSERT(pred[v] >= 0, "every pair of GPUs is connected (checked when the topology is built)");
+      const auto lid = static_cast<std::uint32_t>(pred[v]);
+      r.links.insert(r.links.begin(), static_cast<LinkId>(lid));
+      r.latency_s += links_[lid].latency_s;
+      v = index(links_[lid].from);
+    }
+  }
+  return routes_.emplace(key, std::move(r)).first->second;
 }
 
 double Topology::bottleneck(const Route& r) const {

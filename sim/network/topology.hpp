@@ -1,11 +1,13 @@
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/network/cluster_spec.hpp"
+#include "sim/network/fabric_spec.hpp"
 
 namespace cs::net {
 
@@ -27,6 +29,7 @@ struct Vertex {
   std::string name;
   VertexKind kind = VertexKind::kGpu;
   std::optional<double> nvls_bandwidth_bytes_per_s;
+  int node = 0;  ///< the server it belongs to; -1 for fabric switches
 };
 
 /// The path a flow takes: directed links in order, with their summed latency.
@@ -43,6 +46,11 @@ class Topology {
  public:
   /// The first `gpus` GPUs of `spec`, with every switch and link among what remains.
   static Topology build(const ClusterSpec& spec, int gpus);
+  /// `nodes` copies of the first `gpus_per_node` GPUs of `spec`, joined by `fabric`: each node's
+  /// NICs hang off their GPUs (the PCIe path), and the NICs off the fabric's switches. GPU rank
+  /// r is GPU r % gpus_per_node of node r / gpus_per_node. Routes between GPUs of one node never
+  /// leave it.
+  static Topology build(const ClusterSpec& spec, int gpus_per_node, int nodes, const FabricSpec& fabric);
   Topology(Topology&&) noexcept;
   Topology& operator=(Topology&&) noexcept;
   ~Topology();
@@ -62,6 +70,7 @@ class Topology {
   /// The directed link between two adjacent vertices, if any.
   [[nodiscard]] std::optional<LinkId> direct_link(VertexId from, VertexId to) const;
   [[nodiscard]] const std::string& cluster_id() const { return cluster_id_; }
+  [[nodiscard]] int node_of_rank(int rank) const { return vertices_[index(gpu(rank))].node; }
 
  private:
   Topology();
@@ -71,7 +80,14 @@ class Topology {
   std::vector<Vertex> vertices_;
   std::vector<Link> links_;
   std::vector<VertexId> gpu_vertices_;
-  std::vector<Route> routes_;  ///< all pairs, index from * n + to
+  /// Routes are computed on demand: one Dijkstra per source (predecessor links kept), the routes
+  /// used materialised once. Not thread-safe (the parallel engine will precompute them).
+  void compute_source(std::uint32_t src) const;
+  [[nodiscard]] Route intra_node_route(std::uint32_t src, std::uint32_t dst) const;
+  bool has_fabric_ = false;
+  mutable std::vector<std::vector<std::int64_t>> pred_;  ///< per source: predecessor link of each vertex
+  mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> routes_;
+  std::vector<std::vector<LinkId>> out_links_;
 };
 
 }  // namespace cs::net
