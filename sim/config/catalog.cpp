@@ -16,6 +16,7 @@ const char* kind_name(CatalogKind kind) {
     case CatalogKind::kProfile: return "profile";
     case CatalogKind::kCluster: return "cluster";
     case CatalogKind::kOffer: return "offer";
+    case CatalogKind::kFabric: return "fabric";
   }
   return "item";
 }
@@ -28,6 +29,7 @@ std::string Catalog::folder(CatalogKind kind) const {
     case CatalogKind::kProfile: return root_ + "/calibration/profiles";
     case CatalogKind::kCluster: return root_ + "/scenarios/clusters";
     case CatalogKind::kOffer: return root_ + "/scenarios/offers";
+    case CatalogKind::kFabric: return root_ + "/scenarios/fabrics";
   }
   return root_;
 }

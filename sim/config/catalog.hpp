@@ -5,7 +5,7 @@
 namespace cs::config {
 
 /// The kinds of data file a scenario refers to by id.
-enum class CatalogKind { kModel, kProfile, kCluster, kOffer };
+enum class CatalogKind { kModel, kProfile, kCluster, kOffer, kFabric };
 
 /// Where shipped data files live, and how an id or a path becomes a file to load.
 /// Ids are file stems: `models/llm/llama3.1-8b.json` has id `llama3.1-8b`.

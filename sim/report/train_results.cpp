@@ -97,6 +97,11 @@ std::string rate_text(double value, const std::string& unit, calib::Provenance p
 
 }  // namespace
 
+net::Topology training_topology(const scenario::Scenario& s) {
+  if (s.nodes > 1) return net::Topology::build(s.cluster, s.gpus_per_node, s.nodes, *s.fabric);
+  return net::Topology::build(s.cluster, s.gpus);
+}
+
 models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
   // The most loaded pipeline stage (1F1B keeps P - stage micro-batches in flight; GPipe all).
   const auto layers = workload::split_layers(static_cast<int>(s.model.layers), s.plan.pp);
@@ -151,7 +156,7 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.fits = r.memory.fits();
 
   const workload::ComputeModel compute(s.profile, s.dtype);
-  const auto topo = net::Topology::build(s.cluster, s.gpus);
+  const auto topo = training_topology(s);
   auto step = workload::build_training_step(s, compute);
   workload::ExecutorOptions eo;
   eo.network = s.network_model;
@@ -167,6 +172,13 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.hw_tflops_per_gpu = step.hardware_flops / r.step_time_s / s.gpus / 1e12;
   r.hfu = step.hardware_flops / (r.step_time_s * s.gpus * compute.peak_flops());
   r.stage_layers = step.stage_layers;
+  // Eq. 3 describes GPT layers (4h MLP, GELU, full multi-head attention) only.
+  if (s.model.activation == models::Activation::kGelu && s.model.ffn == 4 * s.model.hidden && s.model.kv_heads == s.model.heads) {
+    const double B = static_cast<double>(s.global_batch), seq = static_cast<double>(s.seq), l = static_cast<double>(s.model.layers),
+                 h = static_cast<double>(s.model.hidden), V = static_cast<double>(s.model.vocab);
+    const double eq3 = 96.0 * B * seq * l * h * h * (1 + seq / (6 * h) + V / (16 * l * h));
+    r.megatron_tflops_per_gpu = eq3 / r.step_time_s / s.gpus / 1e12;
+  }
   r.breakdown = breakdown_of(step.graph, log);
   if (s.plan.pp > 1) r.breakdown.pipeline_bubble = r.breakdown.idle;
   r.collectives = summarize_collectives(step.graph, log);
@@ -180,6 +192,8 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
     } else {
       scenario::Scenario one = s;
       one.gpus = 1;
+      one.gpus_per_node = 1;
+      one.nodes = 1;
       one.plan = plan::ParallelPlan{};
       one.plan.recompute = s.plan.recompute;
       const auto topo1 = net::Topology::build(s.cluster, 1);

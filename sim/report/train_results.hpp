@@ -55,6 +55,9 @@ struct TrainResults {
   double mfu = 0;
   double hw_tflops_per_gpu = 0;  ///< counting recomputed forward FLOPs too (Megatron-LM's convention)
   double hfu = 0;
+  /// Megatron-LM SC'21 Eq. 3 FLOPs (96 B s l h^2 (1 + s/6h + V/16lh): GEMMs and non-causal
+  /// attention, with the recompute forward) per step, per GPU, per second: their papers' metric.
+  double megatron_tflops_per_gpu = 0;
   Breakdown breakdown;
   models::MemoryBreakdown memory;
   bool fits = false;
@@ -80,6 +83,9 @@ struct EvaluateOptions {
 [[nodiscard]] TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOptions& options,
                                              workload::RunLog* log_out = nullptr,
                                              std::optional<workload::TrainingStep>* step_out = nullptr);
+
+/// The scenario's machine: one node, or nodes joined by its fabric.
+[[nodiscard]] net::Topology training_topology(const scenario::Scenario& s);
 
 /// Per-GPU memory of a scenario's plan (no simulation needed).
 [[nodiscard]] models::MemoryBreakdown training_memory_of(const scenario::Scenario& s);

@@ -24,6 +24,8 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["mfu"] = r.mfu;
   j["hw_tflops_per_gpu"] = r.hw_tflops_per_gpu;
   j["hfu"] = r.hfu;
+  j["megatron_tflops_per_gpu"] =
+      r.megatron_tflops_per_gpu > 0 ? nlohmann::ordered_json(r.megatron_tflops_per_gpu) : nlohmann::ordered_json(nullptr);
   j["breakdown_s"] = {{"compute", r.breakdown.compute},
                       {"exposed_comm", r.breakdown.exposed_comm},
                       {"idle", r.breakdown.idle},

@@ -22,6 +22,8 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
   s.model = r.req_string("model");
   s.cluster = r.req_string("cluster");
   s.gpus = static_cast<int>(r.opt_int("gpus", 1, 64, 0));
+  s.nodes = static_cast<int>(r.opt_int("nodes", 1, 100000, 1));
+  s.fabric = r.opt_string("fabric", "");
   s.profile = r.opt_string("profile", "");
   s.offer = r.opt_string("offer", "");
   {
@@ -182,11 +184,19 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
     const auto path = catalog.locate(config::CatalogKind::kOffer, spec.offer, file, "/offer");
     s.offer = parse_offer(config::load(path), spec.offer);
   }
-  s.gpus = spec.gpus == 0 ? s.cluster.gpus : spec.gpus;
-  if (s.gpus > s.cluster.gpus) {
+  s.gpus_per_node = spec.gpus == 0 ? s.cluster.gpus : spec.gpus;
+  if (s.gpus_per_node > s.cluster.gpus) {
     throw InputError(file, "/gpus", "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) +
-                                        " GPUs; got " + std::to_string(s.gpus));
+                                        " GPUs; got " + std::to_string(s.gpus_per_node));
   }
+  s.nodes = spec.nodes;
+  if (s.nodes > 1) {
+    if (spec.fabric.empty()) {
+      throw InputError(file, "/fabric", "a fabric is required with more than one node (see `clustersim list fabrics`)");
+    }
+    s.fabric = net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, spec.fabric, file, "/fabric")), spec.fabric);
+  }
+  s.gpus = s.gpus_per_node * s.nodes;
   if (s.offer && s.offer->gpus < s.gpus) {
     throw InputError(file, "/offer", "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) +
                                          " GPUs; this run uses " + std::to_string(s.gpus));
@@ -214,10 +224,6 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
     infeasible(file, "TP " + std::to_string(s.plan.tp) + " x DP " + std::to_string(s.plan.dp) + " x PP " + std::to_string(s.plan.pp) +
                          " = " + std::to_string(s.plan.gpus()) + " GPUs, but " + std::to_string(s.gpus) +
                          " GPUs are selected (--gpus / /gpus)");
-  }
-  if (spec.tp > s.cluster.gpus) {
-    infeasible(file, "TP " + std::to_string(spec.tp) + " spans more GPUs than one node of " + s.cluster.id + " has (" +
-                         std::to_string(s.cluster.gpus) + ")");
   }
   const auto& m = s.model;
   if (m.heads % s.plan.tp != 0) {
@@ -256,7 +262,9 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
   j["description"] = s.description;
   j["model"] = s.model.id;
   j["cluster"] = s.cluster.id;
-  j["gpus"] = s.gpus;
+  j["gpus"] = s.gpus_per_node;
+  j["nodes"] = s.nodes;
+  if (s.fabric) j["fabric"] = s.fabric->id;
   j["profile"] = s.profile.id;
   if (s.offer) j["offer"] = s.offer->id;
   j["parallel"] = {{"tp", s.plan.tp},

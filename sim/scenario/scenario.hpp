@@ -9,6 +9,7 @@
 #include "models/llm/model_arch.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/network/cluster_spec.hpp"
+#include "sim/network/fabric_spec.hpp"
 #include "sim/network/network_model.hpp"
 #include "sim/parallel/parallel_plan.hpp"
 
@@ -43,6 +44,8 @@ struct ScenarioSpec {
   int gpus = 0;  ///< 0: all GPUs of the cluster
   std::string profile;  ///< empty: the cluster's profile
   std::string offer;    ///< empty: no cost
+  int nodes = 1;
+  std::string fabric;   ///< required when nodes > 1
   int tp = 1;
   int dp = 0;  ///< 0: GPUs / (TP x PP)
   int pp = 1;
@@ -67,7 +70,10 @@ struct Scenario {
   models::ModelArch model;
   calib::HardwareProfile profile;
   net::ClusterSpec cluster;
-  int gpus = 0;
+  int gpus = 0;           ///< all GPUs: gpus_per_node x nodes
+  int gpus_per_node = 0;
+  int nodes = 1;
+  std::optional<net::FabricSpec> fabric;
   plan::ParallelPlan plan;
   std::int64_t seq = 0;
   std::int64_t global_batch = 0;

@@ -9,6 +9,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
+#include "sim/network/fabric_spec.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "tools/cli/commands.hpp"
 
@@ -18,9 +19,9 @@ Action add_list(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("list", "list shipped models, clusters, profiles or offers");
   auto what = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("what", *what, "models, clusters, profiles or offers")
+  cmd->add_option("what", *what, "models, clusters, profiles, offers or fabrics")
       ->required()
-      ->check(CLI::IsMember({"models", "clusters", "profiles", "offers"}));
+      ->check(CLI::IsMember({"models", "clusters", "profiles", "offers", "fabrics"}));
   cmd->add_flag("--json", *json, "print a JSON array");
   return [what, json, &g] {
     const config::Catalog catalog(g.data_dir);
@@ -57,6 +58,14 @@ Action add_list(CLI::App& app, const Globals& g) {
         t << std::left << std::setw(16) << id << std::setw(11) << calib::provenance_name(p.origin) << std::right
           << std::setw(12) << fixed(bf16 / 1e12, 1) << std::setw(10) << fixed(p.hbm_capacity.value / 1073741824.0, 1)
           << std::setw(10) << fixed(p.hbm_bandwidth.value / 1e12, 2) << "  " << p.gpu_name << "\n";
+      }
+    } else if (*what == "fabrics") {
+      t << std::left << std::setw(18) << "id" << std::setw(6) << "NICs" << std::right << std::setw(12) << "NIC" << "  name\n";
+      for (const auto& id : catalog.ids(config::CatalogKind::kFabric)) {
+        const auto f = net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, id, "", "")), id);
+        rows.push_back({{"id", id}, {"nics_per_node", f.nics_per_node}, {"nic_bytes_per_s", f.nic_bandwidth}, {"name", f.name}});
+        t << std::left << std::setw(18) << id << std::setw(6) << f.nics_per_node << std::right << std::setw(12)
+          << (fixed(f.nic_bandwidth * 8 / 1e9, 0) + " Gb/s") << "  " << f.name << "\n";
       }
     } else {
       t << std::left << std::setw(24) << "id" << std::setw(6) << "gpus" << std::right << std::setw(14) << "price"

@@ -27,6 +27,8 @@ const std::map<std::string, std::string>& flag_of_pointer() {
       {"/gpus", "--gpus"},
       {"/profile", "--profile"},
       {"/offer", "--offer"},
+      {"/nodes", "--nodes"},
+      {"/fabric", "--fabric"},
       {"/parallel/tp", "--tp"},
       {"/parallel/dp", "--dp"},
       {"/parallel/pp", "--pp"},
@@ -127,7 +129,7 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
         const auto p = std::filesystem::path(out.trace);
         path = (p.parent_path() / (p.stem().string() + "." + slug(file.variant_names[i]) + p.extension().string())).string();
       }
-      const auto topo = net::Topology::build(scenarios[i].cluster, scenarios[i].gpus);
+      const auto topo = report::training_topology(scenarios[i]);
       write_file(path, report::chrome_trace(step->graph, log, topo).dump());
       std::cerr << "trace written to " << path << "\n";
     }
@@ -201,8 +203,8 @@ Action add_validate(CLI::App& app, const Globals& g) {
 Action add_train(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("train", "simulate one training step from flags");
   struct Opts {
-    std::string model, cluster, profile, offer, dtype = "bf16", network_model = "flow", schedule = "1f1b", recompute = "none";
-    int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1;
+    std::string model, cluster, profile, offer, fabric, dtype = "bf16", network_model = "flow", schedule = "1f1b", recompute = "none";
+    int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1, nodes = 1;
     long long seq = 0, global_batch = 0, micro_batch = 1, bucket = 40000000;
     bool sp = false, allow_oom = false;
     OutputOptions out;
@@ -213,6 +215,8 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--gpus", o->gpus, "use the first N GPUs of the cluster (default: all)");
   cmd->add_option("--profile", o->profile, "hardware profile id or path (default: the cluster's)");
   cmd->add_option("--offer", o->offer, "rental offer id or path, for cost figures");
+  cmd->add_option("--nodes", o->nodes, "number of nodes (copies of the cluster) joined by --fabric");
+  cmd->add_option("--fabric", o->fabric, "fabric id or path (clustersim list fabrics)");
   cmd->add_option("--tp", o->tp, "tensor-parallel degree")->required();
   cmd->add_option("--dp", o->dp, "data-parallel degree (default: GPUs / TP)");
   cmd->add_option("--pp", o->pp, "pipeline-parallel stages");
@@ -238,6 +242,8 @@ Action add_train(CLI::App& app, const Globals& g) {
     if (cmd->count("--gpus")) j["gpus"] = o->gpus;
     if (!o->profile.empty()) j["profile"] = o->profile;
     if (!o->offer.empty()) j["offer"] = o->offer;
+    j["nodes"] = o->nodes;
+    if (!o->fabric.empty()) j["fabric"] = o->fabric;
     j["parallel"] = {{"tp", o->tp}, {"pp", o->pp}, {"schedule", o->schedule}, {"sp", o->sp}, {"zero", o->zero}};
     if (cmd->count("--dp")) j["parallel"]["dp"] = o->dp;
     j["training"] = {{"seq", o->seq},

@@ -12,6 +12,8 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
+#include "sim/report/train_results.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "tools/cli/commands.hpp"
@@ -61,8 +63,14 @@ std::vector<Case> parse_cases(const config::JsonDoc& doc) {
     k.id = c.req_string("id");
     k.source = c.req_string("source");
     k.metric_text = c.opt_string("metric_text", "");
-    k.kind = c.req_enum("kind", {"collective", "serving"});
-    if (k.kind == "serving") {
+    k.kind = c.req_enum("kind", {"collective", "serving", "training"});
+    if (k.kind == "training") {
+      const auto* sc = c.raw("scenario");
+      if (!sc || !sc->is_object()) c.fail_at("scenario", "expected a training scenario object");
+      else k.serving = *sc;
+      k.metric = c.req_enum("metric", {"megatron_tflops_per_gpu", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu"});
+      k.unit = c.req_enum("unit", {"TFLOP/s", "%"});
+    } else if (k.kind == "serving") {
       // An infer scenario (the schema of `run FILE` with "kind": "infer") and the metric to read.
       const auto* sc = c.raw("scenario");
       if (!sc || !sc->is_object()) c.fail_at("scenario", "expected an infer scenario object");
@@ -121,6 +129,21 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
     for (std::size_t i = 0; i < cases.size(); ++i) {
       auto& c = cases[i];
       const std::string where = "/cases/" + std::to_string(i);
+      if (c.kind == "training") {
+        const auto file = scenario::parse_scenario(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving});
+        const auto sc = scenario::resolve(file.specs.at(0), catalog, doc.path + " " + where + "/scenario");
+        const auto r = report::evaluate_training(sc, report::EvaluateOptions{false, false});
+        c.predicted = c.metric == "megatron_tflops_per_gpu" ? r.megatron_tflops_per_gpu
+                      : c.metric == "hw_tflops_per_gpu"     ? r.hw_tflops_per_gpu
+                      : c.metric == "mfu"                   ? r.mfu * 100
+                                                            : r.tflops_per_gpu;
+        c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.plan.tp) + " PP" + std::to_string(sc.plan.pp) + " DP" +
+                           std::to_string(sc.plan.dp);
+        c.cluster = sc.cluster.id;
+        c.gpus = sc.gpus;
+        if (c.role == "validation") scored.push_back(std::fabs(c.predicted / c.published - 1.0));
+        continue;
+      }
       if (c.kind == "serving") {
         const auto sc = serving::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
         const auto r = serving::simulate_serving(sc, false);
@@ -180,7 +203,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       std::cout << "| case | what | published | predicted | error | role |\n|---|---|---:|---:|---:|---|\n";
       for (const auto& c : cases) {
         std::cout << "| `" << c.id << "` | ";
-        if (c.kind == "serving") {
+        if (c.kind == "serving" || c.kind == "training") {
           std::cout << c.metric << ", " << c.algorithm_used << ", " << c.gpus << " GPUs of `" << c.cluster << "`";
         } else {
           std::cout << c.op << " " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster << "`, " << human_bytes(c.bytes)

@@ -124,3 +124,15 @@ TEST_CASE("full recompute costs a forward pass of time, counts in HFU but not MF
   CHECK(sel.step_time_s > none.step_time_s);
   CHECK(sel.step_time_s < full.step_time_s);
 }
+
+TEST_CASE("multi-node: DP across nodes is slower on one 100 GbE NIC than on eight NDR NICs; TP across nodes is slower still") {
+  const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 2, "training": {"seq": 2048, "global_batch": 16}, )";
+  const auto ndr = eval(test::scenario_from_json(base + R"("fabric": "ib-ndr-rail", "parallel": {"tp": 8}})"));
+  const auto eth = eval(test::scenario_from_json(base + R"("fabric": "eth-100g", "parallel": {"tp": 8}})"));
+  CHECK(eth.step_time_s > ndr.step_time_s);
+  CHECK(ndr.gpus == 16);
+  CHECK(ndr.plan.dp == 2);
+  // TP 16 spans both nodes: every tensor-parallel all-reduce crosses the NICs.
+  const auto tp16 = eval(test::scenario_from_json(base + R"("fabric": "ib-ndr-rail", "parallel": {"tp": 16}})"));
+  CHECK(tp16.step_time_s > 1.5 * ndr.step_time_s);
+}
