@@ -62,9 +62,12 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
   const double outer_here = in.first_stage && in.last_stage ? outer
                                                              : (in.first_stage ? vocab + pos : 0.0) + (in.last_stage ? vocab + norm : 0.0);
   const double p = static_cast<double>(n) * per_layer + outer_here;
-  b.weights = p * in.shape.weight_bytes;
-  b.gradients = p * 4.0;
-  b.optimizer = p * 12.0 / (in.zero >= 1 ? in.dp : 1);
+  // ZeRO-1 shards the optimizer state over DP, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
+  // weights as well, keeping two layers gathered (the one running and the one prefetched).
+  const double dp = in.dp;
+  b.weights = in.zero >= 3 ? p * in.shape.weight_bytes / dp + 2 * per_layer * in.shape.weight_bytes : p * in.shape.weight_bytes;
+  b.gradients = in.zero >= 2 ? p * 4.0 / dp : p * 4.0;
+  b.optimizer = p * 12.0 / (in.zero >= 1 ? dp : 1);
   // Per micro-batch in flight: every layer's saved tensors, or with full recompute only each
   // layer's input (plus one layer's full set while it is recomputed); selective recompute drops
   // the attention output and its log-sum-exp (recomputed from Q, K, V).

@@ -32,7 +32,7 @@ struct MemoryBreakdown {
 struct TrainingMemoryInputs {
   StepShape shape;
   int dp = 1;
-  int zero = 0;                        ///< 0: replicated optimizer; 1: optimizer state sharded over DP
+  int zero = 0;                        ///< ZeRO stage 0-3: 1 shards optimizer state, 2 also gradients, 3 also weights
   double micro_batches_in_flight = 1;  ///< activations alive at the peak (1 without pipelining)
   double runtime_reserved = 0;         ///< bytes (profile)
   double capacity = 0;                 ///< bytes (profile)

@@ -33,7 +33,7 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.pp = static_cast<int>(p.opt_int("pp", 1, 1024, 1));
     s.schedule = p.opt_enum("schedule", {"1f1b", "gpipe"}, "1f1b");
     s.sp = p.opt_bool("sp", false);
-    s.zero = static_cast<int>(p.opt_int("zero", 0, 1, 0));
+    s.zero = static_cast<int>(p.opt_int("zero", 0, 3, 0));
     p.finish();
   }
   {
@@ -243,6 +243,9 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   if (s.plan.sp && s.seq % s.plan.tp != 0) {
     infeasible(file, "sequence parallelism splits the sequence of " + std::to_string(s.seq) + " tokens " +
                          std::to_string(s.plan.tp) + " ways; it does not divide");
+  }
+  if (s.plan.zero == 3 && s.plan.pp > 1) {
+    infeasible(file, "ZeRO-3 (fully sharded parameters) with pipeline parallelism is not supported; use ZeRO-1 with PP");
   }
   if (s.global_batch % (s.plan.dp * s.micro_batch) != 0) {
     infeasible(file, "global batch " + std::to_string(s.global_batch) + " is not a multiple of DP " +

@@ -1,5 +1,8 @@
 #include "sim/workload/training_step.hpp"
 
+#include <map>
+#include <tuple>
+
 #include "models/memory/training_memory.hpp"
 #include "sim/core/check.hpp"
 
@@ -173,12 +176,20 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     }
   }
 
+  std::vector<std::vector<TaskId>> zero3_rs_(static_cast<std::size_t>(plan.tp));
   // Instantiate every stage's schedule on its TP groups, remembering each block's first and last
   // task per GPU (for pipeline transfers) and the last backward's tasks (for DP buckets).
   const std::size_t Mu = static_cast<std::size_t>(micro);
   auto key = [&](int rank, bool fwd, int mb) { return (static_cast<std::size_t>(rank) * 2 + (fwd ? 0 : 1)) * Mu + static_cast<std::size_t>(mb); };
   std::vector<TaskId> first_task(static_cast<std::size_t>(s.gpus) * 2 * Mu), last_task(first_task.size());
   std::vector<std::vector<TaskId>> last_b_tasks(static_cast<std::size_t>(s.gpus));
+  // ZeRO-3: the first and last task of each layer's forward and backward, per GPU, per micro-batch.
+  const bool zero3 = plan.zero >= 3 && plan.dp > 1;
+  struct LayerSpan {
+    TaskId first{}, last{};
+    bool seen = false;
+  };
+  std::map<std::tuple<int, bool, int, int>, LayerSpan> layer_span;  // (rank, forward, micro, layer)
   for (int st = 0; st < P; ++st) {
     const auto& sp = programs[static_cast<std::size_t>(st)];
     for (int d = 0; d < plan.dp; ++d) {
@@ -197,6 +208,14 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
             for (int r : ranks) {
               ids.push_back(g.add_compute(r, Stream::kCompute, item.category, item.label, item.layer, blk.micro,
                                           SimTime::from_seconds(item.seconds)));
+            }
+          }
+          if (zero3 && item.layer >= 0) {
+            for (std::size_t k = 0; k < ranks.size(); ++k) {
+              auto& span = layer_span[{ranks[k], blk.forward, blk.micro, item.layer}];
+              if (!span.seen) span.first = ids[k];
+              span.last = ids[k];
+              span.seen = true;
             }
           }
           for (std::size_t k = 0; k < ranks.size(); ++k) {
@@ -235,15 +254,44 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     }
   }
 
+  // ZeRO-3 (FSDP): every layer's weights are all-gathered over DP before its forward and its
+  // backward (on the communication stream, in schedule order, so the next layer's gather overlaps
+  // this layer's compute), and its gradients reduce-scattered after each backward.
+  if (zero3) {
+    const double layer_bytes = per_layer_params * shape.weight_bytes;  // the whole layer, gathered
+    const double grad_bytes = per_layer_params * 4.0;  // fp32 gradients of the whole layer, scattered
+    for (int t = 0; t < plan.tp; ++t) {
+      std::vector<int> group;
+      for (int d = 0; d < plan.dp; ++d) group.push_back(plan.rank(0, d, t));
+      const auto gid = g.add_group(group);
+      const int n = step.stage_layers[0];
+      for (const auto& blk : schedule(plan.schedule, 0, 1, static_cast<int>(micro))) {
+        for (int i = 0; i < n; ++i) {
+          const int l = blk.forward ? i : n - 1 - i;
+          const auto ag = g.add_collective(gid, Stream::kComm, Category::kDpComm, "dp.param_allgather", l, blk.micro,
+                                           coll::CollectiveOp::kAllGather, layer_bytes);
+          for (int r : group) g.depend(ag, layer_span.at({r, blk.forward, blk.micro, l}).first);
+          if (blk.forward) continue;
+          const auto rs = g.add_collective(gid, Stream::kNone, Category::kDpComm, "dp.grad_reducescatter", l, blk.micro,
+                                           coll::CollectiveOp::kReduceScatter, grad_bytes);
+          for (int r : group) g.depend(layer_span.at({r, false, blk.micro, l}).last, rs);
+          zero3_rs_[static_cast<std::size_t>(t)].push_back(rs);
+        }
+      }
+    }
+  }
+
   // Data parallelism: gradient buckets of each stage, reduced on the communication stream.
-  const bool zero1 = plan.zero >= 1 && plan.dp > 1;
+  const bool zero1 = plan.zero >= 1 && plan.zero <= 2 && plan.dp > 1;
   for (int st = 0; st < P; ++st) {
     const auto& prog = programs[static_cast<std::size_t>(st)].b_last;
     for (int t = 0; t < plan.tp; ++t) {
       std::vector<int> group;
       for (int d = 0; d < plan.dp; ++d) group.push_back(plan.rank(st, d, t));
       std::vector<TaskId> dp_tasks;
-      if (plan.dp > 1) {
+      if (zero3) {
+        dp_tasks = zero3_rs_[static_cast<std::size_t>(t)];
+      } else if (plan.dp > 1) {
         const auto gid = g.add_group(group);
         double bucket = 0;
         for (std::size_t i = 0; i < prog.size(); ++i) {
@@ -259,7 +307,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
         }
       }
       // Optimizer: mixed-precision Adam streams 30 bytes per parameter (docs/metrics.md).
-      const double opt_params = programs[static_cast<std::size_t>(st)].params / (zero1 ? plan.dp : 1);
+      const double opt_params = programs[static_cast<std::size_t>(st)].params / (zero1 || zero3 ? plan.dp : 1);
       const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
       for (int r : group) {
         const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1, SimTime::from_seconds(opt_seconds));

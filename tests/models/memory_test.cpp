@@ -49,3 +49,22 @@ TEST_CASE("full-parameter Llama-3.1-70B does not fit one 8x H100 box with TP8") 
   CHECK(mem.weights + mem.gradients + mem.optimizer > 140.0 * (1 << 30));
   CHECK(report::does_not_fit_message(s, mem).find("does not fit: needs ") == 0);
 }
+
+TEST_CASE("ZeRO stages shard optimizer state (1), gradients (2) and weights (3) over DP") {
+  const auto m = test::shipped_model("llama3.1-70b");
+  TrainingMemoryInputs in;
+  in.shape.seq = 4096;
+  in.dp = 32;
+  in.capacity = 80e9;
+  in.zero = 1;
+  const auto z1 = training_memory(m, in);
+  in.zero = 2;
+  const auto z2 = training_memory(m, in);
+  in.zero = 3;
+  const auto z3 = training_memory(m, in);
+  CHECK(z2.gradients == doctest::Approx(z1.gradients / 32));
+  CHECK(z2.optimizer == doctest::Approx(z1.optimizer));
+  CHECK(z3.weights < z1.weights / 8);
+  CHECK(z3.total < z2.total);
+  CHECK(z2.total < z1.total);
+}

@@ -223,7 +223,7 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--schedule", o->schedule, "pipeline schedule: 1f1b or gpipe");
   cmd->add_option("--recompute", o->recompute, "activation recompute: none, selective or full");
   cmd->add_flag("--sp", o->sp, "sequence parallelism with TP");
-  cmd->add_option("--zero", o->zero, "ZeRO stage: 0 or 1");
+  cmd->add_option("--zero", o->zero, "ZeRO stage: 0, 1, 2 or 3 (3 = fully sharded, FSDP)");
   cmd->add_option("--seq", o->seq, "sequence length in tokens")->required();
   cmd->add_option("--global-batch", o->global_batch, "sequences per step")->required();
   cmd->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch");
