@@ -65,9 +65,19 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
   // ZeRO-1 shards the optimizer state over DP, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
   // weights as well, keeping two layers gathered (the one running and the one prefetched).
   const double dp = in.dp;
+  if (in.shape.lora_rank > 0) {
+    // LoRA: frozen base weights (bf16, or 4-bit under QLoRA with bf16 embeddings); gradients and
+    // Adam state for the adapters only.
+    const double adapters = static_cast<double>(n) * lora_params_per_layer(m, tp, in.shape.lora_rank);
+    const double base = in.shape.base_4bit ? (p - outer_here) * 0.5 + outer_here * 2.0 : p * 2.0;
+    b.weights = base + adapters * 2.0;
+    b.gradients = adapters * 4.0;
+    b.optimizer = adapters * 12.0 / (in.zero >= 1 ? dp : 1);
+  } else {
   b.weights = in.zero >= 3 ? p * in.shape.weight_bytes / dp + 2 * per_layer * in.shape.weight_bytes : p * in.shape.weight_bytes;
   b.gradients = in.zero >= 2 ? p * 4.0 / dp : p * 4.0;
   b.optimizer = p * 12.0 / (in.zero >= 1 ? dp : 1);
+  }
   // Per micro-batch in flight: every layer's saved tensors, or with full recompute only each
   // layer's input (plus one layer's full set while it is recomputed); selective recompute drops
   // the attention output and its log-sum-exp (recomputed from Q, K, V).

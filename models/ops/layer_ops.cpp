@@ -1,26 +1,60 @@
 #include "models/ops/layer_ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/core/check.hpp"
 
 namespace cs::models {
 
 std::int64_t q_heads_per_rank(const ModelArch& m, int tp) { return m.heads / tp; }
+
+double lora_params_per_layer(const ModelArch& m, int tp, int rank) {
+  const double r = rank, h = static_cast<double>(m.hidden), hd = static_cast<double>(m.head_dim);
+  const double q = static_cast<double>(m.heads / tp) * hd;
+  const double kv = static_cast<double>(std::max<std::int64_t>(1, m.kv_heads / tp)) * hd;
+  const double f = static_cast<double>(m.ffn) / tp;
+  // One adapter per projection, as PEFT attaches them: q, k, v, o, (gate,) up, down.
+  const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
+  return r * ((3 * h + q + 2 * kv) + (q + h) + gated * (h + f) + (f + h));
+}
 std::int64_t kv_heads_per_rank(const ModelArch& m, int tp) { return std::max<std::int64_t>(1, m.kv_heads / tp); }
 
 namespace {
 
 Item gemm(std::string_view name, double m, double n, double k, const StepShape& s) {
   // Reads A (m x k activations) and B (k x n weights), writes C (m x n).
-  const double bytes = (m * k + m * n) * s.act_bytes + k * n * s.weight_bytes;
+  const double bytes = (m * k + m * n) * s.act_bytes + k * n * (s.base_4bit ? 0.5 : s.weight_bytes);
   return {Op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, bytes}};
 }
 
+/// A base-weight GEMM with, under LoRA, its adapter (x A then (x A) B, rank r) and, under QLoRA,
+/// the dequantisation of the 4-bit weight (4 operations per element per 128-row tile).
+void base_gemm(std::vector<Item>& out, std::string_view name, double m, double n, double k, const StepShape& s) {
+  out.push_back(gemm(name, m, n, k, s));
+  if (s.base_4bit) out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * std::ceil(m / 128.0), 0}});
+  if (s.lora_rank > 0) {
+    const double r = s.lora_rank;
+    out.push_back(gemm("lora_a", m, r, k, s));
+    out.push_back(gemm("lora_b", m, n, r, s));
+  }
+}
+
 /// Backward of y = x W (x: m x k, W: k x n): dgrad dx = dy W^T (m x k from n), wgrad dW = x^T dy.
+/// Under LoRA the base weight is frozen (dgrad only, plus QLoRA's dequantisation) and the
+/// adapter's two small GEMMs get their dgrad and wgrad.
 void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_view wgrad, double m, double n,
                    double k, const StepShape& s) {
   out.push_back(gemm(dgrad, m, k, n, s));
+  if (s.base_4bit) out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * std::ceil(m / 128.0), 0}});
+  if (s.lora_rank > 0) {
+    const double r = s.lora_rank;
+    for (auto [a, b] : {std::pair{n, r}, std::pair{r, k}}) {  // B (r -> n), then A (k -> r)
+      out.push_back(gemm("lora.dgrad", m, b, a, s));
+      out.push_back(gemm("lora.wgrad", b, a, m, s));
+    }
+    return;
+  }
   Item w = gemm(wgrad, k, n, m, s);
   w.op.bytes = (m * k + m * n) * s.act_bytes + k * n * 4.0;  // accumulates into fp32 main grads
   out.push_back(w);
@@ -64,17 +98,17 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
   std::vector<Item> out;
   out.push_back(memory_op("attn_norm", 2 * Tn * h * a));
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
-  out.push_back(gemm("qkv_proj", T, q + 2 * kv, h, s));
+  base_gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
   if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
   out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a}});
-  out.push_back(gemm("out_proj", T, h, q, s));
+  base_gemm(out, "out_proj", T, h, q, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
   out.push_back(memory_op("attn_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
   out.push_back(memory_op("mlp_norm", 2 * Tn * h * a));
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
-  out.push_back(gemm("mlp_up", T, up_n, h, s));
+  base_gemm(out, "mlp_up", T, up_n, h, s);
   out.push_back(memory_op("mlp_act", (up_n + f) * T * a));
-  out.push_back(gemm("mlp_down", T, h, f, s));
+  base_gemm(out, "mlp_down", T, h, f, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
   out.push_back(memory_op("mlp_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
   return out;
@@ -120,7 +154,7 @@ std::vector<Item> embedding_backward(const ModelArch& m, const StepShape& s) {
   const double h = static_cast<double>(m.hidden);
   std::vector<Item> out;
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * s.act_bytes));
-  out.push_back(memory_op("embedding.bwd", T * h * (s.act_bytes + 2 * 4.0)));  // scatter-add into fp32 grads
+  if (s.lora_rank == 0) out.push_back(memory_op("embedding.bwd", T * h * (s.act_bytes + 2 * 4.0)));  // scatter-add into fp32 grads
   return out;
 }
 
@@ -145,7 +179,11 @@ std::vector<Item> head_backward(const ModelArch& m, const StepShape& s) {
   const double v = static_cast<double>((m.vocab + s.tp - 1) / s.tp);
   std::vector<Item> out;
   out.push_back(memory_op("cross_entropy.bwd", T * v * (4.0 + s.act_bytes)));
-  gemm_backward(out, "lm_head.dgrad", "lm_head.wgrad", T, v, h, s);
+  if (s.lora_rank > 0) {
+    out.push_back(gemm("lm_head.dgrad", T, h, v, s));  // frozen head: input gradient only
+  } else {
+    gemm_backward(out, "lm_head.dgrad", "lm_head.wgrad", T, v, h, s);
+  }
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * s.act_bytes));
   out.push_back(memory_op("final_norm.bwd", 4 * sp_tokens(s) * h * s.act_bytes));
   return out;

@@ -39,8 +39,16 @@ struct StepShape {
   bool sp = false;           ///< sequence parallelism: norms/dropout on seq/tp tokens; AG + RS instead of AR
   double act_bytes = 2;      ///< bytes per activation element (bf16)
   double weight_bytes = 2;   ///< bytes per weight element used by the matmuls
+  /// LoRA fine-tuning: rank of the adapters on every decoder linear layer (0: full training).
+  /// The base weights are frozen: no weight gradients for them, only the adapters'.
+  int lora_rank = 0;
+  bool base_4bit = false;    ///< QLoRA: base weights stored in 4 bits, dequantised per use
   [[nodiscard]] double tokens() const { return static_cast<double>(micro_batch * seq); }
 };
+
+/// LoRA adapter parameters of one decoder layer on one TP rank: A (in x r) and B (r x out) for
+/// each of the q, k, v, o, gate, up and down projections, as PEFT attaches them.
+[[nodiscard]] double lora_params_per_layer(const ModelArch& m, int tp, int rank);
 
 /// Heads of each kind held by one TP rank (KV heads are replicated when fewer than TP ranks).
 [[nodiscard]] std::int64_t q_heads_per_rank(const ModelArch& m, int tp);

@@ -115,6 +115,8 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
     in.shape.sp = s.plan.sp;
     in.shape.act_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
     in.shape.weight_bytes = in.shape.act_bytes;
+    in.shape.lora_rank = s.lora_rank;
+    in.shape.base_4bit = s.qlora;
     in.dp = s.plan.dp;
     in.zero = s.plan.zero;
     in.micro_batches_in_flight = s.plan.schedule == plan::PipelineSchedule::kGpipe ? micro : std::min(micro, static_cast<double>(s.plan.pp - st));

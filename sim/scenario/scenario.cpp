@@ -44,6 +44,8 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.dtype = t.opt_enum("dtype", {"bf16", "fp16"}, "bf16");
     s.grad_bucket_params = static_cast<double>(t.opt_int("grad_bucket_params", 1, std::int64_t{1} << 40, 40000000));
     s.recompute = t.opt_enum("recompute", {"none", "selective", "full"}, "none");
+    s.lora_rank = static_cast<int>(t.opt_int("lora_rank", 0, 65536, 0));
+    s.qlora = t.opt_bool("qlora", false);
     t.finish();
   }
   s.network_model = r.opt_enum("network_model", {"flow", "analytical"}, "flow");
@@ -255,6 +257,9 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   s.grad_bucket_params = spec.grad_bucket_params;
   s.network_model = spec.network_model == "analytical" ? net::NetworkModelKind::kAnalytical : net::NetworkModelKind::kFlow;
   s.allow_oom = spec.allow_oom;
+  s.lora_rank = spec.lora_rank;
+  s.qlora = spec.qlora;
+  if (s.qlora && s.lora_rank == 0) throw InputError(file, "/training/qlora", "QLoRA needs LoRA adapters: set lora_rank (--lora-rank)");
   return s;
 }
 
@@ -281,6 +286,8 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
                    {"micro_batch", s.micro_batch},
                    {"dtype", calib::dtype_name(s.dtype)},
                    {"grad_bucket_params", static_cast<std::int64_t>(s.grad_bucket_params)},
+                   {"lora_rank", s.lora_rank},
+                   {"qlora", s.qlora},
                    {"recompute", s.plan.recompute == plan::Recompute::kFull        ? "full"
                                  : s.plan.recompute == plan::Recompute::kSelective ? "selective"
                                                                                    : "none"}};

@@ -51,6 +51,8 @@ struct ScenarioSpec {
   int pp = 1;
   std::string schedule = "1f1b";
   std::string recompute = "none";
+  int lora_rank = 0;
+  bool qlora = false;
   bool sp = false;
   int zero = 0;
   std::int64_t seq = 0;
@@ -83,6 +85,8 @@ struct Scenario {
   net::NetworkModelKind network_model = net::NetworkModelKind::kFlow;
   std::optional<Offer> offer;
   bool allow_oom = false;
+  int lora_rank = 0;   ///< LoRA adapters of this rank on a frozen base (0: full training)
+  bool qlora = false;  ///< the frozen base in 4 bits
   /// Micro-batches each DP replica runs per step (gradient accumulation).
   [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
 };

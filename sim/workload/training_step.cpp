@@ -109,6 +109,8 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   shape.sp = plan.sp;
   shape.act_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
   shape.weight_bytes = shape.act_bytes;
+  shape.lora_rank = s.lora_rank;
+  shape.base_4bit = s.qlora;
 
   const auto emb_f = models::embedding_forward(m, shape);
   const auto emb_b = models::embedding_backward(m, shape);
@@ -139,8 +141,11 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   auto no_layers = m;
   no_layers.layers = 0;
   const double outer_params = models::params_per_gpu(no_layers, plan.tp);
-  const double per_layer_params = (models::params_per_gpu(m, plan.tp) - outer_params) / layers;
-  const double vocab_params = static_cast<double>((m.vocab + plan.tp - 1) / plan.tp * m.hidden);
+  const bool lora = s.lora_rank > 0;
+  // Trainable parameters per GPU (LoRA: the adapters only; the frozen base has no gradients).
+  const double per_layer_params =
+      lora ? models::lora_params_per_layer(m, plan.tp, s.lora_rank) : (models::params_per_gpu(m, plan.tp) - outer_params) / layers;
+  const double vocab_params = lora ? 0.0 : static_cast<double>((m.vocab + plan.tp - 1) / plan.tp * m.hidden);
   const int P = plan.pp;
 
   // Each stage's F and B programs (the same for every micro-batch; only the last B marks gradients).
@@ -162,7 +167,9 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
       // embedding when tied, as Megatron keeps it); one stage holds all of them.
       const double pos = m.learned_positions ? static_cast<double>(m.max_positions * m.hidden) : 0.0;
       const double norm = static_cast<double>((m.norm == models::NormKind::kLayer ? 2 : 1) * m.hidden);
-      const double outer_here = first && last ? outer_params : (first ? vocab_params + pos : 0.0) + (last ? vocab_params + norm : 0.0);
+      const double outer_here = lora ? 0.0
+                                : first && last ? outer_params
+                                                : (first ? vocab_params + pos : 0.0) + (last ? vocab_params + norm : 0.0);
       if (last) append(b, head_b, compute, "head.bwd", Category::kBackward, -1);
       for (int l = n - 1; l >= 0; --l) {
         if (plan.recompute == plan::Recompute::kFull) append(b, lay_f, compute, "layer.recompute", Category::kRecompute, l);

@@ -68,3 +68,25 @@ TEST_CASE("ZeRO stages shard optimizer state (1), gradients (2) and weights (3) 
   CHECK(z3.total < z2.total);
   CHECK(z2.total < z1.total);
 }
+
+TEST_CASE("LoRA: adapter counts match PEFT's, and a frozen base needs no base gradients or Adam state") {
+  const auto m = test::shipped_model("llama3.1-8b");
+  // PEFT, r = 16 on q, k, v, o, gate, up, down of Llama-3-8B: 41,943,040 trainable parameters.
+  CHECK(lora_params_per_layer(m, 1, 16) * 32 == doctest::Approx(41943040.0));
+  const auto big = test::shipped_model("llama3.1-70b");
+  TrainingMemoryInputs in;
+  in.shape.seq = 4096;
+  in.shape.tp = 8;
+  in.capacity = 80e9;
+  const auto full = training_memory(big, in);
+  in.shape.lora_rank = 16;
+  const auto lora = training_memory(big, in);
+  in.shape.base_4bit = true;
+  const auto qlora = training_memory(big, in);
+  // A adapters of column-parallel layers are replicated across TP ranks, so about 1% remains.
+  CHECK(lora.gradients < full.gradients / 50);
+  CHECK(lora.optimizer < full.optimizer / 50);
+  CHECK(qlora.weights < 0.3 * lora.weights);
+  CHECK(full.total > 80e9 * 1.5);
+  CHECK(lora.total < 80e9 * 0.7);
+}

@@ -34,6 +34,8 @@ const std::map<std::string, std::string>& flag_of_pointer() {
       {"/parallel/pp", "--pp"},
       {"/parallel/schedule", "--schedule"},
       {"/training/recompute", "--recompute"},
+      {"/training/lora_rank", "--lora-rank"},
+      {"/training/qlora", "--qlora"},
       {"/parallel/sp", "--sp"},
       {"/parallel/zero", "--zero"},
       {"/training/seq", "--seq"},
@@ -204,7 +206,8 @@ Action add_train(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("train", "simulate one training step from flags");
   struct Opts {
     std::string model, cluster, profile, offer, fabric, dtype = "bf16", network_model = "flow", schedule = "1f1b", recompute = "none";
-    int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1, nodes = 1;
+    int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1, nodes = 1, lora_rank = 0;
+    bool qlora = false;
     long long seq = 0, global_batch = 0, micro_batch = 1, bucket = 40000000;
     bool sp = false, allow_oom = false;
     OutputOptions out;
@@ -223,6 +226,8 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--schedule", o->schedule, "pipeline schedule: 1f1b or gpipe");
   cmd->add_option("--recompute", o->recompute, "activation recompute: none, selective or full");
   cmd->add_flag("--sp", o->sp, "sequence parallelism with TP");
+  cmd->add_option("--lora-rank", o->lora_rank, "LoRA fine-tuning: adapter rank on a frozen base (0 = full training)");
+  cmd->add_flag("--qlora", o->qlora, "QLoRA: the frozen base in 4 bits");
   cmd->add_option("--zero", o->zero, "ZeRO stage: 0, 1, 2 or 3 (3 = fully sharded, FSDP)");
   cmd->add_option("--seq", o->seq, "sequence length in tokens")->required();
   cmd->add_option("--global-batch", o->global_batch, "sequences per step")->required();
@@ -251,7 +256,9 @@ Action add_train(CLI::App& app, const Globals& g) {
                      {"micro_batch", o->micro_batch},
                      {"dtype", o->dtype},
                      {"grad_bucket_params", o->bucket},
-                     {"recompute", o->recompute}};
+                     {"recompute", o->recompute},
+                     {"lora_rank", o->lora_rank},
+                     {"qlora", o->qlora}};
     j["network_model"] = o->network_model;
     j["allow_oom"] = o->allow_oom;
     try {

@@ -136,3 +136,15 @@ TEST_CASE("multi-node: DP across nodes is slower on one 100 GbE NIC than on eigh
   const auto tp16 = eval(test::scenario_from_json(base + R"("fabric": "ib-ndr-rail", "parallel": {"tp": 16}})"));
   CHECK(tp16.step_time_s > 1.5 * ndr.step_time_s);
 }
+
+TEST_CASE("LoRA drops the base weight gradients: fewer FLOPs, DP reduces only the adapters") {
+  const std::string base = R"({"model": "qwen2.5-7b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 16)";
+  const auto full = eval(test::scenario_from_json(base + "}, \"allow_oom\": true}"));
+  const auto lora = eval(test::scenario_from_json(base + R"(, "lora_rank": 16}})"));
+  CHECK(lora.tflops_per_gpu * lora.step_time_s < 0.8 * full.tflops_per_gpu * full.step_time_s);
+  double full_dp = 0, lora_dp = 0;
+  for (const auto& c : full.collectives) full_dp += c.label.rfind("dp.", 0) == 0 ? c.bytes_per_call * static_cast<double>(c.calls_per_gpu) : 0;
+  for (const auto& c : lora.collectives) lora_dp += c.label.rfind("dp.", 0) == 0 ? c.bytes_per_call * static_cast<double>(c.calls_per_gpu) : 0;
+  CHECK(lora_dp < full_dp / 50);
+  CHECK(lora.fits);
+}
