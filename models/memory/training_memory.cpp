@@ -74,7 +74,9 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
     b.gradients = adapters * 4.0;
     b.optimizer = adapters * 12.0 / (in.zero >= 1 ? dp : 1);
   } else {
-  b.weights = in.zero >= 3 ? p * in.shape.weight_bytes / dp + 2 * per_layer * in.shape.weight_bytes : p * in.shape.weight_bytes;
+  // FP8 training (weight_bytes 1) keeps the bf16 weights and an FP8 copy with its scaling factors.
+  const double wb = in.shape.weight_bytes < 2 ? 2.0 + in.shape.weight_bytes : in.shape.weight_bytes;
+  b.weights = in.zero >= 3 ? p * wb / dp + 2 * per_layer * wb : p * wb;
   b.gradients = in.zero >= 2 ? p * 4.0 / dp : p * 4.0;
   b.optimizer = p * 12.0 / (in.zero >= 1 ? dp : 1);
   }

@@ -41,7 +41,7 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.seq = t.req_int("seq", 1, 1 << 24);
     s.global_batch = t.req_int("global_batch", 1, 1 << 24);
     s.micro_batch = t.opt_int("micro_batch", 1, 1 << 16, 1);
-    s.dtype = t.opt_enum("dtype", {"bf16", "fp16"}, "bf16");
+    s.dtype = t.opt_enum("dtype", {"bf16", "fp16", "fp8"}, "bf16");
     s.grad_bucket_params = static_cast<double>(t.opt_int("grad_bucket_params", 1, std::int64_t{1} << 40, 40000000));
     s.recompute = t.opt_enum("recompute", {"none", "selective", "full"}, "none");
     s.lora_rank = static_cast<int>(t.opt_int("lora_rank", 0, 65536, 0));

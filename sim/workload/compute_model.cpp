@@ -8,6 +8,7 @@ ComputeModel::ComputeModel(const calib::HardwareProfile& profile, calib::Dtype d
     : profile_(profile),
       dtype_(dtype),
       peak_(profile.peak(dtype).value),
+      attention_peak_(profile.peak(dtype == calib::Dtype::kFp8 ? calib::Dtype::kBf16 : dtype).value),
       hbm_(profile.hbm_bandwidth.value * profile.hbm_fraction.value),
       overhead_(cuda_graphs ? profile.graph_kernel_overhead.value : profile.kernel_overhead.value) {}
 
@@ -17,8 +18,8 @@ double ComputeModel::seconds(const models::Op& op) const {
   double matrix_rate = peak_;
   switch (op.kind) {
     case models::OpKind::kGemm: matrix_rate *= profile_.gemm_fraction(dtype_, op.m, op.n, op.k); break;
-    case models::OpKind::kAttentionForward: matrix_rate *= profile_.attention_forward_fraction.value; break;
-    case models::OpKind::kAttentionBackward: matrix_rate *= profile_.attention_backward_fraction.value; break;
+    case models::OpKind::kAttentionForward: matrix_rate = attention_peak_ * profile_.attention_forward_fraction.value; break;
+    case models::OpKind::kAttentionBackward: matrix_rate = attention_peak_ * profile_.attention_backward_fraction.value; break;
     case models::OpKind::kMemoryBound: return memory_seconds(op.bytes);
     case models::OpKind::kVectorFlops: {
       const auto& fp32 = profile_.peak(calib::Dtype::kFp32);

@@ -10,6 +10,7 @@ namespace cs::workload {
 class ComputeModel {
  public:
   /// `cuda_graphs`: kernels pay the profile's in-graph overhead instead of the eager one.
+  /// With fp8, GEMMs run at the FP8 peak (Transformer Engine style) and fused attention in bf16.
   ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype, bool cuda_graphs = false);
   [[nodiscard]] double seconds(const models::Op& op) const;
   /// A streaming kernel over `bytes` of HBM traffic (optimizer, copies).
@@ -20,6 +21,7 @@ class ComputeModel {
   const calib::HardwareProfile& profile_;
   calib::Dtype dtype_;
   double peak_;
+  double attention_peak_;
   double hbm_;
   double overhead_;
 };

@@ -107,8 +107,9 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   shape.seq = s.seq;
   shape.tp = plan.tp;
   shape.sp = plan.sp;
-  shape.act_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
-  shape.weight_bytes = shape.act_bytes;
+  // FP8 training keeps bf16 activations and reads FP8 copies of the weights in its GEMMs.
+  shape.act_bytes = s.dtype == calib::Dtype::kFp8 ? 2.0 : static_cast<double>(calib::dtype_bytes(s.dtype));
+  shape.weight_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
   shape.lora_rank = s.lora_rank;
   shape.base_4bit = s.qlora;
 
@@ -322,7 +323,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
       }
       if (zero1) {
         g.add_collective(g.add_group(group), Stream::kCompute, Category::kDpComm, "dp.param_allgather", -1, -1,
-                         coll::CollectiveOp::kAllGather, programs[static_cast<std::size_t>(st)].params * shape.weight_bytes);
+                         coll::CollectiveOp::kAllGather, programs[static_cast<std::size_t>(st)].params * shape.act_bytes);
       }
     }
   }

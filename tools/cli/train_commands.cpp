@@ -232,7 +232,7 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--seq", o->seq, "sequence length in tokens")->required();
   cmd->add_option("--global-batch", o->global_batch, "sequences per step")->required();
   cmd->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch");
-  cmd->add_option("--dtype", o->dtype, "bf16 or fp16");
+  cmd->add_option("--dtype", o->dtype, "bf16, fp16 or fp8 (FP8 GEMMs, bf16 activations and master state)");
   cmd->add_option("--grad-bucket-params", o->bucket, "parameters per DP gradient bucket");
   cmd->add_option("--network-model", o->network_model, "flow (max-min sharing) or analytical");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when the plan does not fit in memory");

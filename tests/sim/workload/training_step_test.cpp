@@ -148,3 +148,12 @@ TEST_CASE("LoRA drops the base weight gradients: fewer FLOPs, DP reduces only th
   CHECK(lora_dp < full_dp / 50);
   CHECK(lora.fits);
 }
+
+TEST_CASE("FP8 training: GEMMs at the FP8 peak make the step faster; the FP8 weight copy costs memory") {
+  const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8, "dtype": ")";
+  const auto bf16 = eval(test::scenario_from_json(base + R"(bf16"}})"));
+  const auto fp8 = eval(test::scenario_from_json(base + R"(fp8"}})"));
+  CHECK(fp8.step_time_s < 0.9 * bf16.step_time_s);
+  CHECK(fp8.memory.weights == doctest::Approx(1.5 * bf16.memory.weights));
+  CHECK(fp8.memory.activations == doctest::Approx(bf16.memory.activations));
+}
