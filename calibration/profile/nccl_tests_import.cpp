@@ -3,18 +3,12 @@
 #include <charconv>
 #include <sstream>
 
+#include "calibration/profile/text_tokens.hpp"
 #include "sim/core/errors.hpp"
 
 namespace cs::calib {
 
 namespace {
-
-std::vector<std::string> tokens(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> out;
-  for (std::string t; in >> t;) out.push_back(t);
-  return out;
-}
 
 bool to_double(const std::string& s, double& out) {
   const char* b = s.data();
@@ -47,7 +41,7 @@ NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& file, 
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto t = tokens(line);
+    const auto t = split_words(line);
     if (t.empty()) continue;
     if (t[0][0] == '#') {
       if (run.op.empty() && line.find("_perf") != std::string::npos) run.op = op_from_name(line);

@@ -5,18 +5,12 @@
 #include <set>
 #include <sstream>
 
+#include "calibration/profile/text_tokens.hpp"
 #include "sim/core/errors.hpp"
 
 namespace cs::calib {
 
 namespace {
-
-std::vector<std::string> tokens(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> out;
-  for (std::string t; in >> t;) out.push_back(t);
-  return out;
-}
 
 bool is_indexed(const std::string& s, const char* prefix) {
   const std::string p(prefix);
@@ -60,7 +54,7 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto t = tokens(line);
+    const auto t = split_words(line);
     if (t.empty()) continue;
     if (t[0] == "Legend:") break;
     if (!header) {
