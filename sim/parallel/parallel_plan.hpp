@@ -12,6 +12,7 @@ struct ParallelPlan {
   int tp = 1;
   int dp = 1;
   int pp = 1;
+  int vpp = 1;      ///< model chunks per pipeline stage (interleaved 1F1B when > 1)
   bool sp = false;  ///< sequence parallelism inside each TP group
   int zero = 0;     ///< 0 or 1 (ZeRO-1: optimizer state sharded over DP)
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;

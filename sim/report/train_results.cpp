@@ -119,7 +119,12 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
     in.shape.base_4bit = s.qlora;
     in.dp = s.plan.dp;
     in.zero = s.plan.zero;
-    in.micro_batches_in_flight = s.plan.schedule == plan::PipelineSchedule::kGpipe ? micro : std::min(micro, static_cast<double>(s.plan.pp - st));
+    // In flight on stage s: GPipe all micro-batches; 1F1B P - s; interleaved its warm-up chunks
+    // plus one, each 1/V of a micro-batch's layers.
+    const double P = s.plan.pp, V = s.plan.vpp;
+    in.micro_batches_in_flight = s.plan.schedule == plan::PipelineSchedule::kGpipe ? micro
+                                 : V > 1 ? std::min(micro * V, (P - st - 1) * 2 + (V - 1) * P + 1) / V
+                                         : std::min(micro, P - st);
     in.runtime_reserved = s.profile.runtime_reserved.value;
     in.capacity = s.profile.hbm_capacity.value;
     in.stage_layers = layers[static_cast<std::size_t>(st)];

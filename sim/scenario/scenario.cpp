@@ -31,6 +31,7 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.tp = static_cast<int>(p.req_int("tp", 1, 64));
     s.dp = static_cast<int>(p.opt_int("dp", 1, 65536, 0));
     s.pp = static_cast<int>(p.opt_int("pp", 1, 1024, 1));
+    s.vpp = static_cast<int>(p.opt_int("vpp", 1, 64, 1));
     s.schedule = p.opt_enum("schedule", {"1f1b", "gpipe"}, "1f1b");
     s.sp = p.opt_bool("sp", false);
     s.zero = static_cast<int>(p.opt_int("zero", 0, 3, 0));
@@ -209,6 +210,7 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   s.plan.sp = spec.sp && spec.tp > 1;  // sequence parallelism splits along the TP group; with TP 1 it is a no-op
   s.plan.zero = spec.zero;
   s.plan.pp = spec.pp;
+  s.plan.vpp = spec.vpp;
   s.plan.schedule = spec.schedule == "gpipe" ? plan::PipelineSchedule::kGpipe : plan::PipelineSchedule::kOneFOneB;
   s.plan.recompute = spec.recompute == "full"        ? plan::Recompute::kFull
                      : spec.recompute == "selective" ? plan::Recompute::kSelective
@@ -246,6 +248,18 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
     infeasible(file, "sequence parallelism splits the sequence of " + std::to_string(s.seq) + " tokens " +
                          std::to_string(s.plan.tp) + " ways; it does not divide");
   }
+  if (s.plan.vpp > 1) {
+    if (s.plan.pp == 1) infeasible(file, "an interleaved schedule (VPP " + std::to_string(s.plan.vpp) + ") needs PP > 1");
+    if (s.plan.schedule != plan::PipelineSchedule::kOneFOneB) infeasible(file, "VPP > 1 is the interleaved 1F1B schedule; set schedule 1f1b");
+    if (s.plan.pp * s.plan.vpp > s.model.layers) {
+      infeasible(file, "PP " + std::to_string(s.plan.pp) + " x VPP " + std::to_string(s.plan.vpp) + " model chunks exceed the " +
+                           std::to_string(s.model.layers) + " layers");
+    }
+    if (s.global_batch % (s.plan.dp * s.micro_batch) == 0 && s.micro_batches() % s.plan.pp != 0) {
+      infeasible(file, "the interleaved schedule needs the " + std::to_string(s.micro_batches()) +
+                           " micro-batches per replica to be a multiple of PP " + std::to_string(s.plan.pp));
+    }
+  }
   if (s.plan.zero == 3 && s.plan.pp > 1) {
     infeasible(file, "ZeRO-3 (fully sharded parameters) with pipeline parallelism is not supported; use ZeRO-1 with PP");
   }
@@ -278,6 +292,7 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
   j["parallel"] = {{"tp", s.plan.tp},
                    {"dp", s.plan.dp},
                    {"pp", s.plan.pp},
+                   {"vpp", s.plan.vpp},
                    {"schedule", s.plan.schedule == plan::PipelineSchedule::kGpipe ? "gpipe" : "1f1b"},
                    {"sp", s.plan.sp},
                    {"zero", s.plan.zero}};

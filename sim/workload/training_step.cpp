@@ -69,11 +69,30 @@ void mark_last_compute(std::vector<ProgramItem>& prog, double params) {
 struct BlockRef {
   bool forward = true;
   int micro = 0;
+  int chunk = 0;  ///< model chunk of this stage (interleaved schedule), else 0
 };
 
 /// The order of F and B blocks on one stage.
-std::vector<BlockRef> schedule(plan::PipelineSchedule kind, int stage, int stages, int micro) {
+std::vector<BlockRef> schedule(plan::PipelineSchedule kind, int stage, int stages, int micro, int chunks = 1) {
   std::vector<BlockRef> out;
+  if (chunks > 1) {
+    // Interleaved 1F1B (Narayanan et al. SC'21, Sec. 2.2; Megatron-LM's schedule): the k-th
+    // forward runs chunk (k / P) % V of micro-batch (k / (P V)) P + k % P; backwards visit the
+    // chunks in reverse; (P - s - 1) * 2 + (V - 1) * P warm-up forwards.
+    const int total = micro * chunks;
+    const int warmup = std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
+    auto mb = [&](int k) { return k / (stages * chunks) * stages + k % stages; };
+    auto fwd = [&](int k) { return BlockRef{true, mb(k), (k / stages) % chunks}; };
+    auto bwd = [&](int k) { return BlockRef{false, mb(k), chunks - 1 - (k / stages) % chunks}; };
+    int f = 0, b = 0;
+    for (; f < warmup; ++f) out.push_back(fwd(f));
+    while (f < total) {
+      out.push_back(fwd(f++));
+      out.push_back(bwd(b++));
+    }
+    while (b < total) out.push_back(bwd(b++));
+    return out;
+  }
   if (kind == plan::PipelineSchedule::kGpipe) {
     for (int m = 0; m < micro; ++m) out.push_back({true, m});
     for (int m = micro - 1; m >= 0; --m) out.push_back({false, m});
@@ -148,17 +167,26 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
       lora ? models::lora_params_per_layer(m, plan.tp, s.lora_rank) : (models::params_per_gpu(m, plan.tp) - outer_params) / layers;
   const double vocab_params = lora ? 0.0 : static_cast<double>((m.vocab + plan.tp - 1) / plan.tp * m.hidden);
   const int P = plan.pp;
+  const int V = plan.vpp;
+  const auto chunk_layers = split_layers(static_cast<int>(m.layers), P * V);  // by virtual stage v * P + s
+  auto vstage = [&](int stage, int chunk) { return chunk * P + stage; };
+  for (int st = 0; st < P; ++st) {
+    int n = 0;
+    for (int c = 0; c < V; ++c) n += chunk_layers[static_cast<std::size_t>(vstage(st, c))];
+    step.stage_layers[static_cast<std::size_t>(st)] = n;
+  }
 
-  // Each stage's F and B programs (the same for every micro-batch; only the last B marks gradients).
+  // Each virtual stage's F and B programs (the same for every micro-batch; only the last B marks
+  // gradients). Without interleaving a stage is one virtual stage.
   struct StagePrograms {
     std::vector<ProgramItem> f, b, b_last;
     double params = 0;
   };
-  std::vector<StagePrograms> programs(static_cast<std::size_t>(P));
-  for (int st = 0; st < P; ++st) {
+  std::vector<StagePrograms> programs(static_cast<std::size_t>(P * V));
+  for (int st = 0; st < P * V; ++st) {
     auto& sp = programs[static_cast<std::size_t>(st)];
-    const int n = step.stage_layers[static_cast<std::size_t>(st)];
-    const bool first = st == 0, last = st == P - 1;
+    const int n = chunk_layers[static_cast<std::size_t>(st)];
+    const bool first = st == 0, last = st == P * V - 1;
     if (first) append(sp.f, emb_f, compute, "embedding.fwd", Category::kForward, -1);
     for (int l = 0; l < n; ++l) append(sp.f, lay_f, compute, "layer.fwd", Category::kForward, l);
     if (last) append(sp.f, head_f, compute, "head.fwd", Category::kForward, -1);
@@ -187,9 +215,12 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   std::vector<std::vector<TaskId>> zero3_rs_(static_cast<std::size_t>(plan.tp));
   // Instantiate every stage's schedule on its TP groups, remembering each block's first and last
   // task per GPU (for pipeline transfers) and the last backward's tasks (for DP buckets).
-  const std::size_t Mu = static_cast<std::size_t>(micro);
-  auto key = [&](int rank, bool fwd, int mb) { return (static_cast<std::size_t>(rank) * 2 + (fwd ? 0 : 1)) * Mu + static_cast<std::size_t>(mb); };
-  std::vector<TaskId> first_task(static_cast<std::size_t>(s.gpus) * 2 * Mu), last_task(first_task.size());
+  const std::size_t Mu = static_cast<std::size_t>(micro), Vu = static_cast<std::size_t>(V);
+  auto key = [&](int rank, bool fwd, int mb, int chunk) {
+    return ((static_cast<std::size_t>(rank) * 2 + (fwd ? 0 : 1)) * Mu + static_cast<std::size_t>(mb)) * Vu + static_cast<std::size_t>(chunk);
+  };
+  std::vector<TaskId> first_task(static_cast<std::size_t>(s.gpus) * 2 * Mu * Vu), last_task(first_task.size());
+  std::vector<std::vector<ProgramItem>> dp_items(static_cast<std::size_t>(P));  // each stage's last backwards, in order
   std::vector<std::vector<TaskId>> last_b_tasks(static_cast<std::size_t>(s.gpus));
   // ZeRO-3: the first and last task of each layer's forward and backward, per GPU, per micro-batch.
   const bool zero3 = plan.zero >= 3 && plan.dp > 1;
@@ -199,12 +230,17 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   };
   std::map<std::tuple<int, bool, int, int>, LayerSpan> layer_span;  // (rank, forward, micro, layer)
   for (int st = 0; st < P; ++st) {
-    const auto& sp = programs[static_cast<std::size_t>(st)];
+    for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro), V)) {
+      if (blk.forward || blk.micro + 1 != micro) continue;
+      const auto& b = programs[static_cast<std::size_t>(vstage(st, blk.chunk))].b_last;
+      dp_items[static_cast<std::size_t>(st)].insert(dp_items[static_cast<std::size_t>(st)].end(), b.begin(), b.end());
+    }
     for (int d = 0; d < plan.dp; ++d) {
       std::vector<int> ranks;
       for (int t = 0; t < plan.tp; ++t) ranks.push_back(plan.rank(st, d, t));
       const auto gid = g.add_group(ranks);
-      for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro))) {
+      for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro), V)) {
+        const auto& sp = programs[static_cast<std::size_t>(vstage(st, blk.chunk))];
         const auto& prog = blk.forward ? sp.f : (blk.micro + 1 == micro ? sp.b_last : sp.b);
         for (std::size_t i = 0; i < prog.size(); ++i) {
           const auto& item = prog[i];
@@ -227,7 +263,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
             }
           }
           for (std::size_t k = 0; k < ranks.size(); ++k) {
-            const auto kk = key(ranks[k], blk.forward, blk.micro);
+            const auto kk = key(ranks[k], blk.forward, blk.micro, blk.chunk);
             if (i == 0) first_task[kk] = ids[k];
             last_task[kk] = ids[k];
             if (!blk.forward && blk.micro + 1 == micro) last_b_tasks[static_cast<std::size_t>(ranks[k])].push_back(ids[k]);
@@ -241,21 +277,22 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   // (Megatron's scatter/gather optimisation), posted as soon as the producing block ends.
   if (P > 1) {
     const double bytes = static_cast<double>(s.micro_batch * s.seq * m.hidden) * shape.act_bytes / plan.tp;
-    for (int st = 0; st + 1 < P; ++st) {
+    for (int vs = 0; vs + 1 < P * V; ++vs) {
+      const int st = vs % P, next = (vs + 1) % P, ca = vs / P, cb = (vs + 1) / P;
       for (int d = 0; d < plan.dp; ++d) {
         for (int t = 0; t < plan.tp; ++t) {
-          const int a = plan.rank(st, d, t), b = plan.rank(st + 1, d, t);
+          const int a = plan.rank(st, d, t), b = plan.rank(next, d, t);
           const auto fwd_group = g.add_group({a, b});
           const auto bwd_group = g.add_group({b, a});
           for (int mb = 0; mb < static_cast<int>(micro); ++mb) {
             const auto xf = g.add_collective(fwd_group, Stream::kNone, Category::kPpComm, "pp.send_activation", -1, mb,
                                              coll::CollectiveOp::kSendRecv, bytes);
-            g.depend(last_task[key(a, true, mb)], xf);
-            g.depend(xf, first_task[key(b, true, mb)]);
+            g.depend(last_task[key(a, true, mb, ca)], xf);
+            g.depend(xf, first_task[key(b, true, mb, cb)]);
             const auto xb = g.add_collective(bwd_group, Stream::kNone, Category::kPpComm, "pp.send_gradient", -1, mb,
                                              coll::CollectiveOp::kSendRecv, bytes);
-            g.depend(last_task[key(b, false, mb)], xb);
-            g.depend(xb, first_task[key(a, false, mb)]);
+            g.depend(last_task[key(b, false, mb, cb)], xb);
+            g.depend(xb, first_task[key(a, false, mb, ca)]);
           }
         }
       }
@@ -292,7 +329,9 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   // Data parallelism: gradient buckets of each stage, reduced on the communication stream.
   const bool zero1 = plan.zero >= 1 && plan.zero <= 2 && plan.dp > 1;
   for (int st = 0; st < P; ++st) {
-    const auto& prog = programs[static_cast<std::size_t>(st)].b_last;
+    const auto& prog = dp_items[static_cast<std::size_t>(st)];
+    double stage_params = 0;
+    for (int c = 0; c < V; ++c) stage_params += programs[static_cast<std::size_t>(vstage(st, c))].params;
     for (int t = 0; t < plan.tp; ++t) {
       std::vector<int> group;
       for (int d = 0; d < plan.dp; ++d) group.push_back(plan.rank(st, d, t));
@@ -315,7 +354,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
         }
       }
       // Optimizer: mixed-precision Adam streams 30 bytes per parameter (docs/metrics.md).
-      const double opt_params = programs[static_cast<std::size_t>(st)].params / (zero1 || zero3 ? plan.dp : 1);
+      const double opt_params = stage_params / (zero1 || zero3 ? plan.dp : 1);
       const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
       for (int r : group) {
         const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1, SimTime::from_seconds(opt_seconds));
@@ -323,7 +362,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
       }
       if (zero1) {
         g.add_collective(g.add_group(group), Stream::kCompute, Category::kDpComm, "dp.param_allgather", -1, -1,
-                         coll::CollectiveOp::kAllGather, programs[static_cast<std::size_t>(st)].params * shape.act_bytes);
+                         coll::CollectiveOp::kAllGather, stage_params * shape.act_bytes);
       }
     }
   }

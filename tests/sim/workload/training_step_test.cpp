@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "sim/core/errors.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/report/writers.hpp"
 #include "sim/workload/compute_model.hpp"
@@ -156,4 +157,19 @@ TEST_CASE("FP8 training: GEMMs at the FP8 peak make the step faster; the FP8 wei
   CHECK(fp8.step_time_s < 0.9 * bf16.step_time_s);
   CHECK(fp8.memory.weights == doctest::Approx(1.5 * bf16.memory.weights));
   CHECK(fp8.memory.activations == doctest::Approx(bf16.memory.activations));
+}
+
+TEST_CASE("interleaved 1F1B (VPP) shrinks the pipeline bubble and keeps more activations") {
+  auto run = [](int vpp) {
+    return eval(test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "vpp": )" +
+                                         std::to_string(vpp) + R"(}, "training": {"seq": 2048, "global_batch": 16}, "allow_oom": true})"));
+  };
+  const auto plain = run(1);
+  const auto inter = run(2);
+  CHECK(inter.breakdown.pipeline_bubble < 0.85 * plain.breakdown.pipeline_bubble);
+  CHECK(inter.step_time_s < plain.step_time_s);
+  CHECK(inter.memory.activations > plain.memory.activations);
+  CHECK(inter.stage_layers == plain.stage_layers);
+  CHECK_THROWS_AS((void)test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "vpp": 2},
+    "training": {"seq": 2048, "global_batch": 6}})"), InfeasibleError);
 }
