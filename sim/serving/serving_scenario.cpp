@@ -134,7 +134,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   const int gpus = static_cast<int>(r.opt_int("gpus", 1, 64, 0));
   const std::string profile = r.opt_string("profile", "");
   const std::string offer = r.opt_string("offer", "");
-  int pp = 1;
+  int& pp = s.pp;
   {
     auto p = r.child("parallel");
     s.tp = static_cast<int>(p.req_int("tp", 1, 64));
@@ -221,17 +221,22 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   if (!trace_file.empty()) s.trace = read_trace(trace_file);
   if (s.weights == models::WeightFormat::kFp8) (void)s.profile.peak(calib::Dtype::kFp8);
   const int pools = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
-  const int needed = pools * s.tp;
+  const int needed = pools * s.tp * s.pp;
   s.gpus = gpus == 0 ? needed : gpus;
   if (s.gpus > s.cluster.gpus) {
     throw InputError(doc.path, "/gpus", "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) + " GPUs; this plan needs " +
                                             std::to_string(s.gpus));
   }
   if (s.gpus != needed) {
-    infeasible(doc.path, "TP " + std::to_string(s.tp) + " x " + std::to_string(pools) + " replicas = " + std::to_string(needed) +
-                             " GPUs, but " + std::to_string(s.gpus) + " are selected");
+    infeasible(doc.path, "TP " + std::to_string(s.tp) + " x PP " + std::to_string(s.pp) + " x " + std::to_string(pools) +
+                             " replicas = " + std::to_string(needed) + " GPUs, but " + std::to_string(s.gpus) + " are selected");
   }
-  if (pp != 1) infeasible(doc.path, "pipeline-parallel serving (PP " + std::to_string(pp) + ") is not modelled yet; use TP and replicas");
+  if (pp > s.model.layers) {
+    infeasible(doc.path, "PP " + std::to_string(pp) + " is larger than the " + std::to_string(s.model.layers) + " layers");
+  }
+  if (pp > 1 && s.scheduler == Scheduler::kStatic) {
+    infeasible(doc.path, "static batching with PP > 1 is not modelled; use continuous batching");
+  }
   if (s.model.heads % s.tp != 0) {
     infeasible(doc.path, "TP " + std::to_string(s.tp) + " does not divide the " + std::to_string(s.model.heads) + " attention heads");
   }

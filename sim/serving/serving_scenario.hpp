@@ -41,6 +41,7 @@ struct ServingScenario {
   net::ClusterSpec cluster;
   int gpus = 0;  ///< GPUs used: replicas x TP (x 2 pools when disaggregated)
   int tp = 1;
+  int pp = 1;  ///< pipeline stages per replica (layers split evenly; P batches in flight)
   int replicas = 1;
   models::WeightFormat weights = models::WeightFormat::kBf16;
   double kv_bytes = 2;  ///< bf16 2, fp8 1

@@ -30,17 +30,21 @@ struct Request {
   double first_token = -1, finish = -1;
   int replica = -1;
   bool transferred = false;  ///< disaggregated: the KV came from a prefill replica
+  bool in_flight = false;    ///< part of a batch still in the pipeline
 };
 
 struct Replica {
   int index = 0;
-  std::vector<int> ranks;
+  std::vector<int> ranks;  ///< stage 0's TP group
+  std::vector<std::vector<int>> stage_ranks;
+  std::vector<double> stage_free;  ///< when each pipeline stage finishes its last batch
+  int inflight = 0;                ///< batches in the pipeline (at most PP)
   bool prefill_only = false, decode_only = false;
-  bool busy = false;
   std::deque<int> waiting;
   std::vector<int> running;  ///< in admission order
   std::int64_t free_blocks = 0;
   std::map<double, double> allreduce_s, allgather_s;  ///< collective time by size
+  std::vector<std::map<double, double>> stage_transfer_s = std::vector<std::map<double, double>>(64);
 };
 
 struct Planned {
@@ -95,13 +99,22 @@ class Simulation final : public engine::EventHandler {
     for (int i = 0; i < n; ++i) {
       Replica r;
       r.index = i;
-      for (int t = 0; t < s.tp; ++t) r.ranks.push_back(i * s.tp + t);
+      for (int k = 0; k < s.pp; ++k) {
+        std::vector<int> stage;
+        for (int t = 0; t < s.tp; ++t) stage.push_back((i * s.pp + k) * s.tp + t);
+        r.stage_ranks.push_back(stage);
+      }
+      r.ranks = r.stage_ranks.front();
+      r.stage_free.assign(static_cast<std::size_t>(s.pp), 0.0);
       r.prefill_only = disagg && i < s.prefill_replicas;
       r.decode_only = disagg && i >= s.prefill_replicas;
       r.free_blocks = blocks_;
       replicas_.push_back(std::move(r));
     }
     kv_area_.assign(replicas_.size(), 0.0);
+    for (int k = 0; k < s.pp; ++k) {
+      stage_layers_.push_back(static_cast<int>(s.model.layers / s.pp + (k < s.model.layers % s.pp ? 1 : 0)));
+    }
   }
 
   ServingResults run() {
@@ -134,17 +147,18 @@ class Simulation final : public engine::EventHandler {
       auto& rep = replicas_[static_cast<std::size_t>(route(false))];
       r.replica = rep.index;
       rep.waiting.push_back(r.id);
-      if (!rep.busy) start_step(rep, now);
+      start_step(rep, now);
     } else if (e.kind == kKvArrived) {
       auto& r = reqs_[e.payload];
       r.prefilled = r.prompt;  // the prompt's KV arrived with the request
       auto& rep = replicas_[static_cast<std::size_t>(route(true))];
       r.replica = rep.index;
       rep.waiting.push_back(r.id);
-      if (!rep.busy) start_step(rep, now);
+      start_step(rep, now);
     } else {
-      auto& rep = replicas_[e.payload];
-      finish_step(rep, now);
+      const auto batch = e.payload;
+      auto& rep = replicas_[static_cast<std::size_t>(batch_replica_.at(batch))];
+      finish_step(rep, batch, now);
       start_step(rep, now);
     }
   }
@@ -191,7 +205,7 @@ class Simulation final : public engine::EventHandler {
   /// vLLM-style recompute preemption of the newest running request other than `keep`.
   bool preempt_newest(Replica& rep, int keep) {
     for (auto it = rep.running.rbegin(); it != rep.running.rend(); ++it) {
-      if (*it == keep) continue;
+      if (*it == keep || reqs_[static_cast<std::size_t>(*it)].in_flight) continue;
       auto& v = reqs_[static_cast<std::size_t>(*it)];
       free_request(rep, v);
       v.prompt = v.input + v.generated;
@@ -210,6 +224,7 @@ class Simulation final : public engine::EventHandler {
     for (std::size_t i = 0; i < rep.running.size() && budget > 0; ++i) {
       const int id = rep.running[i];
       auto& r = reqs_[static_cast<std::size_t>(id)];
+      if (r.in_flight) continue;  // its previous token is still in the pipeline
       if (r.prefilled < r.prompt) {
         const std::int64_t chunk = std::min({r.prompt - r.prefilled, budget, chunk_cap});
         add_prefill(r, chunk, plan, mix);
@@ -328,35 +343,72 @@ class Simulation final : public engine::EventHandler {
     return t;
   }
 
-  double step_seconds(Replica& rep, const models::StepMix& mix) {
-    return static_cast<double>(s_.model.layers) * items_seconds(rep, models::serving_layer(s_.model, mix, shape_)) +
-           items_seconds(rep, models::serving_head(s_.model, mix, shape_)) + s_.profile.serving_step_overhead.value;
+  /// Runs a batch through the replica's pipeline stages (FIFO per stage, activations sent between
+  /// them) starting at `now`; returns how long until it leaves the last stage.
+  /// Times are relative to `now`, so that without PP the step lasts exactly its kernels' sum.
+  double pipeline_seconds(Replica& rep, const models::StepMix& mix, double now) {
+    const double layer = items_seconds(rep, models::serving_layer(s_.model, mix, shape_));
+    const double head = items_seconds(rep, models::serving_head(s_.model, mix, shape_));
+    double t = 0;
+    for (int k = 0; k < s_.pp; ++k) {
+      double stage = static_cast<double>(stage_layers_[static_cast<std::size_t>(k)]) * layer;
+      if (k == 0) stage += s_.profile.serving_step_overhead.value;
+      if (k + 1 == s_.pp) stage += head;
+      const double start = std::max(t, rep.stage_free[static_cast<std::size_t>(k)] - now);
+      t = start + stage;
+      rep.stage_free[static_cast<std::size_t>(k)] = now + t;
+      if (k + 1 < s_.pp) t += stage_transfer_s(rep, k, mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / s_.tp);
+    }
+    return t;
   }
 
+  double stage_transfer_s(Replica& rep, int k, double bytes) {
+    auto& cache = rep.stage_transfer_s[static_cast<std::size_t>(k)];
+    auto it = cache.find(bytes);
+    if (it != cache.end()) return it->second;
+    const double t = workload::time_collective(topo_, coll::CollectiveOp::kSendRecv, coll::Algorithm::kAuto,
+                                               {rep.stage_ranks[static_cast<std::size_t>(k)].front(),
+                                                rep.stage_ranks[static_cast<std::size_t>(k) + 1].front()},
+                                               bytes, s_.profile.collective_latency.value)
+                         .seconds;
+    cache.emplace(bytes, t);
+    return t;
+  }
+
+  /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
   void start_step(Replica& rep, double now) {
-    CS_ASSERT(!rep.busy, "one step at a time per replica");
-    plan_.clear();
-    models::StepMix mix;
-    if (s_.scheduler == Scheduler::kStatic) plan_static(rep, plan_, mix);
-    else plan_continuous(rep, plan_, mix);
-    if (plan_.empty()) return;  // idle until an arrival
-    CS_ASSERT(rep.free_blocks >= 0, "every admitted token's KV fits in the replica's blocks");
-    rep.busy = true;
-    const double dt = step_seconds(rep, mix);
-    plans_[static_cast<std::size_t>(rep.index)] = plan_;
-    const double used = 1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, blocks_));
-    kv_area_[static_cast<std::size_t>(rep.index)] += used * dt;
-    kv_max_ = std::max(kv_max_, used);
-    busy_time_ += dt;
-    ++steps_;
-    if (trace_) step_spans_.push_back({rep.index, now, now + dt, mix.tokens, static_cast<double>(plan_.size())});
-    engine_.schedule(engine_.now() + SimTime::from_seconds(dt), engine::Phase::kTaskEnd, static_cast<std::uint32_t>(rep.index),
-                     kStepDone, static_cast<std::uint64_t>(rep.index));
+    while (rep.inflight < s_.pp) {
+      plan_.clear();
+      models::StepMix mix;
+      if (s_.scheduler == Scheduler::kStatic) plan_static(rep, plan_, mix);
+      else plan_continuous(rep, plan_, mix);
+      if (plan_.empty()) return;  // idle until an arrival or a batch leaves the pipeline
+      CS_ASSERT(rep.free_blocks >= 0, "every admitted token's KV fits in the replica's blocks");
+      ++rep.inflight;
+      for (const auto& p : plan_) reqs_[static_cast<std::size_t>(p.req)].in_flight = true;
+      const double dt = pipeline_seconds(rep, mix, now);
+      const double end = now + dt;
+      const auto batch = next_batch_++;
+      plans_[batch] = plan_;
+      batch_replica_[batch] = rep.index;
+      const double used = 1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, blocks_));
+      kv_area_[static_cast<std::size_t>(rep.index)] += used * dt / s_.pp;
+      kv_max_ = std::max(kv_max_, used);
+      busy_time_ += dt;
+      ++steps_;
+      if (trace_) step_spans_.push_back({rep.index, now, end, mix.tokens, static_cast<double>(plan_.size())});
+      engine_.schedule(engine_.now() + SimTime::from_seconds(dt), engine::Phase::kTaskEnd, static_cast<std::uint32_t>(rep.index),
+                       kStepDone, batch);
+    }
   }
 
-  void finish_step(Replica& rep, double now) {
-    rep.busy = false;
-    for (const auto& p : plans_[static_cast<std::size_t>(rep.index)]) {
+  void finish_step(Replica& rep, std::uint64_t batch, double now) {
+    --rep.inflight;
+    const auto plan = std::move(plans_.at(batch));
+    plans_.erase(batch);
+    batch_replica_.erase(batch);
+    for (const auto& p : plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = false;
+    for (const auto& p : plan) {
       auto& r = reqs_[static_cast<std::size_t>(p.req)];
       if (r.finish >= 0) continue;  // static batching padding
       if (p.chunk > 0) {
@@ -487,7 +539,10 @@ class Simulation final : public engine::EventHandler {
   engine::Engine engine_;
   std::vector<Request> reqs_;
   std::vector<Replica> replicas_;
-  std::map<int, std::vector<Planned>> plans_;
+  std::map<std::uint64_t, std::vector<Planned>> plans_;  ///< batches in flight
+  std::map<std::uint64_t, int> batch_replica_;
+  std::uint64_t next_batch_ = 0;
+  std::vector<int> stage_layers_;
   std::vector<Planned> plan_;
   std::map<double, double> kv_transfer_;
   std::vector<double> kv_area_;
@@ -506,7 +561,14 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   shape.kv_bytes = s.kv_bytes;
   ServingMemory m;
   m.capacity = s.profile.hbm_capacity.value;
-  m.weights = models::serving_weight_bytes(s.model, shape);
+  // With PP each GPU holds its stage's layers (the largest stage) and one vocabulary table (the
+  // embedding on the first stage, the LM head on the last).
+  const double layers = static_cast<double>(s.model.layers);
+  const double share = std::ceil(layers / s.pp) / layers;
+  const double vocab = static_cast<double>((s.model.vocab + s.tp - 1) / s.tp) * static_cast<double>(s.model.hidden) * 2.0;
+  const double tables = vocab * (s.model.tied_embeddings ? 1.0 : 2.0);
+  const double whole = models::serving_weight_bytes(s.model, shape);
+  m.weights = s.pp > 1 ? (whole - tables) * share + vocab : whole;
   // Activation workspace at the largest step: hidden, QKV, MLP tensors of max_tokens tokens in
   // bf16, and fp32 logits for max_batch sequences.
   models::StepShape one;
@@ -519,7 +581,7 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   const double free = m.capacity - m.weights - m.activations - m.other;
   m.kv_cache = free > 0 ? s.kv_fraction * free : 0.0;
   m.total = m.weights + m.activations + m.other + m.kv_cache;
-  const double per_block = static_cast<double>(s.block_size) * models::kv_bytes_per_token(s.model, shape);
+  const double per_block = static_cast<double>(s.block_size) * models::kv_bytes_per_token(s.model, shape) * share;
   if (kv_blocks) *kv_blocks = static_cast<std::int64_t>(std::floor(m.kv_cache / per_block));
   return m;
 }

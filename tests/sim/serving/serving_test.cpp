@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "sim/config/json_doc.hpp"
+#include "sim/core/errors.hpp"
 #include "sim/serving/serving_report.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tests/support/builders.hpp"
@@ -113,4 +114,27 @@ TEST_CASE("a trace file drives arrivals and lengths") {
   CHECK(r.requests == 3);
   CHECK(r.input_tokens == 600);
   CHECK(r.output_tokens == 60);
+}
+
+TEST_CASE("pipeline-parallel serving: stages hold their layers' weights and KV, PP batches run in flight") {
+  auto run = [](int pp) {
+    const auto s = serving::parse_serving(
+        config::parse_text(R"({"kind": "infer", "model": "llama3.1-70b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": )" +
+                               std::to_string(pp) + R"(}, "quantization": {"weights": "fp8"},
+          "workload": {"input_len": 512, "output_len": 128, "rate": "inf", "requests": 300}})",
+                           "t.json"),
+        test::catalog());
+    return serving::simulate_serving(s);
+  };
+  const auto one = run(1);
+  const auto two = run(2);
+  CHECK(two.gpus == 4);
+  CHECK(two.requests == 300);
+  CHECK(two.memory.weights < 0.6 * one.memory.weights);
+  CHECK(two.kv_blocks > 2 * one.kv_blocks);
+  CHECK(two.output_tokens_per_s > one.output_tokens_per_s);
+  CHECK_THROWS_AS((void)serving::parse_serving(config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100",
+      "parallel": {"tp": 1, "pp": 2}, "engine": {"scheduler": "static"},
+      "workload": {"input_len": 8, "output_len": 8, "rate": "inf", "requests": 2}})", "t.json"), test::catalog()),
+                  InfeasibleError);
 }
