@@ -204,6 +204,10 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   if (auto d = r.opt_child("disaggregate")) {
     s.prefill_replicas = static_cast<int>(d->req_int("prefill", 1, 64));
     s.decode_replicas = static_cast<int>(d->req_int("decode", 1, 64));
+    s.prefill_tp = static_cast<int>(d->opt_int("prefill_tp", 1, 64, 0));
+    s.decode_tp = static_cast<int>(d->opt_int("decode_tp", 1, 64, 0));
+    s.prefill_pp = static_cast<int>(d->opt_int("prefill_pp", 1, 64, 0));
+    s.decode_pp = static_cast<int>(d->opt_int("decode_pp", 1, 64, 0));
     d->finish();
   }
   s.allow_oom = r.opt_bool("allow_oom", false);
@@ -221,7 +225,11 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   if (!trace_file.empty()) s.trace = read_trace(trace_file);
   if (s.weights == models::WeightFormat::kFp8) (void)s.profile.peak(calib::Dtype::kFp8);
   const int pools = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
-  const int needed = pools * s.tp * s.pp;
+  int needed = pools * s.tp * s.pp;
+  if (s.prefill_replicas > 0) {
+    needed = 0;
+    for (int i = 0; i < pools; ++i) needed += s.replica_tp(i) * s.replica_pp(i);
+  }
   s.gpus = gpus == 0 ? needed : gpus;
   if (s.gpus > s.cluster.gpus) {
     throw InputError(doc.path, "/gpus", "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) + " GPUs; this plan needs " +
@@ -237,8 +245,10 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   if (pp > 1 && s.scheduler == Scheduler::kStatic) {
     infeasible(doc.path, "static batching with PP > 1 is not modelled; use continuous batching");
   }
-  if (s.model.heads % s.tp != 0) {
-    infeasible(doc.path, "TP " + std::to_string(s.tp) + " does not divide the " + std::to_string(s.model.heads) + " attention heads");
+  for (int t : {s.tp, s.prefill_tp, s.decode_tp}) {
+    if (t > 0 && s.model.heads % t != 0) {
+      infeasible(doc.path, "TP " + std::to_string(t) + " does not divide the " + std::to_string(s.model.heads) + " attention heads");
+    }
   }
   if (s.offer && s.offer->gpus < s.gpus) {
     throw InputError(doc.path, "/offer", "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) + " GPUs; this run uses " +

@@ -62,6 +62,17 @@ struct ServingScenario {
   std::vector<RequestSpec> trace;
   std::optional<double> slo_ttft_s, slo_tpot_s;
   int prefill_replicas = 0, decode_replicas = 0;  ///< disaggregation (both > 0), else 0
+  int prefill_tp = 0, decode_tp = 0;              ///< each pool's TP (0: the scenario's TP)
+  int prefill_pp = 0, decode_pp = 0;              ///< each pool's PP (0: the scenario's PP)
+  [[nodiscard]] int replica_pp(int i) const {
+    if (prefill_replicas == 0) return pp;
+    return i < prefill_replicas ? (prefill_pp ? prefill_pp : pp) : (decode_pp ? decode_pp : pp);
+  }
+  /// TP of replica i (the pools may differ).
+  [[nodiscard]] int replica_tp(int i) const {
+    if (prefill_replicas == 0) return tp;
+    return i < prefill_replicas ? (prefill_tp ? prefill_tp : tp) : (decode_tp ? decode_tp : tp);
+  }
   std::optional<scenario::Offer> offer;
   bool allow_oom = false;
 };

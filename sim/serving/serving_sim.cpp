@@ -36,6 +36,11 @@ struct Request {
 struct Replica {
   int index = 0;
   std::vector<int> ranks;  ///< stage 0's TP group
+  models::ServingShape shape;
+  ServingMemory memory;
+  std::int64_t blocks = 0;
+  int pp = 1;
+  std::vector<int> stage_layers;
   std::vector<std::vector<int>> stage_ranks;
   std::vector<double> stage_free;  ///< when each pipeline stage finishes its last batch
   int inflight = 0;                ///< batches in the pipeline (at most PP)
@@ -93,28 +98,41 @@ class Simulation final : public engine::EventHandler {
     shape_.tp = s.tp;
     shape_.weights = s.weights;
     shape_.kv_bytes = s.kv_bytes;
-    memory_ = serving_memory(s, &blocks_);
     const bool disagg = s.prefill_replicas > 0;
     const int n = disagg ? s.prefill_replicas + s.decode_replicas : s.replicas;
+    int next_rank = 0;
     for (int i = 0; i < n; ++i) {
       Replica r;
       r.index = i;
-      for (int k = 0; k < s.pp; ++k) {
+      // Each replica's own TP (disaggregated pools may differ): its op shapes, memory and blocks.
+      ServingScenario mine = s;
+      mine.tp = s.replica_tp(i);
+      mine.pp = s.replica_pp(i);
+      r.pp = mine.pp;
+      for (int k = 0; k < mine.pp; ++k) {
+        r.stage_layers.push_back(static_cast<int>(s.model.layers / mine.pp + (k < s.model.layers % mine.pp ? 1 : 0)));
+      }
+      r.shape = shape_;
+      r.shape.tp = mine.tp;
+      r.memory = serving_memory(mine, &r.blocks);
+      if (i == n - 1) {
+        memory_ = r.memory;  // the report shows the (decode) pool that holds the KV cache longest
+        blocks_ = r.blocks;
+      }
+      for (int k = 0; k < mine.pp; ++k) {
         std::vector<int> stage;
-        for (int t = 0; t < s.tp; ++t) stage.push_back((i * s.pp + k) * s.tp + t);
+        for (int t = 0; t < mine.tp; ++t) stage.push_back(next_rank++);
         r.stage_ranks.push_back(stage);
       }
       r.ranks = r.stage_ranks.front();
-      r.stage_free.assign(static_cast<std::size_t>(s.pp), 0.0);
+      r.stage_free.assign(static_cast<std::size_t>(mine.pp), 0.0);
       r.prefill_only = disagg && i < s.prefill_replicas;
       r.decode_only = disagg && i >= s.prefill_replicas;
-      r.free_blocks = blocks_;
+      r.free_blocks = r.blocks;
       replicas_.push_back(std::move(r));
     }
     kv_area_.assign(replicas_.size(), 0.0);
-    for (int k = 0; k < s.pp; ++k) {
-      stage_layers_.push_back(static_cast<int>(s.model.layers / s.pp + (k < s.model.layers % s.pp ? 1 : 0)));
-    }
+
   }
 
   ServingResults run() {
@@ -347,17 +365,17 @@ class Simulation final : public engine::EventHandler {
   /// them) starting at `now`; returns how long until it leaves the last stage.
   /// Times are relative to `now`, so that without PP the step lasts exactly its kernels' sum.
   double pipeline_seconds(Replica& rep, const models::StepMix& mix, double now) {
-    const double layer = items_seconds(rep, models::serving_layer(s_.model, mix, shape_));
-    const double head = items_seconds(rep, models::serving_head(s_.model, mix, shape_));
+    const double layer = items_seconds(rep, models::serving_layer(s_.model, mix, rep.shape));
+    const double head = items_seconds(rep, models::serving_head(s_.model, mix, rep.shape));
     double t = 0;
-    for (int k = 0; k < s_.pp; ++k) {
-      double stage = static_cast<double>(stage_layers_[static_cast<std::size_t>(k)]) * layer;
+    for (int k = 0; k < rep.pp; ++k) {
+      double stage = static_cast<double>(rep.stage_layers[static_cast<std::size_t>(k)]) * layer;
       if (k == 0) stage += s_.profile.serving_step_overhead.value;
-      if (k + 1 == s_.pp) stage += head;
+      if (k + 1 == rep.pp) stage += head;
       const double start = std::max(t, rep.stage_free[static_cast<std::size_t>(k)] - now);
       t = start + stage;
       rep.stage_free[static_cast<std::size_t>(k)] = now + t;
-      if (k + 1 < s_.pp) t += stage_transfer_s(rep, k, mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / s_.tp);
+      if (k + 1 < rep.pp) t += stage_transfer_s(rep, k, mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / rep.shape.tp);
     }
     return t;
   }
@@ -377,7 +395,7 @@ class Simulation final : public engine::EventHandler {
 
   /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
   void start_step(Replica& rep, double now) {
-    while (rep.inflight < s_.pp) {
+    while (rep.inflight < rep.pp) {
       plan_.clear();
       models::StepMix mix;
       if (s_.scheduler == Scheduler::kStatic) plan_static(rep, plan_, mix);
@@ -391,8 +409,8 @@ class Simulation final : public engine::EventHandler {
       const auto batch = next_batch_++;
       plans_[batch] = plan_;
       batch_replica_[batch] = rep.index;
-      const double used = 1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, blocks_));
-      kv_area_[static_cast<std::size_t>(rep.index)] += used * dt / s_.pp;
+      const double used = 1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, rep.blocks));
+      kv_area_[static_cast<std::size_t>(rep.index)] += used * dt / rep.pp;
       kv_max_ = std::max(kv_max_, used);
       busy_time_ += dt;
       ++steps_;
@@ -421,7 +439,9 @@ class Simulation final : public engine::EventHandler {
           free_request(rep, r);
           std::erase(rep.running, r.id);
           r.transferred = true;
-          const double bytes = static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, shape_);
+          // The prompt's KV, all TP ranks' shards, moved by as many GPU pairs as the smaller pool has.
+          const int pairs = std::min(rep.shape.tp, replicas_.back().shape.tp);
+          const double bytes = static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, rep.shape) * rep.shape.tp / pairs;
           engine_.schedule(engine_.now() + SimTime::from_seconds(kv_transfer_s(bytes)), engine::Phase::kTaskStart,
                            static_cast<std::uint32_t>(replicas_.size()), kKvArrived, static_cast<std::uint64_t>(r.id));
           continue;
@@ -542,7 +562,7 @@ class Simulation final : public engine::EventHandler {
   std::map<std::uint64_t, std::vector<Planned>> plans_;  ///< batches in flight
   std::map<std::uint64_t, int> batch_replica_;
   std::uint64_t next_batch_ = 0;
-  std::vector<int> stage_layers_;
+
   std::vector<Planned> plan_;
   std::map<double, double> kv_transfer_;
   std::vector<double> kv_area_;
@@ -587,8 +607,21 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
 }
 
 ServingResults simulate_serving(const ServingScenario& s, bool record_trace) {
+  // The tightest replica decides whether a request fits (pools may have different TP).
   std::int64_t blocks = 0;
-  const auto mem = serving_memory(s, &blocks);
+  auto mem = serving_memory(s, &blocks);
+  const int replicas = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
+  for (int i = 0; i < replicas; ++i) {
+    ServingScenario mine = s;
+    mine.tp = s.replica_tp(i);
+    mine.pp = s.replica_pp(i);
+    std::int64_t b = 0;
+    const auto m = serving_memory(mine, &b);
+    if (b < blocks) {
+      blocks = b;
+      mem = m;
+    }
+  }
   models::ServingShape shape;
   shape.tp = s.tp;
   shape.kv_bytes = s.kv_bytes;

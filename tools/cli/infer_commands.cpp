@@ -90,7 +90,8 @@ void add_options(CLI::App* cmd, InferOpts& o) {
   cmd->add_option("--kv-fraction", o.kv_fraction, "fraction of free memory for the KV cache");
   cmd->add_option("--scheduler", o.scheduler, "continuous or static");
   cmd->add_option("--router", o.router, "round_robin or least_loaded");
-  cmd->add_option("--disaggregate", o.disaggregate, "PREFILL:DECODE replicas (prefill/decode disaggregation)");
+  cmd->add_option("--disaggregate", o.disaggregate,
+                  "prefill/decode disaggregation: PREFILL:DECODE replicas (e.g. 1:1), or with each pool's TP (e.g. 2x1:1x4)");
   cmd->add_option("--slo-ttft", o.slo_ttft, "TTFT objective, e.g. \"500 ms\"");
   cmd->add_option("--slo-tpot", o.slo_tpot, "TPOT objective, e.g. \"50 ms\"");
   cmd->add_flag("--allow-oom", o.allow_oom, "simulate even when a request cannot fit");
@@ -130,12 +131,21 @@ nlohmann::json to_doc(const InferOpts& o, CLI::App* cmd, const std::string& rate
     if (!o.slo_tpot.empty()) j["slo"]["tpot"] = o.slo_tpot;
   }
   if (!o.disaggregate.empty()) {
-    const auto colon = o.disaggregate.find(':');
-    int p = 0, d = 0;
-    if (colon == std::string::npos || std::sscanf(o.disaggregate.c_str(), "%d:%d", &p, &d) != 2) {
-      throw InputError("command line", "--disaggregate", "expected PREFILL:DECODE replica counts such as 1:1; got '" + o.disaggregate + "'");
+    // PREFILL:DECODE replica counts, each optionally with its pool's TP: 1:1 or 2x1:1x4.
+    int p = 0, d = 0, ptp = 0, dtp = 0;
+    char tail = 0;
+    const bool plain = std::sscanf(o.disaggregate.c_str(), "%d:%d%c", &p, &d, &tail) == 2;
+    const bool with_tp = std::sscanf(o.disaggregate.c_str(), "%dx%d:%dx%d%c", &p, &ptp, &d, &dtp, &tail) == 4;
+    if (!plain && !with_tp) {
+      throw InputError("command line", "--disaggregate",
+                       "expected PREFILL:DECODE replica counts such as 1:1, or with each pool's TP such as 2x1:1x4; got '" +
+                           o.disaggregate + "'");
     }
     j["disaggregate"] = {{"prefill", p}, {"decode", d}};
+    if (with_tp) {
+      j["disaggregate"]["prefill_tp"] = ptp;
+      j["disaggregate"]["decode_tp"] = dtp;
+    }
   }
   j["allow_oom"] = o.allow_oom;
   return j;

@@ -138,3 +138,16 @@ TEST_CASE("pipeline-parallel serving: stages hold their layers' weights and KV, 
       "workload": {"input_len": 8, "output_len": 8, "rate": "inf", "requests": 2}})", "t.json"), test::catalog()),
                   InfeasibleError);
 }
+
+TEST_CASE("disaggregated pools can have their own TP and PP") {
+  const auto s = serving::parse_serving(
+      config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1},
+        "disaggregate": {"prefill": 2, "decode": 1, "decode_tp": 2, "decode_pp": 2},
+        "workload": {"input_len": 1024, "output_len": 64, "rate": 20, "requests": 100}})",
+                         "t.json"),
+      test::catalog());
+  CHECK(s.gpus == 6);
+  const auto r = serving::simulate_serving(s);
+  CHECK(r.requests == 100);
+  CHECK(r.output_tokens == 6400);
+}
