@@ -74,7 +74,8 @@ double sp_tokens(const StepShape& s) {
 double attention_flops(const ModelArch& m, const StepShape& s) {
   const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
   const double seq = static_cast<double>(s.seq);
-  return static_cast<double>(s.micro_batch) * hq * 4.0 * seq * seq * static_cast<double>(m.head_dim) * 0.5;
+  // With CP each rank holds seq/CP queries against the whole sequence's keys (load-balanced causal).
+  return static_cast<double>(s.micro_batch) * hq * 4.0 * seq * seq * static_cast<double>(m.head_dim) * 0.5 / s.cp;
 }
 
 }  // namespace
@@ -100,6 +101,7 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   base_gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
   if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
+  if (s.cp > 1) out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
   out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a}});
   base_gemm(out, "out_proj", T, h, q, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
@@ -132,6 +134,7 @@ std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
   gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
   out.push_back({Op{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s),
                     T * (4 * q + 4 * kv) * a}});
+  if (s.cp > 1) out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV back to their owners
   if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (q + kv) * a));
   gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));

@@ -21,7 +21,9 @@ struct Op {
 };
 
 /// A tensor-parallel collective between blocks of ops, over the TP group.
-enum class TpComm { kNone, kAllReduce, kAllGather, kReduceScatter };
+/// kCp*: over the context-parallel group instead (K/V all-gather forward, their gradients'
+/// reduce-scatter backward: Megatron-core's all-gather flavour of context parallelism).
+enum class TpComm { kNone, kAllReduce, kAllGather, kReduceScatter, kCpAllGather, kCpReduceScatter };
 
 /// An item of a layer's program: either an op or a TP collective of `comm_bytes` (nccl-tests
 /// size convention: all-reduce = the buffer, all-gather = the output, reduce-scatter = the input).
@@ -42,8 +44,9 @@ struct StepShape {
   /// LoRA fine-tuning: rank of the adapters on every decoder linear layer (0: full training).
   /// The base weights are frozen: no weight gradients for them, only the adapters'.
   int lora_rank = 0;
+  int cp = 1;  ///< context parallelism: this GPU holds seq / cp tokens of each sequence
   bool base_4bit = false;    ///< QLoRA: base weights stored in 4 bits, dequantised per use
-  [[nodiscard]] double tokens() const { return static_cast<double>(micro_batch * seq); }
+  [[nodiscard]] double tokens() const { return static_cast<double>(micro_batch * seq) / cp; }
 };
 
 /// LoRA adapter parameters of one decoder layer on one TP rank: A (in x r) and B (r x out) for

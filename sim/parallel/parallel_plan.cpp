@@ -5,7 +5,7 @@ namespace cs::plan {
 std::vector<std::vector<int>> ParallelPlan::tp_groups() const {
   std::vector<std::vector<int>> out;
   for (int s = 0; s < pp; ++s) {
-    for (int d = 0; d < dp; ++d) {
+    for (int d = 0; d < dpcp(); ++d) {
       std::vector<int> g;
       for (int t = 0; t < tp; ++t) g.push_back(rank(s, d, t));
       out.push_back(g);
@@ -19,7 +19,7 @@ std::vector<std::vector<int>> ParallelPlan::dp_groups() const {
   for (int s = 0; s < pp; ++s) {
     for (int t = 0; t < tp; ++t) {
       std::vector<int> g;
-      for (int d = 0; d < dp; ++d) g.push_back(rank(s, d, t));
+      for (int d = 0; d < dpcp(); ++d) g.push_back(rank(s, d, t));
       out.push_back(g);
     }
   }

@@ -116,6 +116,7 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
     in.shape.act_bytes = s.dtype == calib::Dtype::kFp8 ? 2.0 : static_cast<double>(calib::dtype_bytes(s.dtype));
     in.shape.weight_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
     in.shape.lora_rank = s.lora_rank;
+    in.shape.cp = s.plan.cp;
     in.shape.base_4bit = s.qlora;
     in.dp = s.plan.dp;
     in.zero = s.plan.zero;

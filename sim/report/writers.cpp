@@ -15,7 +15,8 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["profile"] = r.profile;
   j["profile_origin"] = r.profile_origin;
   j["gpus"] = r.gpus;
-  j["parallel"] = {{"tp", r.plan.tp}, {"dp", r.plan.dp}, {"pp", r.plan.pp}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
+  j["parallel"] = {{"tp", r.plan.tp}, {"dp", r.plan.dp}, {"pp", r.plan.pp}, {"vpp", r.plan.vpp},
+                   {"cp", r.plan.cp}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
   j["stage_layers"] = r.stage_layers;
   j["micro_batches"] = r.micro_batches;
   j["step_time_s"] = r.step_time_s;
@@ -86,7 +87,8 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   row("cluster", [](const TrainResults& r) { return r.cluster; });
   row("GPUs (TP x DP x PP)", [](const TrainResults& r) {
     return std::to_string(r.gpus) + " (" + std::to_string(r.plan.tp) + " x " + std::to_string(r.plan.dp) + " x " +
-           std::to_string(r.plan.pp) + ")" +
+           std::to_string(r.plan.pp) + ")" + (r.plan.cp > 1 ? " CP " + std::to_string(r.plan.cp) : "") +
+           (r.plan.vpp > 1 ? " VPP " + std::to_string(r.plan.vpp) : "") +
            (r.plan.sp ? " +SP" : "") + (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "");
   });
   row("micro-batches per step", [](const TrainResults& r) { return std::to_string(r.micro_batches); });

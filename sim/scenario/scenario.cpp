@@ -32,6 +32,7 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.dp = static_cast<int>(p.opt_int("dp", 1, 65536, 0));
     s.pp = static_cast<int>(p.opt_int("pp", 1, 1024, 1));
     s.vpp = static_cast<int>(p.opt_int("vpp", 1, 64, 1));
+    s.cp = static_cast<int>(p.opt_int("cp", 1, 1024, 1));
     s.schedule = p.opt_enum("schedule", {"1f1b", "gpipe"}, "1f1b");
     s.sp = p.opt_bool("sp", false);
     s.zero = static_cast<int>(p.opt_int("zero", 0, 3, 0));
@@ -211,6 +212,7 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   s.plan.zero = spec.zero;
   s.plan.pp = spec.pp;
   s.plan.vpp = spec.vpp;
+  s.plan.cp = spec.cp;
   s.plan.schedule = spec.schedule == "gpipe" ? plan::PipelineSchedule::kGpipe : plan::PipelineSchedule::kOneFOneB;
   s.plan.recompute = spec.recompute == "full"        ? plan::Recompute::kFull
                      : spec.recompute == "selective" ? plan::Recompute::kSelective
@@ -219,14 +221,16 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
     infeasible(file, "PP " + std::to_string(spec.pp) + " is larger than the " + std::to_string(s.model.layers) + " layers of " +
                          s.model.id);
   }
-  if (s.gpus % (spec.tp * spec.pp) != 0) {
-    infeasible(file, "TP " + std::to_string(spec.tp) + " x PP " + std::to_string(spec.pp) + " does not divide the " +
+  if (s.gpus % (spec.tp * spec.pp * spec.cp) != 0) {
+    infeasible(file, "TP " + std::to_string(spec.tp) + " x PP " + std::to_string(spec.pp) +
+                         (spec.cp > 1 ? " x CP " + std::to_string(spec.cp) : std::string()) + " does not divide the " +
                          std::to_string(s.gpus) + " GPUs");
   }
-  s.plan.dp = spec.dp == 0 ? s.gpus / (spec.tp * spec.pp) : spec.dp;
+  s.plan.dp = spec.dp == 0 ? s.gpus / (spec.tp * spec.pp * spec.cp) : spec.dp;
   if (s.plan.gpus() != s.gpus) {
     infeasible(file, "TP " + std::to_string(s.plan.tp) + " x DP " + std::to_string(s.plan.dp) + " x PP " + std::to_string(s.plan.pp) +
-                         " = " + std::to_string(s.plan.gpus()) + " GPUs, but " + std::to_string(s.gpus) +
+                         (s.plan.cp > 1 ? " x CP " + std::to_string(s.plan.cp) : std::string()) + " = " +
+                         std::to_string(s.plan.gpus()) + " GPUs, but " + std::to_string(s.gpus) +
                          " GPUs are selected (--gpus / /gpus)");
   }
   const auto& m = s.model;
@@ -244,6 +248,10 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   s.seq = spec.seq;
   s.global_batch = spec.global_batch;
   s.micro_batch = spec.micro_batch;
+  if (s.seq % (s.plan.cp * (s.plan.sp ? s.plan.tp : 1)) != 0) {
+    infeasible(file, "context parallelism splits the sequence of " + std::to_string(s.seq) + " tokens " +
+                         std::to_string(s.plan.cp * (s.plan.sp ? s.plan.tp : 1)) + " ways; it does not divide");
+  }
   if (s.plan.sp && s.seq % s.plan.tp != 0) {
     infeasible(file, "sequence parallelism splits the sequence of " + std::to_string(s.seq) + " tokens " +
                          std::to_string(s.plan.tp) + " ways; it does not divide");
@@ -293,6 +301,7 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
                    {"dp", s.plan.dp},
                    {"pp", s.plan.pp},
                    {"vpp", s.plan.vpp},
+                   {"cp", s.plan.cp},
                    {"schedule", s.plan.schedule == plan::PipelineSchedule::kGpipe ? "gpipe" : "1f1b"},
                    {"sp", s.plan.sp},
                    {"zero", s.plan.zero}};

@@ -50,6 +50,7 @@ struct ScenarioSpec {
   int dp = 0;  ///< 0: GPUs / (TP x PP)
   int pp = 1;
   int vpp = 1;
+  int cp = 1;
   std::string schedule = "1f1b";
   std::string recompute = "none";
   int lora_rank = 0;

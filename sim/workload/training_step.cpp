@@ -13,6 +13,7 @@ namespace {
 /// One item of a stage's program, identical on every GPU of a TP group.
 struct ProgramItem {
   bool comm = false;
+  bool cp = false;  ///< a collective over the CP group rather than the TP group
   std::string_view label;
   Category category = Category::kForward;
   int layer = -1;
@@ -24,8 +25,10 @@ struct ProgramItem {
 
 coll::CollectiveOp to_op(models::TpComm c) {
   switch (c) {
-    case models::TpComm::kAllGather: return coll::CollectiveOp::kAllGather;
-    case models::TpComm::kReduceScatter: return coll::CollectiveOp::kReduceScatter;
+    case models::TpComm::kAllGather:
+    case models::TpComm::kCpAllGather: return coll::CollectiveOp::kAllGather;
+    case models::TpComm::kReduceScatter:
+    case models::TpComm::kCpReduceScatter: return coll::CollectiveOp::kReduceScatter;
     default: return coll::CollectiveOp::kAllReduce;
   }
 }
@@ -34,6 +37,8 @@ std::string_view tp_label(models::TpComm c) {
   switch (c) {
     case models::TpComm::kAllGather: return "tp.allgather";
     case models::TpComm::kReduceScatter: return "tp.reducescatter";
+    case models::TpComm::kCpAllGather: return "cp.kv_allgather";
+    case models::TpComm::kCpReduceScatter: return "cp.kv_grad_reducescatter";
     default: return "tp.allreduce";
   }
 }
@@ -44,12 +49,13 @@ void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& ite
   bool open = false;
   for (const auto& it : items) {
     if (it.comm != models::TpComm::kNone) {
-      prog.push_back({true, tp_label(it.comm), Category::kTpComm, layer, 0, to_op(it.comm), it.comm_bytes, 0});
+      const bool cp = it.comm == models::TpComm::kCpAllGather || it.comm == models::TpComm::kCpReduceScatter;
+      prog.push_back({true, cp, tp_label(it.comm), Category::kTpComm, layer, 0, to_op(it.comm), it.comm_bytes, 0});
       open = false;
       continue;
     }
     if (!open) {
-      prog.push_back({false, label, cat, layer, 0, coll::CollectiveOp::kAllReduce, 0, 0});
+      prog.push_back({false, false, label, cat, layer, 0, coll::CollectiveOp::kAllReduce, 0, 0});
       open = true;
     }
     prog.back().seconds += compute.seconds(it.op);
@@ -131,6 +137,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   shape.weight_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
   shape.lora_rank = s.lora_rank;
   shape.base_4bit = s.qlora;
+  shape.cp = plan.cp;
 
   const auto emb_f = models::embedding_forward(m, shape);
   const auto emb_b = models::embedding_backward(m, shape);
@@ -151,7 +158,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
                                      : plan.recompute == plan::Recompute::kSelective ? layers * models::model_flops(attn_f)
                                                                                      : 0.0;
   const auto micro = s.micro_batches();
-  const double replicas_x_tp = static_cast<double>(plan.tp * plan.dp) * static_cast<double>(micro);
+  const double replicas_x_tp = static_cast<double>(plan.tp * plan.dpcp()) * static_cast<double>(micro);
 
   TrainingStep step{WorkloadGraph(s.gpus), flops_per_micro * replicas_x_tp, (flops_per_micro + recompute_per_micro) * replicas_x_tp,
                     static_cast<double>(s.global_batch * s.seq), micro, split_layers(static_cast<int>(m.layers), plan.pp)};
@@ -223,7 +230,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   std::vector<std::vector<ProgramItem>> dp_items(static_cast<std::size_t>(P));  // each stage's last backwards, in order
   std::vector<std::vector<TaskId>> last_b_tasks(static_cast<std::size_t>(s.gpus));
   // ZeRO-3: the first and last task of each layer's forward and backward, per GPU, per micro-batch.
-  const bool zero3 = plan.zero >= 3 && plan.dp > 1;
+  const bool zero3 = plan.zero >= 3 && plan.dpcp() > 1;
   struct LayerSpan {
     TaskId first{}, last{};
     bool seen = false;
@@ -235,18 +242,39 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
       const auto& b = programs[static_cast<std::size_t>(vstage(st, blk.chunk))].b_last;
       dp_items[static_cast<std::size_t>(st)].insert(dp_items[static_cast<std::size_t>(st)].end(), b.begin(), b.end());
     }
-    for (int d = 0; d < plan.dp; ++d) {
-      std::vector<int> ranks;
-      for (int t = 0; t < plan.tp; ++t) ranks.push_back(plan.rank(st, d, t));
-      const auto gid = g.add_group(ranks);
-      for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro), V)) {
-        const auto& sp = programs[static_cast<std::size_t>(vstage(st, blk.chunk))];
-        const auto& prog = blk.forward ? sp.f : (blk.micro + 1 == micro ? sp.b_last : sp.b);
-        for (std::size_t i = 0; i < prog.size(); ++i) {
-          const auto& item = prog[i];
+    // All of this stage's TP groups advance item by item together, so that a CP collective (over
+    // TP groups) takes the same place in every member's stream.
+    const int groups = plan.dpcp();
+    std::vector<std::vector<int>> group_ranks(static_cast<std::size_t>(groups));
+    std::vector<std::uint32_t> gids(static_cast<std::size_t>(groups));
+    for (int d = 0; d < groups; ++d) {
+      for (int t = 0; t < plan.tp; ++t) group_ranks[static_cast<std::size_t>(d)].push_back(plan.rank(st, d, t));
+      gids[static_cast<std::size_t>(d)] = g.add_group(group_ranks[static_cast<std::size_t>(d)]);
+    }
+    for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro), V)) {
+      const auto& sp = programs[static_cast<std::size_t>(vstage(st, blk.chunk))];
+      const auto& prog = blk.forward ? sp.f : (blk.micro + 1 == micro ? sp.b_last : sp.b);
+      for (std::size_t i = 0; i < prog.size(); ++i) {
+        const auto& item = prog[i];
+        std::vector<TaskId> cp_ids;  // by (dp, tp) when the item is a CP collective
+        if (item.comm && item.cp) {
+          for (int dpi = 0; dpi < plan.dp; ++dpi) {
+            for (int t = 0; t < plan.tp; ++t) {
+              std::vector<int> members;
+              for (int c = 0; c < plan.cp; ++c) members.push_back(plan.rank(st, dpi * plan.cp + c, t));
+              cp_ids.push_back(g.add_collective(g.add_group(members), Stream::kCompute, item.category, item.label, item.layer,
+                                                blk.micro, item.op, item.bytes));
+            }
+          }
+        }
+        for (int d = 0; d < groups; ++d) {
+          const auto& ranks = group_ranks[static_cast<std::size_t>(d)];
           std::vector<TaskId> ids;
-          if (item.comm) {
-            const auto id = g.add_collective(gid, Stream::kCompute, item.category, item.label, item.layer, blk.micro, item.op, item.bytes);
+          if (item.comm && item.cp) {
+            for (int t = 0; t < plan.tp; ++t) ids.push_back(cp_ids[static_cast<std::size_t>((d / plan.cp) * plan.tp + t)]);
+          } else if (item.comm) {
+            const auto id = g.add_collective(gids[static_cast<std::size_t>(d)], Stream::kCompute, item.category, item.label, item.layer,
+                                             blk.micro, item.op, item.bytes);
             ids.assign(ranks.size(), id);
           } else {
             for (int r : ranks) {
@@ -279,7 +307,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     const double bytes = static_cast<double>(s.micro_batch * s.seq * m.hidden) * shape.act_bytes / plan.tp;
     for (int vs = 0; vs + 1 < P * V; ++vs) {
       const int st = vs % P, next = (vs + 1) % P, ca = vs / P, cb = (vs + 1) / P;
-      for (int d = 0; d < plan.dp; ++d) {
+      for (int d = 0; d < plan.dpcp(); ++d) {
         for (int t = 0; t < plan.tp; ++t) {
           const int a = plan.rank(st, d, t), b = plan.rank(next, d, t);
           const auto fwd_group = g.add_group({a, b});
@@ -307,7 +335,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     const double grad_bytes = per_layer_params * 4.0;  // fp32 gradients of the whole layer, scattered
     for (int t = 0; t < plan.tp; ++t) {
       std::vector<int> group;
-      for (int d = 0; d < plan.dp; ++d) group.push_back(plan.rank(0, d, t));
+      for (int d = 0; d < plan.dpcp(); ++d) group.push_back(plan.rank(0, d, t));
       const auto gid = g.add_group(group);
       const int n = step.stage_layers[0];
       for (const auto& blk : schedule(plan.schedule, 0, 1, static_cast<int>(micro))) {
@@ -327,18 +355,18 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   }
 
   // Data parallelism: gradient buckets of each stage, reduced on the communication stream.
-  const bool zero1 = plan.zero >= 1 && plan.zero <= 2 && plan.dp > 1;
+  const bool zero1 = plan.zero >= 1 && plan.zero <= 2 && plan.dpcp() > 1;
   for (int st = 0; st < P; ++st) {
     const auto& prog = dp_items[static_cast<std::size_t>(st)];
     double stage_params = 0;
     for (int c = 0; c < V; ++c) stage_params += programs[static_cast<std::size_t>(vstage(st, c))].params;
     for (int t = 0; t < plan.tp; ++t) {
       std::vector<int> group;
-      for (int d = 0; d < plan.dp; ++d) group.push_back(plan.rank(st, d, t));
+      for (int d = 0; d < plan.dpcp(); ++d) group.push_back(plan.rank(st, d, t));
       std::vector<TaskId> dp_tasks;
       if (zero3) {
         dp_tasks = zero3_rs_[static_cast<std::size_t>(t)];
-      } else if (plan.dp > 1) {
+      } else if (plan.dpcp() > 1) {
         const auto gid = g.add_group(group);
         double bucket = 0;
         for (std::size_t i = 0; i < prog.size(); ++i) {
@@ -354,7 +382,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
         }
       }
       // Optimizer: mixed-precision Adam streams 30 bytes per parameter (docs/metrics.md).
-      const double opt_params = stage_params / (zero1 || zero3 ? plan.dp : 1);
+      const double opt_params = stage_params / (zero1 || zero3 ? plan.dpcp() : 1);
       const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
       for (int r : group) {
         const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1, SimTime::from_seconds(opt_seconds));

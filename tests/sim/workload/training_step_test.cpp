@@ -173,3 +173,19 @@ TEST_CASE("interleaved 1F1B (VPP) shrinks the pipeline bubble and keeps more act
   CHECK_THROWS_AS((void)test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "vpp": 2},
     "training": {"seq": 2048, "global_batch": 6}})"), InfeasibleError);
 }
+
+TEST_CASE("context parallelism splits long sequences: activations shrink by CP, K/V move over the CP group") {
+  auto run = [](int cp) {
+    return eval(test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "cp": )" +
+                                         std::to_string(cp) + R"(}, "training": {"seq": 32768, "global_batch": 4}, "allow_oom": true})"));
+  };
+  const auto one = run(1);
+  const auto two = run(2);
+  CHECK(two.plan.dp * 2 == one.plan.dp);
+  CHECK(two.memory.activations == doctest::Approx(one.memory.activations / 2).epsilon(0.01));
+  bool cp_comm = false;
+  for (const auto& c : two.collectives) cp_comm = cp_comm || c.label == "cp.kv_allgather";
+  CHECK(cp_comm);
+  // The same work per step (model FLOPs) whatever the split.
+  CHECK(two.tflops_per_gpu * two.step_time_s == doctest::Approx(one.tflops_per_gpu * one.step_time_s).epsilon(1e-9));
+}
