@@ -29,6 +29,7 @@ const char* algorithm_name(Algorithm a) {
     case Algorithm::kNvls: return "nvls";
     case Algorithm::kDirect: return "direct";
     case Algorithm::kMeasured: return "measured";
+    case Algorithm::kHierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -45,7 +46,7 @@ bool parse_op(const std::string& s, CollectiveOp& out) {
 }
 
 bool parse_algorithm(const std::string& s, Algorithm& out) {
-  for (auto a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kDirect}) {
+  for (auto a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kDirect, Algorithm::kHierarchical}) {
     if (s == algorithm_name(a)) {
       out = a;
       return true;
@@ -66,11 +67,34 @@ double bus_factor(CollectiveOp op, int n) {
   return 1.0;
 }
 
+std::vector<std::vector<int>> node_groups(const net::Topology& topo, const std::vector<int>& ranks) {
+  // The ranks grouped by node, in first-seen order; empty unless they span several nodes with the
+  // same number (at least two) on each.
+  std::vector<int> nodes;
+  std::vector<std::vector<int>> out;
+  for (int r : ranks) {
+    const int n = topo.node_of_rank(r);
+    auto it = std::find(nodes.begin(), nodes.end(), n);
+    if (it == nodes.end()) {
+      nodes.push_back(n);
+      out.push_back({r});
+    } else {
+      out[static_cast<std::size_t>(it - nodes.begin())].push_back(r);
+    }
+  }
+  if (out.size() < 2 || out.front().size() < 2) return {};
+  for (const auto& g : out) {
+    if (g.size() != out.front().size()) return {};
+  }
+  return out;
+}
+
 std::vector<Algorithm> available_algorithms(const net::Topology& topo, CollectiveOp op, const std::vector<int>& ranks) {
   switch (op) {
     case CollectiveOp::kAllReduce: {
       std::vector<Algorithm> out{Algorithm::kRing, Algorithm::kTree};
       if (ranks.size() > 2 && topo.nvls_switch(ranks)) out.push_back(Algorithm::kNvls);
+      if (!node_groups(topo, ranks).empty()) out.push_back(Algorithm::kHierarchical);
       return out;
     }
     case CollectiveOp::kAllGather:
@@ -133,6 +157,28 @@ CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, A
       p.steps = 2;
       break;
     }
+    case Algorithm::kHierarchical: {
+      // Intra-node reduce-scatter + all-gather rings (2(g-1)/g S per GPU) and, per local index,
+      // an inter-node ring all-reduce of the 1/g shard (2(n-1)/n S/g), pipelined together.
+      const auto groups = node_groups(topo, req.ranks);
+      const auto g = static_cast<int>(groups.front().size());
+      const auto nn = static_cast<int>(groups.size());
+      for (const auto& grp : groups) {
+        for (int i = 0; i < g; ++i) {
+          add(topo.gpu(grp[static_cast<std::size_t>(i)]), topo.gpu(grp[static_cast<std::size_t>((i + 1) % g)]),
+              2.0 * (g - 1) / g * S, net::kUncapped);
+        }
+      }
+      for (int i = 0; i < g; ++i) {
+        for (int k = 0; k < nn; ++k) {
+          add(topo.gpu(groups[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]),
+              topo.gpu(groups[static_cast<std::size_t>((k + 1) % nn)][static_cast<std::size_t>(i)]), 2.0 * (nn - 1) / nn * S / g,
+              net::kUncapped);
+        }
+      }
+      p.steps = 2 * (g - 1) + 2 * (nn - 1);
+      break;
+    }
     case Algorithm::kDirect: {
       if (req.op == CollectiveOp::kSendRecv) {
         add(v(0), v(1), S, net::kUncapped);
@@ -147,7 +193,7 @@ CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, A
       break;
     }
     case Algorithm::kAuto:
-    case Algorithm::kMeasured: CS_ASSERT(false, "auto and measured are resolved before expansion");
+    case Algorithm::kMeasured: CS_ASSERT(false, "auto and measured are resolved before expansion"); break;
   }
   p.latency_s = req.call_latency_s + p.steps * max_hop;
   return p;

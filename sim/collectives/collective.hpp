@@ -8,7 +8,9 @@ namespace cs::coll {
 
 enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
 /// kMeasured: the collective's time came from a measured or imported curve in the profile.
-enum class Algorithm { kAuto, kRing, kTree, kNvls, kDirect, kMeasured };
+/// kHierarchical (all-reduce over several nodes): rings inside each node carry the buffer while
+/// rings across nodes, one per local GPU index (a rail), carry 1/g of it.
+enum class Algorithm { kAuto, kRing, kTree, kNvls, kDirect, kMeasured, kHierarchical };
 
 [[nodiscard]] const char* op_name(CollectiveOp op);
 [[nodiscard]] const char* algorithm_name(Algorithm a);
@@ -48,8 +50,12 @@ struct CollectiveRequest {
   double call_latency_s = 0.0;
 };
 
+/// The ranks grouped by node when they span several nodes with the same count (>= 2) on each;
+/// empty otherwise (then no hierarchical algorithm).
+[[nodiscard]] std::vector<std::vector<int>> node_groups(const net::Topology& topo, const std::vector<int>& ranks);
+
 /// The algorithms that can run `op` on `ranks` of this topology (NVLS needs an NVLS switch
-/// adjacent to every rank).
+/// adjacent to every rank; hierarchical needs several nodes with equal shares of the ranks).
 [[nodiscard]] std::vector<Algorithm> available_algorithms(const net::Topology& topo, CollectiveOp op,
                                                           const std::vector<int>& ranks);
 

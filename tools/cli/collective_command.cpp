@@ -9,6 +9,7 @@
 #include "sim/core/quantity.hpp"
 #include "calibration/profile/hardware_profile.hpp"
 #include "sim/network/cluster_spec.hpp"
+#include "sim/network/fabric_spec.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "tools/cli/commands.hpp"
 
@@ -31,16 +32,18 @@ double parse_size(const std::string& text, const std::string& flag) {
 Action add_collective(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("collective", "nccl-tests-style table: time, algbw and busbw per message size");
   struct Opts {
-    std::string cluster, profile, op = "allreduce", algo = "auto", min = "8", max = "1G", network = "flow";
-    int gpus = 0;
+    std::string cluster, profile, op = "allreduce", algo = "auto", min = "8", max = "1G", network = "flow", fabric;
+    int gpus = 0, nodes = 1;
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--cluster", o->cluster, "cluster id or path")->required();
-  cmd->add_option("--gpus", o->gpus, "use the first N GPUs (default: all)");
+  cmd->add_option("--gpus", o->gpus, "use the first N GPUs of each node (default: all)");
+  cmd->add_option("--nodes", o->nodes, "nodes joined by --fabric (the collective spans all their GPUs)");
+  cmd->add_option("--fabric", o->fabric, "fabric id or path, with --nodes");
   cmd->add_option("--profile", o->profile, "hardware profile id or path (default: the cluster's)");
   cmd->add_option("--op", o->op, "allreduce, allgather, reducescatter, alltoall or sendrecv");
-  cmd->add_option("--algo", o->algo, "auto, ring, tree, nvls or direct");
+  cmd->add_option("--algo", o->algo, "auto, ring, tree, nvls, hierarchical or direct");
   cmd->add_option("--min", o->min, "smallest size (nccl-tests -b), e.g. 8 or 64K");
   cmd->add_option("--max", o->max, "largest size (nccl-tests -e), e.g. 1G");
   cmd->add_option("--network-model", o->network, "flow or analytical");
@@ -66,7 +69,7 @@ Action add_collective(CLI::App& app, const Globals& g) {
     }
     coll::Algorithm algo{};
     if (!coll::parse_algorithm(o->algo, algo)) {
-      throw InputError("command line", "--algo", "expected auto, ring, tree, nvls or direct; got '" + o->algo + "'");
+      throw InputError("command line", "--algo", "expected auto, ring, tree, nvls, hierarchical or direct; got '" + o->algo + "'");
     }
     if (o->network != "flow" && o->network != "analytical") {
       throw InputError("command line", "--network-model", "expected flow or analytical; got '" + o->network + "'");
@@ -74,19 +77,28 @@ Action add_collective(CLI::App& app, const Globals& g) {
     const double lo = parse_size(o->min, "--min");
     const double hi = parse_size(o->max, "--max");
     if (lo > hi) throw InputError("command line", "--min", "must not exceed --max");
-    const int n = op == coll::CollectiveOp::kSendRecv ? 2 : gpus;
-    if (n > gpus || n < 2) {
+    if (o->nodes < 1) throw InputError("command line", "--nodes", "expected at least 1; got " + std::to_string(o->nodes));
+    if (o->nodes > 1 && o->fabric.empty()) throw InputError("command line", "--fabric", "a fabric is required with --nodes > 1");
+    const int total = gpus * o->nodes;
+    const int n = op == coll::CollectiveOp::kSendRecv ? 2 : total;
+    if (n > total || n < 2) {
       throw InputError("command line", "--gpus", std::string(coll::op_name(op)) + " needs at least 2 GPUs");
     }
-    const auto topo = net::Topology::build(cluster, gpus);
+    const auto topo = o->nodes > 1
+                          ? net::Topology::build(cluster, gpus, o->nodes,
+                                                 net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, o->fabric,
+                                                                                               "command line", "--fabric")),
+                                                                   o->fabric))
+                          : net::Topology::build(cluster, gpus);
     std::vector<int> ranks;
-    for (int r = 0; r < n; ++r) ranks.push_back(op == coll::CollectiveOp::kSendRecv && r == 1 ? gpus - 1 : r);
+    for (int r = 0; r < n; ++r) ranks.push_back(op == coll::CollectiveOp::kSendRecv && r == 1 ? total - 1 : r);
     const auto network = o->network == "flow" ? net::NetworkModelKind::kFlow : net::NetworkModelKind::kAnalytical;
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     std::ostringstream table;
-    table << "# clustersim collective: " << coll::op_name(op) << " on " << cluster.id << " (" << n << " of " << cluster.gpus
-          << " GPUs), network model " << o->network << ", algorithm " << coll::algorithm_name(algo) << "\n"
+    table << "# clustersim collective: " << coll::op_name(op) << " on " << (o->nodes > 1 ? std::to_string(o->nodes) + "x " : "")
+          << cluster.id << (o->nodes > 1 ? " over " + o->fabric : "") << " (" << n << " GPUs), network model " << o->network
+          << ", algorithm " << coll::algorithm_name(algo) << "\n"
           << "# busbw = algbw x " << (op == coll::CollectiveOp::kAllReduce ? "2(n-1)/n" : op == coll::CollectiveOp::kSendRecv ? "1" : "(n-1)/n")
           << " (nccl-tests); GB/s = 1e9 B/s\n"
           << std::right << std::setw(14) << "size(B)" << std::setw(14) << "time(us)" << std::setw(14) << "algbw(GB/s)"

@@ -12,6 +12,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
+#include "sim/network/fabric_spec.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
@@ -23,7 +24,8 @@ namespace cs::cli {
 namespace {
 
 struct Case {
-  std::string kind, id, source, metric_text, cluster, op, algo, metric, role, note, unit;
+  std::string kind, id, source, metric_text, cluster, op, algo, metric, role, note, unit, fabric;
+  int nodes = 1;
   nlohmann::json serving;  ///< kind "serving": an infer scenario document
   int gpus = 0;
   double bytes = 0, published = 0, predicted = 0;
@@ -80,6 +82,9 @@ std::vector<Case> parse_cases(const config::JsonDoc& doc) {
     } else {
       k.cluster = c.req_string("cluster");
       k.gpus = static_cast<int>(c.req_int("gpus", 2, 64));
+      k.nodes = static_cast<int>(c.opt_int("nodes", 1, 100000, 1));
+      k.fabric = c.opt_string("fabric", "");
+      if (k.nodes > 1 && k.fabric.empty()) c.fail_at("fabric", "a fabric is required when nodes > 1");
       k.op = c.req_enum("op", {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"});
       k.algo = c.req_enum("algo", {"auto", "ring", "tree", "nvls", "direct"});
       k.bytes = c.req_quantity("bytes", Dimension::kBytes, 1.0);
@@ -159,7 +164,13 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       const auto profile = calib::parse_profile(
           config::load(catalog.locate(config::CatalogKind::kProfile, cluster.profile, cpath, "/profile")), cluster.profile);
       if (c.gpus > cluster.gpus) throw InputError(doc.path, where + "/gpus", "cluster '" + c.cluster + "' has fewer GPUs");
-      const auto topo = net::Topology::build(cluster, c.gpus);
+      const auto topo =
+          c.nodes > 1
+              ? net::Topology::build(cluster, c.gpus, c.nodes,
+                                     net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, c.fabric, doc.path,
+                                                                                   where + "/fabric")),
+                                                       c.fabric))
+              : net::Topology::build(cluster, c.gpus);
       coll::CollectiveOp op{};
       coll::Algorithm algo{};
       (void)coll::parse_op(c.op, op);
@@ -168,7 +179,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       if (op == coll::CollectiveOp::kSendRecv) {
         ranks = {0, 1};
       } else {
-        for (int r = 0; r < c.gpus; ++r) ranks.push_back(r);
+        for (int r = 0; r < c.gpus * c.nodes; ++r) ranks.push_back(r);
       }
       const auto t = workload::time_collective(topo, op, algo, ranks, c.bytes, profile.collective_latency.value);
       c.predicted = (c.metric == "busbw" ? t.busbw_bytes_per_s : t.algbw_bytes_per_s) / 1e9;

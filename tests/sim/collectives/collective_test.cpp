@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "sim/collectives/collective.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/network/fabric_spec.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "tests/support/builders.hpp"
@@ -109,4 +111,18 @@ TEST_CASE("more link bandwidth never makes a collective slower") {
       prev = t;
     }
   }
+}
+
+TEST_CASE("across nodes, the hierarchical all-reduce beats a flat ring that crosses the NICs at every node boundary") {
+  const auto fabric = net::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
+  const auto topo = net::Topology::build(test::shipped_cluster("hgx-h100"), 8, 4, fabric);
+  std::vector<int> all;
+  for (int r = 0; r < 32; ++r) all.push_back(r);
+  const auto ring = workload::time_collective(topo, CollectiveOp::kAllReduce, Algorithm::kRing, all, 1e9, 6e-6);
+  const auto hier = workload::time_collective(topo, CollectiveOp::kAllReduce, Algorithm::kHierarchical, all, 1e9, 6e-6);
+  const auto best = workload::time_collective(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, all, 1e9, 6e-6);
+  CHECK(hier.seconds < 0.3 * ring.seconds);
+  CHECK(best.algorithm == Algorithm::kHierarchical);
+  // One GPU per node (a DP group of the first GPUs): no hierarchical algorithm to choose.
+  CHECK(coll::node_groups(topo, {0, 8, 16, 24}).empty());
 }
