@@ -1,4 +1,6 @@
 #pragma once
+#include <array>
+#include <string>
 #include <vector>
 
 namespace cs::plan {
@@ -22,16 +24,17 @@ struct ParallelPlan {
   [[nodiscard]] int gpus() const { return tp * cp * dp * pp; }
   /// Replicas of the model's weights within a stage: DP x CP (gradients are reduced over both).
   [[nodiscard]] int dpcp() const { return dp * cp; }
-  /// Placement: TP innermost, then CP, then DP, then PP: rank = (stage * DP*CP + d) * TP + tp, with
-  /// d = dp * CP + cp.
-  [[nodiscard]] int rank(int stage, int d, int t) const { return (stage * dpcp() + d) * tp + t; }
-  [[nodiscard]] int tp_rank(int rank) const { return rank % tp; }
-  [[nodiscard]] int dp_rank(int rank) const { return rank / tp % dpcp() / cp; }
-  [[nodiscard]] int pp_stage(int rank) const { return rank / (tp * dpcp()); }
+  /// Placement order, innermost first (a permutation of tp, cp, dp, pp); the default puts TP
+  /// innermost inside a node, then CP, DP and PP.
+  std::array<char, 4> order{'t', 'c', 'd', 'p'};
+  /// The rank of (pipeline stage, d = dp * CP + cp, tensor rank t) under `order` (mixed radix).
+  [[nodiscard]] int rank(int stage, int d, int t) const;
   /// Every TP group (ranks in ring order), and every DP group.
   [[nodiscard]] std::vector<std::vector<int>> tp_groups() const;
   [[nodiscard]] std::vector<std::vector<int>> dp_groups() const;
   bool operator==(const ParallelPlan&) const = default;
+  /// Parses "tp-cp-dp-pp" style orders; false if it is not a permutation of the four.
+  [[nodiscard]] static bool parse_order(const std::string& text, std::array<char, 4>& out);
 };
 
 }  // namespace cs::plan

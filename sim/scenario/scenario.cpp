@@ -33,6 +33,12 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.pp = static_cast<int>(p.opt_int("pp", 1, 1024, 1));
     s.vpp = static_cast<int>(p.opt_int("vpp", 1, 64, 1));
     s.cp = static_cast<int>(p.opt_int("cp", 1, 1024, 1));
+    s.rank_order = p.opt_string("rank_order", "tp-cp-dp-pp");
+    std::array<char, 4> order{};
+    if (!plan::ParallelPlan::parse_order(s.rank_order, order)) {
+      p.fail_at("rank_order", "expected the four of tp, cp, dp, pp, innermost first, joined by '-' (e.g. tp-cp-dp-pp); got \"" +
+                                  s.rank_order + "\"");
+    }
     s.schedule = p.opt_enum("schedule", {"1f1b", "gpipe"}, "1f1b");
     s.sp = p.opt_bool("sp", false);
     s.zero = static_cast<int>(p.opt_int("zero", 0, 3, 0));
@@ -62,6 +68,12 @@ std::string pointer_from_path(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
   std::string out = "/";
   for (char c : path) out += (c == '.') ? '/' : c;
+  return out;
+}
+
+std::string spec_order(const std::array<char, 4>& o) {
+  std::string out;
+  for (char c : o) out += std::string(out.empty() ? "" : "-") + (c == 't' ? "tp" : c == 'c' ? "cp" : c == 'd' ? "dp" : "pp");
   return out;
 }
 
@@ -213,6 +225,7 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   s.plan.pp = spec.pp;
   s.plan.vpp = spec.vpp;
   s.plan.cp = spec.cp;
+  (void)plan::ParallelPlan::parse_order(spec.rank_order, s.plan.order);  // checked by the parser
   s.plan.schedule = spec.schedule == "gpipe" ? plan::PipelineSchedule::kGpipe : plan::PipelineSchedule::kOneFOneB;
   s.plan.recompute = spec.recompute == "full"        ? plan::Recompute::kFull
                      : spec.recompute == "selective" ? plan::Recompute::kSelective
@@ -302,6 +315,7 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
                    {"pp", s.plan.pp},
                    {"vpp", s.plan.vpp},
                    {"cp", s.plan.cp},
+                   {"rank_order", spec_order(s.plan.order)},
                    {"schedule", s.plan.schedule == plan::PipelineSchedule::kGpipe ? "gpipe" : "1f1b"},
                    {"sp", s.plan.sp},
                    {"zero", s.plan.zero}};

@@ -51,6 +51,7 @@ struct ScenarioSpec {
   int pp = 1;
   int vpp = 1;
   int cp = 1;
+  std::string rank_order = "tp-cp-dp-pp";
   std::string schedule = "1f1b";
   std::string recompute = "none";
   int lora_rank = 0;

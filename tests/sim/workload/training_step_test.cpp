@@ -189,3 +189,15 @@ TEST_CASE("context parallelism splits long sequences: activations shrink by CP, 
   // The same work per step (model FLOPs) whatever the split.
   CHECK(two.tflops_per_gpu * two.step_time_s == doctest::Approx(one.tflops_per_gpu * one.step_time_s).epsilon(1e-9));
 }
+
+TEST_CASE("the rank order places TP groups: TP innermost keeps them inside a node, DP innermost spreads them") {
+  const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 2, "fabric": "ib-ndr-rail",
+    "training": {"seq": 2048, "global_batch": 16}, "parallel": {"tp": 8, "rank_order": ")";
+  const auto inner = eval(test::scenario_from_json(base + R"(tp-cp-dp-pp"}})"));
+  const auto spread = eval(test::scenario_from_json(base + R"(dp-tp-cp-pp"}})"));
+  double tp_inner = 0, tp_spread = 0;
+  for (const auto& c : inner.collectives) tp_inner += c.label == "tp.allreduce" ? c.seconds_per_gpu : 0;
+  for (const auto& c : spread.collectives) tp_spread += c.label == "tp.allreduce" ? c.seconds_per_gpu : 0;
+  CHECK(tp_spread > 1.5 * tp_inner);
+  CHECK(spread.plan.order == std::array<char, 4>{'d', 't', 'c', 'p'});
+}
