@@ -70,3 +70,19 @@ TEST_CASE("Megatron-LM SC'21 Table 1 (A- cases up to 512 GPUs): every case withi
   CHECK(j["max_abs_error"].get<double>() <= 0.60);
   CHECK(j["median_abs_error"].get<double>() <= 0.20);
 }
+
+TEST_CASE("Megatron-LM SC'21 Table 2, ZeRO-3 without model parallelism: the communication-bound rows within 15%") {
+  // At 768+ GPUs (174.6B) and 1,120+ GPUs (529.6B) the step is dominated by the per-layer
+  // parameter all-gathers and gradient reduce-scatters over HDR InfiniBand: the fabric model's
+  // regime. The 384- and 640-GPU rows are compute-bound and read high like Table 1 (docs/accuracy.md).
+  const auto r = cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-zero3-*' --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["cases"].size() == 6);
+  for (const auto& c : j["cases"]) {
+    const std::string id = c["id"];
+    if (id.ends_with("384gpu") || id.ends_with("640gpu")) continue;
+    CAPTURE(id);
+    CHECK(std::abs(c["error"].get<double>()) <= 0.15);
+  }
+}
