@@ -179,26 +179,35 @@ Offer parse_offer(const config::JsonDoc& doc, const std::string& id) {
   return o;
 }
 
+Machine resolve_machine(const config::Catalog& catalog, const std::string& file, const std::string& model,
+                        const std::string& cluster, const std::string& profile, const std::string& offer) {
+  Machine m;
+  {
+    const auto path = catalog.locate(config::CatalogKind::kModel, model, file, "/model");
+    m.model = models::parse_model(config::load(path), model.find('/') == std::string::npos ? model : path);
+  }
+  const auto cpath = catalog.locate(config::CatalogKind::kCluster, cluster, file, "/cluster");
+  m.cluster = net::parse_cluster(config::load(cpath), cluster);
+  {
+    // A cluster's own profile id that does not resolve is the cluster file's fault.
+    const std::string id = profile.empty() ? m.cluster.profile : profile;
+    const auto path = catalog.locate(config::CatalogKind::kProfile, id, profile.empty() ? cpath : file, "/profile");
+    m.profile = calib::parse_profile(config::load(path), std::filesystem::path(path).stem().string());
+  }
+  if (!offer.empty()) m.offer = parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, offer, file, "/offer")), offer);
+  return m;
+}
+
 Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const std::string& file) {
   Scenario s;
   s.name = spec.name;
   s.description = spec.description;
   {
-    const auto path = catalog.locate(config::CatalogKind::kModel, spec.model, file, "/model");
-    s.model = models::parse_model(config::load(path), spec.model.find('/') == std::string::npos ? spec.model : path);
-  }
-  {
-    const auto path = catalog.locate(config::CatalogKind::kCluster, spec.cluster, file, "/cluster");
-    s.cluster = net::parse_cluster(config::load(path), spec.cluster);
-  }
-  {
-    const std::string id = spec.profile.empty() ? s.cluster.profile : spec.profile;
-    const auto path = catalog.locate(config::CatalogKind::kProfile, id, spec.profile.empty() ? s.cluster.id : file, "/profile");
-    s.profile = calib::parse_profile(config::load(path), std::filesystem::path(path).stem().string());
-  }
-  if (!spec.offer.empty()) {
-    const auto path = catalog.locate(config::CatalogKind::kOffer, spec.offer, file, "/offer");
-    s.offer = parse_offer(config::load(path), spec.offer);
+    auto m = resolve_machine(catalog, file, spec.model, spec.cluster, spec.profile, spec.offer);
+    s.model = std::move(m.model);
+    s.cluster = std::move(m.cluster);
+    s.profile = std::move(m.profile);
+    s.offer = std::move(m.offer);
   }
   s.gpus_per_node = spec.gpus == 0 ? s.cluster.gpus : spec.gpus;
   if (s.gpus_per_node > s.cluster.gpus) {

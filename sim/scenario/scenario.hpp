@@ -94,6 +94,17 @@ struct Scenario {
   [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
 };
 
+/// The machine and model a scenario names, resolved against the catalog (shared by training and
+/// serving scenarios): ids or paths; the profile defaults to the cluster's; the offer is optional.
+struct Machine {
+  models::ModelArch model;
+  net::ClusterSpec cluster;
+  calib::HardwareProfile profile;
+  std::optional<Offer> offer;
+};
+[[nodiscard]] Machine resolve_machine(const config::Catalog& catalog, const std::string& file, const std::string& model,
+                                      const std::string& cluster, const std::string& profile, const std::string& offer);
+
 /// A scenario file may carry named variants: sets of overrides reported side by side.
 struct ScenarioFile {
   std::vector<std::string> variant_names;  ///< empty: a single scenario

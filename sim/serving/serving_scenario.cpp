@@ -215,13 +215,13 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   problems.throw_if_any();
 
   // Resolve ids (stage 3).
-  s.model = models::parse_model(config::load(catalog.locate(config::CatalogKind::kModel, model, doc.path, "/model")), model);
-  const auto cpath = catalog.locate(config::CatalogKind::kCluster, cluster, doc.path, "/cluster");
-  s.cluster = net::parse_cluster(config::load(cpath), cluster);
-  const std::string pid = profile.empty() ? s.cluster.profile : profile;
-  const auto ppath = catalog.locate(config::CatalogKind::kProfile, pid, profile.empty() ? cpath : doc.path, "/profile");
-  s.profile = calib::parse_profile(config::load(ppath), std::filesystem::path(ppath).stem().string());
-  if (!offer.empty()) s.offer = scenario::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, offer, doc.path, "/offer")), offer);
+  {
+    auto m = scenario::resolve_machine(catalog, doc.path, model, cluster, profile, offer);
+    s.model = std::move(m.model);
+    s.cluster = std::move(m.cluster);
+    s.profile = std::move(m.profile);
+    s.offer = std::move(m.offer);
+  }
   if (!trace_file.empty()) s.trace = read_trace(trace_file);
   if (s.weights == models::WeightFormat::kFp8) (void)s.profile.peak(calib::Dtype::kFp8);
   const int pools = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;

@@ -49,7 +49,7 @@ struct Replica {
   std::vector<int> running;  ///< in admission order
   std::int64_t free_blocks = 0;
   std::map<double, double> allreduce_s, allgather_s;  ///< collective time by size
-  std::vector<std::map<double, double>> stage_transfer_s = std::vector<std::map<double, double>>(64);
+  std::vector<std::map<double, double>> stage_transfer_s;  ///< per stage boundary, activation transfer time by size
 };
 
 struct Planned {
@@ -126,6 +126,7 @@ class Simulation final : public engine::EventHandler {
       }
       r.ranks = r.stage_ranks.front();
       r.stage_free.assign(static_cast<std::size_t>(mine.pp), 0.0);
+      r.stage_transfer_s.resize(static_cast<std::size_t>(mine.pp));
       r.prefill_only = disagg && i < s.prefill_replicas;
       r.decode_only = disagg && i >= s.prefill_replicas;
       r.free_blocks = r.blocks;
@@ -412,7 +413,6 @@ class Simulation final : public engine::EventHandler {
       const double used = 1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, rep.blocks));
       kv_area_[static_cast<std::size_t>(rep.index)] += used * dt / rep.pp;
       kv_max_ = std::max(kv_max_, used);
-      busy_time_ += dt;
       ++steps_;
       if (trace_) step_spans_.push_back({rep.index, now, end, mix.tokens, static_cast<double>(plan_.size())});
       engine_.schedule(engine_.now() + SimTime::from_seconds(dt), engine::Phase::kTaskEnd, static_cast<std::uint32_t>(rep.index),
@@ -566,7 +566,7 @@ class Simulation final : public engine::EventHandler {
   std::vector<Planned> plan_;
   std::map<double, double> kv_transfer_;
   std::vector<double> kv_area_;
-  double kv_max_ = 0, busy_time_ = 0;
+  double kv_max_ = 0;
   std::int64_t steps_ = 0, preemptions_ = 0;
   std::uint64_t next_ = 0, next_decode_ = 0, events_ = 0;
   std::vector<StepSpan> step_spans_;

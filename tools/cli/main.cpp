@@ -18,9 +18,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::vector<std::pair<CLI::App*, cs::cli::Action>> actions;
   auto reg = [&](auto add, const char* name) {
-    const auto before = app.get_subcommands({}).size();
     auto action = add(app, globals);
-    (void)before;
     actions.emplace_back(app.get_subcommand(name), action);
   };
   reg(cs::cli::add_run, "run");
