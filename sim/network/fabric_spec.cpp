@@ -41,6 +41,7 @@ FabricSpec parse_fabric(const config::JsonDoc& doc, const std::string& id) {
     n.finish();
   }
   f.switch_latency_s = r.req_quantity("switch_latency", Dimension::kTime, 0.0);
+  f.switch_latency_source = r.req_string("switch_latency_source");
   f.nodes_per_leaf = static_cast<int>(r.opt_int("nodes_per_leaf", 1, 1 << 20, 1));
   f.oversubscription = r.opt_number("oversubscription", 1.0, 1000.0, 1.0);
   r.finish();

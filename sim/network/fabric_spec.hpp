@@ -27,7 +27,7 @@ struct FabricSpec {
   double switch_latency_s = 0;
   int nodes_per_leaf = 1;        ///< fat tree: nodes whose NICs share a leaf
   double oversubscription = 1;   ///< leaf downlink over uplink bandwidth (1 = full bisection)
-  std::string nic_source, efficiency_source;
+  std::string nic_source, efficiency_source, switch_latency_source;
   [[nodiscard]] int nic_of(int gpu) const {
     return gpu_nic.empty() ? gpu % nics_per_node : gpu_nic[static_cast<std::size_t>(gpu) % gpu_nic.size()];
   }
