@@ -1,5 +1,6 @@
 #include "sim/network/topology.hpp"
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <cmath>
 #include <limits>
@@ -76,6 +77,10 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
   };
   std::vector<std::vector<VertexId>> node_gpus(static_cast<std::size_t>(nodes));
   for (int n = 0; n < nodes; ++n) {
+    if (n == 1) {
+      t.vertices_per_node_ = static_cast<std::uint32_t>(t.vertices_.size());
+      t.links_per_node_ = static_cast<std::uint32_t>(t.links_.size());
+    }
     const std::string pre = nodes > 1 ? "n" + std::to_string(n) + "." : "";
     std::map<std::string, VertexId> by_name;
     for (int g = 0; g < gpus_per_node; ++g) {
@@ -95,6 +100,19 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
   }
   if (nodes > 1) {
     t.has_fabric_ = true;
+    CS_ASSERT(t.vertices_.size() == std::size_t{t.vertices_per_node_} * nodes && t.links_.size() == std::size_t{t.links_per_node_} * nodes,
+              "nodes are identical, contiguous copies");
+    // Joins a child to its parent in the tree above the GPUs (GPU - NIC - switch tiers).
+    auto attach = [&](VertexId child, VertexId parent, double bw, double latency, const std::string& type) {
+      const auto up = static_cast<std::int64_t>(t.links_.size());
+      add_duplex(child, parent, bw, latency, type);
+      t.tree_.resize(t.vertices_.size());
+      auto& c = t.tree_[index(child)];
+      CS_ASSERT(c.parent < 0, "a vertex has one parent in the fabric tree");
+      c.up = up;
+      c.down = up + 1;
+      c.parent = index(parent);
+    };
     // NICs: each on the PCIe path of the GPUs that use it.
     const double nic_bw = fabric.nic_bandwidth * fabric.nic_efficiency;
     std::vector<std::vector<VertexId>> nics(static_cast<std::size_t>(nodes));
@@ -104,9 +122,9 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
             add_vertex({"n" + std::to_string(n) + ".nic" + std::to_string(k), VertexKind::kNic, {}, n}));
       }
       for (int g = 0; g < gpus_per_node; ++g) {
-        add_duplex(node_gpus[static_cast<std::size_t>(n)][static_cast<std::size_t>(g)],
-                   nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(fabric.nic_of(g))], fabric.gpu_nic_bandwidth,
-                   fabric.nic_latency_s, "gpu_nic");
+        attach(node_gpus[static_cast<std::size_t>(n)][static_cast<std::size_t>(g)],
+               nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(fabric.nic_of(g))], fabric.gpu_nic_bandwidth,
+               fabric.nic_latency_s, "gpu_nic");
       }
     }
     const double lat = fabric.switch_latency_s;
@@ -114,7 +132,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       case FabricKind::kSingleSwitch: {
         const auto sw = add_vertex({"fabric", VertexKind::kNic, {}, -1});
         for (const auto& node : nics) {
-          for (auto nic : node) add_duplex(nic, sw, nic_bw, lat, "nic");
+          for (auto nic : node) attach(nic, sw, nic_bw, lat, "nic");
         }
         break;
       }
@@ -123,8 +141,8 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
         const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1});
         for (int k = 0; k < fabric.nics_per_node; ++k) {
           const auto rail = add_vertex({"rail" + std::to_string(k), VertexKind::kNic, {}, -1});
-          for (const auto& node : nics) add_duplex(node[static_cast<std::size_t>(k)], rail, nic_bw, lat, "nic");
-          add_duplex(rail, spine, nic_bw * nodes / fabric.oversubscription, lat, "spine");
+          for (const auto& node : nics) attach(node[static_cast<std::size_t>(k)], rail, nic_bw, lat, "nic");
+          attach(rail, spine, nic_bw * nodes / fabric.oversubscription, lat, "spine");
         }
         break;
       }
@@ -135,13 +153,19 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
           const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kNic, {}, -1});
           int in_leaf = 0;
           for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf); ++n, ++in_leaf) {
-            for (auto nic : nics[static_cast<std::size_t>(n)]) add_duplex(nic, leaf, nic_bw, lat, "nic");
+            for (auto nic : nics[static_cast<std::size_t>(n)]) attach(nic, leaf, nic_bw, lat, "nic");
           }
-          add_duplex(leaf, spine, nic_bw * fabric.nics_per_node * in_leaf / fabric.oversubscription, lat, "spine");
+          attach(leaf, spine, nic_bw * fabric.nics_per_node * in_leaf / fabric.oversubscription, lat, "spine");
         }
         break;
       }
     }
+  }
+  t.tree_.resize(t.vertices_.size());
+  for (std::size_t v = 0; v < t.tree_.size(); ++v) {
+    int d = 0;  // distance to the fabric's root
+    for (auto p = t.tree_[v].parent; p >= 0; p = t.tree_[static_cast<std::size_t>(p)].parent) ++d;
+    t.tree_[v].depth = d;
   }
   t.pred_.resize(t.vertices_.size());
   return t;
@@ -186,44 +210,71 @@ void Topology::compute_source(std::uint32_t src) const {
 }
 
 Route Topology::intra_node_route(std::uint32_t src, std::uint32_t dst) const {
-  // Nodes are small: a plain Dijkstra over this node's own vertices (no NICs, no fabric).
-  const int node = vertices_[src].node;
-  const std::size_t n = vertices_.size();
-  std::vector<Cost> cost(n);
-  std::vector<std::int64_t> pred(n, -1);
-  std::vector<bool> done(n, false);
-  cost[src] = {0.0, 0};
-  std::vector<std::uint32_t> members;
-  for (std::uint32_t v = 0; v < n; ++v) {
-    if (vertices_[v].node == node && vertices_[v].kind != VertexKind::kNic) members.push_back(v);
-  }
-  for (std::size_t iter = 0; iter < members.size(); ++iter) {
-    auto u = static_cast<std::uint32_t>(n);
-    for (auto v : members) {
-      if (!done[v] && std::isfinite(cost[v].per_byte) && (u == n || cost[v] < cost[u])) u = v;
-    }
-    if (u == n) break;
-    done[u] = true;
-    if (u != src && vertices_[u].kind == VertexKind::kGpu) continue;
-    for (auto lid : out_links_[u]) {
-      const Link& link = links_[index(lid)];
-      const auto v = index(link.to);
-      if (vertices_[v].node != node || vertices_[v].kind == VertexKind::kNic) continue;
-      const Cost nc{cost[u].per_byte + 1.0 / link.bandwidth_bytes_per_s, cost[u].hops + 1};
-      if (nc < cost[v]) {
-        cost[v] = nc;
-        pred[v] = index(lid);
+  // Node 0's route between the same local vertices, shifted to this node (nodes are copies).
+  const std::uint32_t node = src / vertices_per_node_, base = node * vertices_per_node_;
+  const auto key = std::make_pair(src - base, dst - base);
+  auto it = node0_routes_.find(key);
+  if (it == node0_routes_.end()) {
+    // Nodes are small: a plain Dijkstra over node 0's own vertices (no NICs, no fabric).
+    const std::uint32_t n = vertices_per_node_, s0 = key.first;
+    std::vector<Cost> cost(n);
+    std::vector<std::int64_t> pred(n, -1);
+    std::vector<bool> done(n, false);
+    cost[s0] = {0.0, 0};
+    for (std::uint32_t iter = 0; iter < n; ++iter) {
+      auto u = n;
+      for (std::uint32_t v = 0; v < n; ++v) {
+        if (!done[v] && std::isfinite(cost[v].per_byte) && (u == n || cost[v] < cost[u])) u = v;
+      }
+      if (u == n) break;
+      done[u] = true;
+      if (u != s0 && vertices_[u].kind == VertexKind::kGpu) continue;
+      for (auto lid : out_links_[u]) {
+        const Link& link = links_[index(lid)];
+        const auto v = index(link.to);
+        if (v >= n) continue;  // a NIC: traffic inside a node never leaves it
+        const Cost nc{cost[u].per_byte + 1.0 / link.bandwidth_bytes_per_s, cost[u].hops + 1};
+        if (nc < cost[v]) {
+          cost[v] = nc;
+          pred[v] = index(lid);
+        }
       }
     }
+    Route r;
+    for (std::uint32_t v = key.second; v != s0;) {
+      CS_ASSERT(pred[v] >= 0, "GPUs of one node reach each other inside it");
+      const auto lid = static_cast<std::uint32_t>(pred[v]);
+      r.links.insert(r.links.begin(), static_cast<LinkId>(lid));
+      r.latency_s += links_[lid].latency_s;
+      v = index(links_[lid].from);
+    }
+    it = node0_routes_.emplace(key, std::move(r)).first;
+  }
+  Route r = it->second;
+  for (auto& l : r.links) l = static_cast<LinkId>(index(l) + node * links_per_node_);
+  return r;
+}
+
+Route Topology::fabric_route(std::uint32_t src, std::uint32_t dst) const {
+  // Climb from the deeper end until both meet at their lowest common ancestor.
+  std::vector<LinkId> up, down;
+  auto a = static_cast<std::int64_t>(src), b = static_cast<std::int64_t>(dst);
+  auto step = [&](std::int64_t& v, std::vector<LinkId>& out, bool upward) {
+    const auto& t = tree_[static_cast<std::size_t>(v)];
+    CS_ASSERT(t.parent >= 0, "two vertices of the fabric tree share its root");
+    out.push_back(static_cast<LinkId>(upward ? t.up : t.down));
+    v = t.parent;
+  };
+  while (tree_[static_cast<std::size_t>(a)].depth > tree_[static_cast<std::size_t>(b)].depth) step(a, up, true);
+  while (tree_[static_cast<std::size_t>(b)].depth > tree_[static_cast<std::size_t>(a)].depth) step(b, down, false);
+  while (a != b) {
+    step(a, up, true);
+    step(b, down, false);
   }
   Route r;
-  for (std::uint32_t v = dst; v != src;) {
-    CS_ASSERT(pred[v] >= 0, "GPUs of one node reach each other inside it");
-    const auto lid = static_cast<std::uint32_t>(pred[v]);
-    r.links.insert(r.links.begin(), static_cast<LinkId>(lid));
-    r.latency_s += links_[lid].latency_s;
-    v = index(links_[lid].from);
-  }
+  r.links = std::move(up);
+  r.links.insert(r.links.end(), down.rbegin(), down.rend());
+  for (auto l : r.links) r.latency_s += links_[index(l)].latency_s;
   return r;
 }
 
@@ -234,8 +285,14 @@ const Route& Topology::route(VertexId from, VertexId to) const {
   if (it != routes_.end()) return it->second;
   const int node_a = vertices_[index(from)].node, node_b = vertices_[index(to)].node;
   Route r;
-  if (has_fabric_ && node_a == node_b && node_a >= 0) {
+  const auto own = [&](VertexId v) {  // one of a node's own vertices (not a NIC or a fabric switch)
+    return vertices_[index(v)].node >= 0 && vertices_[index(v)].kind != VertexKind::kNic;
+  };
+  if (has_fabric_ && node_a == node_b && own(from) && own(to)) {
     r = intra_node_route(index(from), index(to));
+  } else if (has_fabric_ && node_a != node_b && vertices_[index(from)].kind == VertexKind::kGpu &&
+             vertices_[index(to)].kind == VertexKind::kGpu) {
+    r = fabric_route(index(from), index(to));
   } else {
     compute_source(index(from));
     const auto& pred = pred_[index(from)];
@@ -257,8 +314,15 @@ double Topology::bottleneck(const Route& r) const {
 }
 
 std::optional<VertexId> Topology::nvls_switch(const std::vector<int>& ranks) const {
-  for (std::size_t v = 0; v < vertices_.size(); ++v) {
-    if (!vertices_[v].nvls_bandwidth_bytes_per_s) continue;
+  // A switch adjacent to every rank is adjacent to the first: only its neighbours are candidates.
+  if (ranks.empty()) return std::nullopt;
+  std::vector<std::uint32_t> candidates;
+  for (auto l : out_links_[index(gpu(ranks.front()))]) {
+    const auto v = index(links_[index(l)].to);
+    if (vertices_[v].nvls_bandwidth_bytes_per_s) candidates.push_back(v);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (auto v : candidates) {
     bool all = true;
     for (int r : ranks) all = all && direct_link(gpu(r), static_cast<VertexId>(v)).has_value();
     if (all) return static_cast<VertexId>(v);

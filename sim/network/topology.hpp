@@ -80,13 +80,28 @@ class Topology {
   std::vector<Vertex> vertices_;
   std::vector<Link> links_;
   std::vector<VertexId> gpu_vertices_;
-  /// Routes are computed on demand: one Dijkstra per source (predecessor links kept), the routes
-  /// used materialised once. Not thread-safe (the parallel engine will precompute them).
+  /// Routes are computed on demand and materialised once. One node: one Dijkstra per source
+  /// (predecessor links kept). Several nodes: nodes are identical copies, so a route inside node n
+  /// is node 0's route shifted by n's vertex and link offsets; a route between nodes is the GPU's
+  /// link to its NIC, the unique path up and down the fabric's tree, and the far NIC's link to the
+  /// GPU (GPUs never forward and a NIC joins only its GPUs and one fabric switch, so no other path
+  /// exists). Not thread-safe.
   void compute_source(std::uint32_t src) const;
   [[nodiscard]] Route intra_node_route(std::uint32_t src, std::uint32_t dst) const;
+  [[nodiscard]] Route fabric_route(std::uint32_t src, std::uint32_t dst) const;
   bool has_fabric_ = false;
+  std::uint32_t vertices_per_node_ = 0;  ///< node n's own vertices: [n * this, (n + 1) * this)
+  std::uint32_t links_per_node_ = 0;     ///< node n's own links: [n * this, (n + 1) * this)
+  struct TreeLinks {
+    std::int64_t up = -1;    ///< link to the parent (GPU: to its NIC; NIC: to its switch)
+    std::int64_t down = -1;  ///< the parent's link back
+    std::int64_t parent = -1;
+    std::int32_t depth = 0;
+  };
+  std::vector<TreeLinks> tree_;  ///< several nodes: per vertex (GPUs, NICs, fabric switches)
   mutable std::vector<std::vector<std::int64_t>> pred_;  ///< per source: predecessor link of each vertex
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> routes_;
+  mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> node0_routes_;  ///< intra-node template
   std::vector<std::vector<LinkId>> out_links_;
 };
 

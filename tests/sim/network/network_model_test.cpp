@@ -1,6 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+
+#include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/network/fabric_spec.hpp"
 #include "sim/network/network_model.hpp"
 #include "sim/network/topology.hpp"
 #include "tests/support/builders.hpp"
@@ -98,4 +103,77 @@ TEST_CASE("a cluster whose GPUs cannot reach each other is bad input") {
     "links": [{"a": "gpu0", "b": "a", "type": "l"}, {"a": "gpu1", "b": "b", "type": "l"}]})");
   CHECK_THROWS_WITH_AS((void)Topology::build(spec, 2), "test-cluster: /links: gpu0 cannot reach gpu1 (with the first 2 GPUs)",
                        InputError);
+}
+
+namespace {
+
+/// Least time per byte, then fewest hops, from `src` to `dst` by a plain search over the public
+/// graph (GPUs other than `src` do not forward): the reference for the structural routes.
+std::pair<double, int> best_cost(const Topology& t, VertexId src, VertexId dst, bool stay_in_node) {
+  const std::size_t n = t.vertex_count();
+  std::vector<double> cost(n, std::numeric_limits<double>::infinity());
+  std::vector<int> hops(n, 0);
+  std::vector<bool> done(n, false);
+  cost[index(src)] = 0;
+  const int node = t.vertex(src).node;
+  for (std::size_t it = 0; it < n; ++it) {
+    std::size_t u = n;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (!done[v] && std::isfinite(cost[v]) && (u == n || cost[v] < cost[u] * (1 - 1e-12) ||
+                                                 (cost[v] <= cost[u] * (1 + 1e-12) && hops[v] < hops[u]))) {
+        u = v;
+      }
+    }
+    if (u == n) break;
+    done[u] = true;
+    if (u != index(src) && t.vertex(static_cast<VertexId>(u)).kind == VertexKind::kGpu) continue;
+    for (std::uint32_t l = 0; l < t.link_count(); ++l) {
+      const auto& link = t.link(static_cast<LinkId>(l));
+      if (index(link.from) != u) continue;
+      const auto& to = t.vertex(link.to);
+      if (stay_in_node && (to.node != node || to.kind == VertexKind::kNic)) continue;
+      const double c = cost[u] + 1.0 / link.bandwidth_bytes_per_s;
+      if (c < cost[index(link.to)] * (1 - 1e-12) || (c <= cost[index(link.to)] * (1 + 1e-12) && hops[u] + 1 < hops[index(link.to)])) {
+        cost[index(link.to)] = c;
+        hops[index(link.to)] = hops[u] + 1;
+      }
+    }
+  }
+  return {cost[index(dst)], hops[index(dst)]};
+}
+
+}  // namespace
+
+TEST_CASE("multi-node routes (node templates and the fabric tree) are least-cost paths: checked against a full search") {
+  for (const std::string fabric_id : {"ib-ndr-rail", "ib-hdr-fattree", "eth-100g", "roce-400g-pods", "ib-400g-h800"}) {
+    for (const std::string cluster : {"hgx-h100", "pcie-h100x8"}) {
+      CAPTURE(fabric_id);
+      CAPTURE(cluster);
+      const auto fabric = parse_fabric(config::load(test::data_path("scenarios/fabrics/" + fabric_id + ".json")), fabric_id);
+      const auto topo = Topology::build(test::shipped_cluster(cluster), 8, 3, fabric);
+      for (int a = 0; a < topo.gpu_count(); a += 3) {
+        for (int b = 0; b < topo.gpu_count(); ++b) {
+          if (a == b) continue;
+          const auto& r = topo.route(topo.gpu(a), topo.gpu(b));
+          // A contiguous path from a to b through no other GPU.
+          REQUIRE_FALSE(r.links.empty());
+          CHECK(topo.link(r.links.front()).from == topo.gpu(a));
+          CHECK(topo.link(r.links.back()).to == topo.gpu(b));
+          double per_byte = 0, latency = 0;
+          for (std::size_t k = 0; k < r.links.size(); ++k) {
+            const auto& l = topo.link(r.links[k]);
+            if (k > 0) CHECK(topo.link(r.links[k - 1]).to == l.from);
+            if (k + 1 < r.links.size()) CHECK(topo.vertex(l.to).kind != VertexKind::kGpu);
+            per_byte += 1.0 / l.bandwidth_bytes_per_s;
+            latency += l.latency_s;
+          }
+          CHECK(r.latency_s == doctest::Approx(latency));
+          const bool same_node = topo.node_of_rank(a) == topo.node_of_rank(b);
+          const auto [best, hops] = best_cost(topo, topo.gpu(a), topo.gpu(b), same_node);
+          CHECK(per_byte == doctest::Approx(best).epsilon(1e-9));
+          CHECK(static_cast<int>(r.links.size()) == hops);
+        }
+      }
+    }
+  }
 }
