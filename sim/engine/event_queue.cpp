@@ -1,15 +1,10 @@
 #include "sim/engine/event_queue.hpp"
 
 #include <algorithm>
-#include <tuple>
 
 #include "sim/core/check.hpp"
 
 namespace cs::engine {
-
-bool Event::before(const Event& o) const {
-  return std::tie(time, phase, lp, seq) < std::tie(o.time, o.phase, o.lp, o.seq);
-}
 
 namespace {
 struct Later {

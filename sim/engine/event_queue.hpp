@@ -20,7 +20,12 @@ struct Event {
   std::uint64_t seq = 0;
   std::uint32_t kind = 0;     ///< handler-defined
   std::uint64_t payload = 0;  ///< handler-defined (an id)
-  [[nodiscard]] bool before(const Event& o) const;
+  [[nodiscard]] bool before(const Event& o) const {
+    if (time != o.time) return time < o.time;
+    if (phase != o.phase) return phase < o.phase;
+    if (lp != o.lp) return lp < o.lp;
+    return seq < o.seq;
+  }
 };
 
 /// A binary min-heap of events in key order.

@@ -16,8 +16,8 @@ struct Interval {
   std::int64_t a, b;
 };
 
-/// Total length of a union of intervals.
-std::int64_t union_length(std::vector<Interval> v) {
+/// Total length of a union of intervals (sorts `v`).
+std::int64_t union_length(std::vector<Interval>& v) {
   std::sort(v.begin(), v.end(), [](const Interval& x, const Interval& y) { return x.a < y.a || (x.a == y.a && x.b < y.b); });
   std::int64_t total = 0, cur_a = 0, cur_b = -1;
   bool open = false;
@@ -36,24 +36,37 @@ std::int64_t union_length(std::vector<Interval> v) {
 }
 
 Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog& log) {
+  // One GPU at a time (its streams, plus the transfers outside every stream), so that memory
+  // stays at one GPU's intervals however large the run; sums are taken in GPU order.
   const int n = g.gpus();
-  std::vector<std::vector<Interval>> compute(static_cast<std::size_t>(n)), comm(static_cast<std::size_t>(n));
+  std::vector<std::vector<std::uint32_t>> unordered(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < g.tasks().size(); ++i) {
     const auto& t = g.tasks()[i];
-    const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
+    if (t.stream != workload::Stream::kNone) continue;
     if (t.collective) {
-      for (int r : g.groups()[t.group]) comm[static_cast<std::size_t>(r)].push_back(iv);
+      for (int r : g.groups()[t.group]) unordered[static_cast<std::size_t>(r)].push_back(static_cast<std::uint32_t>(i));
     } else {
-      compute[t.gpu].push_back(iv);
+      unordered[t.gpu].push_back(static_cast<std::uint32_t>(i));
     }
   }
+  std::vector<Interval> compute, comm, both;
+  auto add = [&](std::uint32_t i) {
+    const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
+    (g.tasks()[i].collective ? comm : compute).push_back(iv);
+  };
   Breakdown b;
   for (int r = 0; r < n; ++r) {
     const auto ru = static_cast<std::size_t>(r);
-    const std::int64_t c = union_length(compute[ru]);
-    const std::int64_t m = union_length(comm[ru]);
-    std::vector<Interval> both = compute[ru];
-    both.insert(both.end(), comm[ru].begin(), comm[ru].end());
+    compute.clear();
+    comm.clear();
+    for (std::size_t k = 0; k < workload::kStreamsPerGpu; ++k) {
+      for (auto id : g.stream_order(ru * workload::kStreamsPerGpu + k)) add(workload::index(id));
+    }
+    for (auto i : unordered[ru]) add(i);
+    both = compute;
+    both.insert(both.end(), comm.begin(), comm.end());
+    const std::int64_t c = union_length(compute);
+    const std::int64_t m = union_length(comm);
     const std::int64_t busy = union_length(both);
     b.compute += static_cast<double>(c) * 1e-12;
     b.comm_total += static_cast<double>(m) * 1e-12;
@@ -163,15 +176,24 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.memory = training_memory_of(s);
   r.fits = r.memory.fits();
 
+  auto lap = [last = wall0]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double d = std::chrono::duration<double>(now - last).count();
+    last = now;
+    return d;
+  };
   const workload::ComputeModel compute(s.profile, s.dtype);
   const auto topo = training_topology(s);
+  r.phase_s.topology = lap();
   auto step = workload::build_training_step(s, compute);
+  r.phase_s.graph = lap();
   workload::ExecutorOptions eo;
   eo.network = s.network_model;
   eo.collective_latency_s = s.profile.collective_latency.value;
   eo.record_links = options.record_links;
   eo.curves = &s.profile.collectives;
   auto log = workload::simulate(step.graph, topo, eo);
+  r.phase_s.simulate = lap();
 
   r.step_time_s = log.makespan.seconds();
   r.tokens_per_s = step.tokens / r.step_time_s;
@@ -192,6 +214,7 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.collectives = summarize_collectives(step.graph, log);
   r.events = log.events;
   r.flows = log.flows;
+  r.phase_s.metrics = lap();
 
   if (options.single_gpu_baseline) {
     if (s.gpus == 1) {
@@ -213,6 +236,7 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
     r.speedup = r.single_gpu_step_time_s / r.step_time_s;
     r.scaling_efficiency = r.speedup / s.gpus;
   }
+  r.phase_s.baseline = lap();
 
   if (s.offer) {
     Cost c;

@@ -71,6 +71,11 @@ struct TrainResults {
   std::uint64_t events = 0;
   std::uint64_t flows = 0;
   double wall_s = 0;
+  /// Where the wall time went (seconds): topology, task graph, simulation, one-GPU baseline, and
+  /// the metrics (breakdown and collective summaries).
+  struct Phases {
+    double topology = 0, graph = 0, simulate = 0, baseline = 0, metrics = 0;
+  } phase_s;
 };
 
 struct EvaluateOptions {

@@ -27,7 +27,17 @@ class Executor final : public engine::EventHandler {
         busy_(g.stream_count(), false),
         network_lp_(static_cast<std::uint32_t>(g.gpus())) {
     log_.spans.resize(g.tasks().size());
-    for (std::size_t i = 0; i < g.tasks().size(); ++i) preds_left_[i] = g.tasks()[i].preds;
+    // Successors in compressed rows (a stable counting sort keeps each task's edges in the order
+    // they were added, so the run does not depend on how edges are stored).
+    succ_begin_.assign(g.tasks().size() + 1, 0);
+    for (const auto& e : g.edges()) {
+      ++succ_begin_[index(e.before) + 1];
+      ++preds_left_[index(e.after)];
+    }
+    for (std::size_t i = 0; i < g.tasks().size(); ++i) succ_begin_[i + 1] += succ_begin_[i];
+    succ_.resize(g.edges().size());
+    std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+    for (const auto& e : g.edges()) succ_[fill[index(e.before)]++] = e.after;
   }
 
   RunLog run() {
@@ -49,6 +59,7 @@ class Executor final : public engine::EventHandler {
     } else if (e.payload == net_version_) {
       for (auto f : net_->complete(engine_.now())) {
         const auto t = flow_owner_[net::index(f)];
+        free_flows_.push_back(f);  // ids are reused: the model's state stays as small as the active set
         if (--flows_left_[t] == 0) {
           engine_.schedule(engine_.now() + SimTime::from_seconds(latency_[t]), engine::Phase::kTaskEnd,
                            g_.task(static_cast<TaskId>(t)).gpu, kTaskEnd, t);
@@ -96,7 +107,8 @@ class Executor final : public engine::EventHandler {
   void start_collective(TaskId id, const Task& task) {
     const auto t = index(id);
     log_.spans[t].start = engine_.now();
-    const auto& plan = plan_for(task);
+    const auto& cached = plan_for(task);
+    const auto& plan = cached.plan;
     log_.spans[t].algorithm = plan.algorithm;
     latency_[t] = plan.latency_s;
     if (plan.flows.empty()) {
@@ -105,19 +117,38 @@ class Executor final : public engine::EventHandler {
       return;
     }
     flows_left_[t] = static_cast<std::uint32_t>(plan.flows.size());
-    for (const auto& f : plan.flows) {
-      const auto fid = static_cast<net::FlowId>(flow_owner_.size());
-      flow_owner_.push_back(t);
-      net_->start(fid, topo_.route(f.src, f.dst), f.bytes, f.rate_cap, engine_.now());
+    for (std::size_t k = 0; k < plan.flows.size(); ++k) {
+      net::FlowId fid{};
+      if (free_flows_.empty()) {
+        fid = static_cast<net::FlowId>(flow_owner_.size());
+        flow_owner_.push_back(t);
+      } else {
+        fid = free_flows_.back();
+        free_flows_.pop_back();
+        flow_owner_[net::index(fid)] = t;
+      }
+      net_->start(fid, *cached.routes[k], plan.flows[k].bytes, plan.flows[k].rate_cap, engine_.now());
     }
     log_.flows += plan.flows.size();
     network_changed();
   }
 
-  const coll::CollectivePlan& plan_for(const Task& task) {
+  /// A collective's plan with its flows' routes resolved (cached: the same group, op and size
+  /// recur every micro-batch).
+  struct CachedPlan {
+    coll::CollectivePlan plan;
+    std::vector<const net::Route*> routes;
+  };
+
+  const CachedPlan& plan_for(const Task& task) {
     const auto key = std::make_tuple(task.group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm), task.bytes);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
+    const auto cache = [&](coll::CollectivePlan plan) -> const CachedPlan& {
+      CachedPlan c{std::move(plan), {}};
+      for (const auto& f : c.plan.flows) c.routes.push_back(&topo_.route(f.src, f.dst));
+      return plans_.emplace(key, std::move(c)).first->second;
+    };
     const auto& ranks = g_.groups()[task.group];
     if (opt_.curves && task.algorithm == coll::Algorithm::kAuto && ranks.size() > 1) {
       for (const auto& c : *opt_.curves) {
@@ -125,7 +156,7 @@ class Executor final : public engine::EventHandler {
         coll::CollectivePlan measured;
         measured.algorithm = coll::Algorithm::kMeasured;
         measured.latency_s = c.alpha_s + task.bytes * coll::bus_factor(task.op, c.gpus) / c.busbw_bytes_per_s;
-        return plans_.emplace(key, measured).first->second;
+        return cache(measured);
       }
     }
     coll::CollectiveRequest req;
@@ -134,7 +165,7 @@ class Executor final : public engine::EventHandler {
     req.ranks = g_.groups()[task.group];
     req.bytes = task.bytes;
     req.call_latency_s = opt_.collective_latency_s;
-    return plans_.emplace(key, coll::plan_collective(topo_, req)).first->second;
+    return cache(coll::plan_collective(topo_, req));
   }
 
   void network_changed() {
@@ -159,7 +190,8 @@ class Executor final : public engine::EventHandler {
     const Task& task = g_.task(id);
     log_.spans[t].end = engine_.now();
     // Free the stream(s) that ran it, then release successors; start whatever is now ready.
-    std::vector<std::size_t> touched;
+    auto& touched = touched_;
+    touched.clear();
     if (task.stream != Stream::kNone) {
       if (task.collective) {
         for (int r : g_.groups()[task.group]) touched.push_back(stream_index(static_cast<std::uint32_t>(r), task.stream));
@@ -171,7 +203,8 @@ class Executor final : public engine::EventHandler {
       busy_[s] = false;
       ++head_[s];
     }
-    for (auto succ : task.succs) {
+    for (auto k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k) {
+      const TaskId succ = succ_[k];
       const Task& st = g_.task(succ);
       if (--preds_left_[index(succ)] > 0) continue;
       if (st.stream == Stream::kNone) {
@@ -182,6 +215,7 @@ class Executor final : public engine::EventHandler {
         touched.push_back(stream_index(st.gpu, st.stream));
       }
     }
+    // try_start never re-enters finish (ends are events), so the scratch list is stable here.
     for (auto s : touched) try_start(s);
   }
 
@@ -190,15 +224,19 @@ class Executor final : public engine::EventHandler {
   ExecutorOptions opt_;
   engine::Engine engine_;
   std::unique_ptr<net::NetworkModel> net_;
+  std::vector<std::uint32_t> succ_begin_;  ///< task t's successors: succ_[succ_begin_[t] .. succ_begin_[t + 1])
+  std::vector<TaskId> succ_;
   std::vector<std::uint32_t> preds_left_;
   std::vector<std::uint32_t> arrived_;
   std::vector<std::uint32_t> flows_left_;
   std::vector<double> latency_;
   std::vector<std::size_t> head_;
   std::vector<bool> busy_;
-  std::vector<std::uint32_t> flow_owner_;
+  std::vector<std::uint32_t> flow_owner_;  ///< by flow id: the task it belongs to
+  std::vector<net::FlowId> free_flows_;      ///< finished flows' ids, reused last-in first-out
+  std::vector<std::size_t> touched_;         ///< scratch of finish(): streams to try
   std::vector<double> last_loads_;
-  std::map<std::tuple<std::uint32_t, int, double>, coll::CollectivePlan> plans_;
+  std::map<std::tuple<std::uint32_t, int, double>, CachedPlan> plans_;
   std::uint64_t net_version_ = 0;
   std::uint32_t network_lp_;
   RunLog log_;

@@ -14,7 +14,7 @@ namespace {
 struct ProgramItem {
   bool comm = false;
   bool cp = false;  ///< a collective over the CP group rather than the TP group
-  std::string_view label;
+  const char* label = "";
   Category category = Category::kForward;
   int layer = -1;
   double seconds = 0;  ///< compute
@@ -33,7 +33,7 @@ coll::CollectiveOp to_op(models::TpComm c) {
   }
 }
 
-std::string_view tp_label(models::TpComm c) {
+const char* tp_label(models::TpComm c) {
   switch (c) {
     case models::TpComm::kAllGather: return "tp.allgather";
     case models::TpComm::kReduceScatter: return "tp.reducescatter";
@@ -45,7 +45,7 @@ std::string_view tp_label(models::TpComm c) {
 
 /// Appends ops: consecutive kernels merge into one compute item, each TP collective is its own.
 void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& items, const ComputeModel& compute,
-            std::string_view label, Category cat, int layer) {
+            const char* label, Category cat, int layer) {
   bool open = false;
   for (const auto& it : items) {
     if (it.comm != models::TpComm::kNone) {

@@ -28,7 +28,7 @@ std::uint32_t WorkloadGraph::add_group(const std::vector<int>& ranks) {
   return id;
 }
 
-TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, std::string_view label, int layer,
+TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, const char* label, int layer,
                                   int micro, SimTime duration) {
   CS_ASSERT(gpu >= 0 && gpu < gpus_, "compute task on an existing GPU");
   const auto id = static_cast<TaskId>(tasks_.size());
@@ -40,12 +40,12 @@ TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, std
   t.micro = micro;
   t.gpu = static_cast<std::uint32_t>(gpu);
   t.duration = duration;
-  tasks_.push_back(std::move(t));
+  tasks_.push_back(t);
   if (stream != Stream::kNone) streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   return id;
 }
 
-TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Category category, std::string_view label,
+TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Category category, const char* label,
                                      int layer, int micro, coll::CollectiveOp op, double bytes,
                                      coll::Algorithm algorithm) {
   CS_ASSERT(group < groups_.size(), "collective over a known group");
@@ -62,7 +62,7 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
   t.algorithm = algorithm;
   t.bytes = bytes;
   t.gpu = static_cast<std::uint32_t>(groups_[group].front());
-  tasks_.push_back(std::move(t));
+  tasks_.push_back(t);
   if (stream != Stream::kNone) {
     for (int r : groups_[group]) streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   }
@@ -71,8 +71,7 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
 
 void WorkloadGraph::depend(TaskId before, TaskId after) {
   CS_ASSERT(before != after, "a task does not wait for itself");
-  tasks_[index(before)].succs.push_back(after);
-  ++tasks_[index(after)].preds;
+  edges_.push_back({before, after});
 }
 
 }  // namespace cs::workload

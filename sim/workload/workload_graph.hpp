@@ -23,21 +23,26 @@ enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, k
 [[nodiscard]] const char* category_name(Category c);
 
 /// A vertex of the workload graph: a kernel on one GPU, or a collective over a group of GPUs.
+/// Kept small (56 bytes): a 16,384-GPU step has tens of millions of them. Edges live apart.
 struct Task {
-  std::string_view label;  ///< static text ("layer.fwd", "tp.allreduce", "dp.grad_allreduce"...)
+  const char* label = "";   ///< static text ("layer.fwd", "tp.allreduce", "dp.grad_allreduce"...)
+  double bytes = 0;         ///< collective size (nccl-tests convention)
+  SimTime duration{};       ///< compute: kernel time
+  std::int32_t layer = -1;  ///< decoder layer, or -1
+  std::int32_t micro = -1;  ///< micro-batch, or -1
+  std::uint32_t gpu = 0;    ///< compute: the GPU; collective: its group's first rank
+  std::uint32_t group = 0;  ///< collective: index into groups()
   Category category = Category::kForward;
   Stream stream = Stream::kCompute;
   bool collective = false;
-  std::int32_t layer = -1;  ///< decoder layer, or -1
-  std::int32_t micro = -1;  ///< micro-batch, or -1
-  std::uint32_t gpu = 0;    ///< compute: the GPU
-  std::uint32_t group = 0;  ///< collective: index into groups()
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   coll::Algorithm algorithm = coll::Algorithm::kAuto;
-  double bytes = 0;         ///< collective size (nccl-tests convention)
-  SimTime duration{};       ///< compute: kernel time
-  std::uint32_t preds = 0;  ///< number of explicit predecessors
-  std::vector<TaskId> succs;
+};
+
+/// An explicit dependency: `after` waits for `before`.
+struct Edge {
+  TaskId before{};
+  TaskId after{};
 };
 
 /// One training step (or, later, one serving run) as tasks and dependencies. Program order on each
@@ -47,9 +52,10 @@ class WorkloadGraph {
   explicit WorkloadGraph(int gpus);
   /// A process group (GPU ranks in ring order); identical groups share an index.
   std::uint32_t add_group(const std::vector<int>& ranks);
-  TaskId add_compute(int gpu, Stream stream, Category category, std::string_view label, int layer, int micro,
+  /// `label` must be static text (a literal): tasks keep the pointer.
+  TaskId add_compute(int gpu, Stream stream, Category category, const char* label, int layer, int micro,
                      SimTime duration);
-  TaskId add_collective(std::uint32_t group, Stream stream, Category category, std::string_view label, int layer,
+  TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label, int layer,
                         int micro, coll::CollectiveOp op, double bytes,
                         coll::Algorithm algorithm = coll::Algorithm::kAuto);
   void depend(TaskId before, TaskId after);
@@ -58,6 +64,10 @@ class WorkloadGraph {
   [[nodiscard]] const std::vector<Task>& tasks() const { return tasks_; }
   [[nodiscard]] const Task& task(TaskId t) const { return tasks_[index(t)]; }
   [[nodiscard]] const std::vector<std::vector<int>>& groups() const { return groups_; }
+  /// Explicit dependencies in the order they were added.
+  [[nodiscard]] const std::vector<Edge>& edges() const { return edges_; }
+  /// Room for `tasks` tasks (building a large step without reallocating).
+  void reserve(std::size_t tasks) { tasks_.reserve(tasks); }
   /// Tasks of one stream in program order; streams are indexed gpu * kStreamsPerGpu + stream.
   [[nodiscard]] const std::vector<TaskId>& stream_order(std::size_t stream_index) const {
     return streams_[stream_index];
@@ -67,6 +77,7 @@ class WorkloadGraph {
  private:
   int gpus_;
   std::vector<Task> tasks_;
+  std::vector<Edge> edges_;
   std::vector<std::vector<int>> groups_;
   std::map<std::vector<int>, std::uint32_t> group_index_;
   std::vector<std::vector<TaskId>> streams_;

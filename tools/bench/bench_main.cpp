@@ -1,53 +1,75 @@
 // cs_bench: speed of the simulator itself (not a test: it prints figures).
-// Case: Llama-3.1-8B, TP8 on hgx-h100, sequence 8192, 64 micro-batches (the issue's benchmark).
-#include <chrono>
+//   cs_bench                 the single-node cases (Llama-3.1-8B TP8, 64 micro-batches)
+//   cs_bench scale [DP]      Llama-3.1-405B on DP x 128 H100 (TP8 PP16, seq 8192, 16 micro-batches
+//                            per replica; DP 128 = the 16,384-GPU, 16M-token step of the issue)
+//   cs_bench scale DP --symmetry dp   the same with one simulated data-parallel replica
+// Each case prints tasks, events, flows, the wall time of every phase and the peak resident memory.
+#include <sys/resource.h>
+
 #include <iostream>
+#include <string>
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/quantity.hpp"
-#include "sim/network/topology.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/workload/compute_model.hpp"
-#include "sim/workload/executor.hpp"
-#include "sim/workload/training_step.hpp"
 
 #ifndef CLUSTERSIM_DATA_DIR
 #define CLUSTERSIM_DATA_DIR "."
 #endif
 
-int main() {
-  using clock = std::chrono::steady_clock;
+namespace {
+
+double peak_rss_gib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB on Linux
+}
+
+void run_case(const cs::config::Catalog& catalog, const std::string& name, const nlohmann::json& j) {
+  const auto spec = cs::scenario::parse_scenario(cs::config::JsonDoc{"bench", j}).specs.at(0);
+  const auto s = cs::scenario::resolve(spec, catalog, "bench");
+  cs::report::EvaluateOptions opt;
+  opt.single_gpu_baseline = false;
+  const auto r = cs::report::evaluate_training(s, opt);
+  const auto& p = r.phase_s;
+  const double sim_s = p.simulate;
+  std::cout << name << "\n"
+            << "  gpus " << r.gpus << ", events " << r.events << ", flows " << r.flows << "\n"
+            << "  wall " << cs::fixed(r.wall_s, 3) << " s: topology " << cs::fixed(p.topology, 3) << ", graph "
+            << cs::fixed(p.graph, 3) << ", simulate " << cs::fixed(sim_s, 3) << ", metrics " << cs::fixed(p.metrics, 3)
+            << " (" << cs::fixed(static_cast<double>(r.events) / sim_s / 1e6, 2) << " M events/s)\n"
+            << "  peak memory " << cs::fixed(peak_rss_gib(), 2) << " GiB (process, so far)\n"
+            << "  simulated step " << cs::fixed(r.step_time_s, 6) << " s, MFU " << cs::fixed(r.mfu * 100, 2) << "%\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   const cs::config::Catalog catalog(CLUSTERSIM_DATA_DIR);
-  struct Case {
-    const char* name;
-    const char* cluster;
-  };
-  for (const Case c : {Case{"llama3.1-8b TP8, 64 micro-batches, hgx-h100", "hgx-h100"},
-                       Case{"llama3.1-8b TP8, 64 micro-batches, pcie-h100x8", "pcie-h100x8"}}) {
-    nlohmann::json j = {{"model", "llama3.1-8b"},
-                        {"cluster", c.cluster},
-                        {"parallel", {{"tp", 8}}},
-                        {"training", {{"seq", 8192}, {"global_batch", 64}, {"micro_batch", 1}}}};
-    const auto spec = cs::scenario::parse_scenario(cs::config::JsonDoc{"bench", j}).specs.at(0);
-    const auto s = cs::scenario::resolve(spec, catalog, "bench");
-    const auto t0 = clock::now();
-    const cs::workload::ComputeModel compute(s.profile, s.dtype);
-    const auto topo = cs::net::Topology::build(s.cluster, s.gpus);
-    const auto step = cs::workload::build_training_step(s, compute);
-    const auto t1 = clock::now();
-    cs::workload::ExecutorOptions eo;
-    eo.collective_latency_s = s.profile.collective_latency.value;
-    const auto log = cs::workload::simulate(step.graph, topo, eo);
-    const auto t2 = clock::now();
-    const double build_s = std::chrono::duration<double>(t1 - t0).count();
-    const double sim_s = std::chrono::duration<double>(t2 - t1).count();
-    std::cout << c.name << "\n"
-              << "  tasks " << step.graph.tasks().size() << ", events " << log.events << ", flows " << log.flows << "\n"
-              << "  build " << cs::fixed(build_s * 1e3, 1) << " ms, simulate " << cs::fixed(sim_s * 1e3, 1) << " ms, "
-              << cs::fixed(static_cast<double>(log.events) / sim_s / 1e6, 2) << " M events/s\n"
-              << "  simulated step " << cs::fixed(log.makespan.seconds(), 3) << " s\n";
+  const std::string which = argc > 1 ? argv[1] : "node";
+  if (which == "scale") {
+    const int dp = argc > 2 ? std::stoi(argv[2]) : 128;
+    const std::string symmetry = argc > 4 && std::string(argv[3]) == "--symmetry" ? argv[4] : "none";
+    nlohmann::json j = {{"model", "llama3.1-405b"},
+                        {"cluster", "hgx-h100"},
+                        {"nodes", 16 * dp},
+                        {"fabric", "ib-ndr-rail"},
+                        {"parallel", {{"tp", 8}, {"pp", 16}, {"dp", dp}, {"sp", true}, {"zero", 1}}},
+                        {"training", {{"seq", 8192}, {"global_batch", 16 * dp}, {"micro_batch", 1}, {"recompute", "full"}}}};
+    if (symmetry != "none") j["parallel"]["symmetry"] = symmetry;
+    run_case(catalog, "llama3.1-405b TP8 PP16 DP" + std::to_string(dp) + " on " + std::to_string(128 * dp) +
+                          " H100 (ib-ndr-rail), symmetry " + symmetry,
+             j);
+    return 0;
+  }
+  for (const char* cluster : {"hgx-h100", "pcie-h100x8"}) {
+    const nlohmann::json j = {{"model", "llama3.1-8b"},
+                              {"cluster", cluster},
+                              {"parallel", {{"tp", 8}}},
+                              {"training", {{"seq", 8192}, {"global_batch", 64}, {"micro_batch", 1}}}};
+    run_case(catalog, std::string("llama3.1-8b TP8, 64 micro-batches, ") + cluster, j);
   }
   return 0;
 }
