@@ -236,6 +236,19 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     bool seen = false;
   };
   std::map<std::tuple<int, bool, int, int>, LayerSpan> layer_span;  // (rank, forward, micro, layer)
+  {
+    // The stages' programs are most of the graph: reserve for them (one copy of tens of millions
+    // of tasks saved at 16K GPUs) plus the transfers and buckets around them.
+    std::size_t tasks = 0;
+    for (int st = 0; st < P; ++st) {
+      for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro), V)) {
+        const auto& sp = programs[static_cast<std::size_t>(vstage(st, blk.chunk))];
+        for (const auto& item : blk.forward ? sp.f : sp.b) tasks += item.comm ? 1 : static_cast<std::size_t>(plan.tp);
+      }
+    }
+    tasks *= static_cast<std::size_t>(plan.dpcp());
+    g.reserve(tasks + tasks / 8);
+  }
   for (int st = 0; st < P; ++st) {
     for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro), V)) {
       if (blk.forward || blk.micro + 1 != micro) continue;
