@@ -33,12 +33,12 @@ std::int64_t ModelArch::params_total() const {
 namespace {
 
 // Keys Hugging Face configs carry that change neither FLOPs, bytes nor parameter counts.
-constexpr std::array<std::string_view, 46> kIgnoredKeys{
+constexpr std::array<std::string_view, 44> kIgnoredKeys{
     "architectures", "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "transformers_version",
     "use_cache", "rope_theta", "rope_scaling", "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps",
-    "initializer_range", "pretraining_tp", "attention_dropout", "mlp_bias", "auto_map", "sliding_window",
+    "initializer_range", "pretraining_tp", "mlp_bias", "auto_map", "sliding_window",
     "use_sliding_window", "max_window_layers", "model_name", "name", "description", "source", "_name_or_path",
-    "embd_pdrop", "attn_pdrop", "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
+    "embd_pdrop", "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
     "summary_first_dropout", "scale_attn_weights", "n_ctx", "task_specific_params", "use_return_dict",
     "gradient_checkpointing", "bias", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "rotary_dim",
     "rotary_pct", "use_parallel_residual", "tokenizer_class", "dtype", "qk_layernorm"};
@@ -91,6 +91,7 @@ ModelArch parse_model(const config::JsonDoc& doc, const std::string& id) {
     m.learned_positions = true;
     m.linear_bias = true;
     m.hidden_dropout = r.opt_number("resid_pdrop", 0.0, 1.0, 0.1) > 0.0;
+    m.attention_dropout = r.opt_number("attn_pdrop", 0.0, 1.0, 0.1) > 0.0;  // GPT2Config's default
   } else {
     m.hidden = r.req_int("hidden_size", 1, 1 << 20);
     m.layers = r.req_int("num_hidden_layers", 1, 100000);
@@ -106,6 +107,7 @@ ModelArch parse_model(const config::JsonDoc& doc, const std::string& id) {
     // Qwen2 configs do not write `attention_bias`; the architecture always has Q/K/V biases.
     m.qkv_bias = r.opt_bool("attention_bias", m.model_type == "qwen2");
     m.hidden_dropout = r.opt_number("hidden_dropout", 0.0, 1.0, 0.0) > 0.0;
+    m.attention_dropout = r.opt_number("attention_dropout", 0.0, 1.0, 0.0) > 0.0;
     if (r.has("head_dim")) m.head_dim = r.req_int("head_dim", 1, 1 << 16);
   }
   r.finish();

@@ -29,6 +29,9 @@ struct ModelArch {
   bool qkv_bias = false;           ///< Qwen2: biases on Q, K, V projections
   bool linear_bias = false;        ///< GPT-2/3: biases on every linear layer
   bool hidden_dropout = false;     ///< GPT-2/3 train with dropout masks after attention and MLP
+  /// Dropout on the attention probabilities (GPT-2/3's attn_pdrop): costs memory traffic only
+  /// when attention is not fused (flash attention applies it in registers).
+  bool attention_dropout = false;
   Activation activation = Activation::kSwiGlu;
   NormKind norm = NormKind::kRms;
 

@@ -19,17 +19,24 @@ double params_per_gpu(const ModelArch& m, int tp) {
   return static_cast<double>(m.layers) * layer + rest;
 }
 
+/// What core attention saves for its backward beyond Q, K, V and its output: flash attention the
+/// fp32 log-sum-exp per query and head; unfused attention the softmax output, and with dropout its
+/// 1-byte mask and output (Korthikanti et al. 2022, Eq. 1: 5 a s^2 b bytes per layer).
+double core_attention_bytes(const ModelArch& m, const StepShape& s) {
+  if (s.flash_attention) return 4.0 * s.tokens() * static_cast<double>(q_heads_per_rank(m, s.tp));
+  return score_elements(m, s) * (s.act_bytes + (m.attention_dropout ? 1.0 + s.act_bytes : 0.0));
+}
+
 double layer_activation_bytes(const ModelArch& m, const StepShape& s) {
   const auto d = layer_dims(m, s);
   const double T = d.tokens;
   const double r = d.norm_tokens / d.tokens;  // 1/TP under sequence parallelism
   const double a = d.act_bytes;
-  const double heads = static_cast<double>(q_heads_per_rank(m, s.tp));
   double bytes = 0;
   bytes += 2 * a * T * d.hidden * r;  // attention-norm input, QKV input
   bytes += a * T * (d.q + 2 * d.kv);  // Q, K, V
   bytes += a * T * d.q;               // attention output (out_proj input)
-  bytes += 4.0 * T * heads;           // softmax log-sum-exp (fp32), flash attention
+  bytes += core_attention_bytes(m, s);  // flash: the softmax log-sum-exp; unfused: the score matrices
   bytes += 2 * a * T * d.hidden * r;  // MLP-norm input, MLP-up input
   bytes += a * T * d.up;              // activation-function inputs
   bytes += a * T * d.ffn;             // MLP-down input
@@ -87,7 +94,7 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
   const auto d = layer_dims(m, in.shape);
   const double input_only = d.act_bytes * d.norm_tokens * d.hidden;
   double per_layer_kept = layer;
-  if (in.recompute == 1) per_layer_kept = layer - d.act_bytes * d.tokens * d.q - 4.0 * d.tokens * static_cast<double>(q_heads_per_rank(m, tp));
+  if (in.recompute == 1) per_layer_kept = layer - d.act_bytes * d.tokens * d.q - core_attention_bytes(m, in.shape);
   if (in.recompute == 2) per_layer_kept = input_only;
   const double head = in.last_stage ? head_activation_bytes(m, in.shape) : 0.0;
   b.activations = in.micro_batches_in_flight * (static_cast<double>(n) * per_layer_kept + head) + (in.recompute == 2 ? layer : 0.0);

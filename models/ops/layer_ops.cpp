@@ -78,7 +78,48 @@ double attention_flops(const ModelArch& m, const StepShape& s) {
   return static_cast<double>(s.micro_batch) * hq * 4.0 * seq * seq * static_cast<double>(m.head_dim) * 0.5 / s.cp;
 }
 
+/// A batched GEMM of core attention: `batches` products of (m x k) by (k x n).
+Item attention_gemm(std::string_view name, double batches, double m, double n, double k, double bytes) {
+  return {Op{name, OpKind::kGemm, m, n, k, batches * 2.0 * m * n * k, bytes, true}};
+}
+
+Item attention_memory_op(std::string_view name, double bytes) {
+  return {Op{name, OpKind::kMemoryBound, 0, 0, 0, 0, bytes, true}};
+}
+
+/// Unfused core attention (Megatron-LM 2021: baddbmm, FusedScaleMaskSoftmax with the causal mask
+/// generated in the kernel, dropout, bmm). N = score elements; the full square is computed.
+void unfused_attention_forward(std::vector<Item>& out, const ModelArch& m, const StepShape& s) {
+  const double a = s.act_bytes, N = score_elements(m, s), dh = static_cast<double>(m.head_dim);
+  const double batches = static_cast<double>(s.micro_batch * q_heads_per_rank(m, s.tp));
+  const double queries = static_cast<double>(s.seq) / s.cp, keys = static_cast<double>(s.seq);
+  const double qkv = batches * (queries + 2 * keys) * dh * a;  // Q, and K, V over the whole sequence
+  out.push_back(attention_gemm("attention.scores", batches, queries, keys, dh, qkv * 2 / 3 + N * a));
+  out.push_back(attention_memory_op("attention.softmax", 2 * N * a));
+  if (m.attention_dropout) out.push_back(attention_memory_op("attention.dropout", N * (2 * a + 1)));  // + a 1-byte mask
+  out.push_back(attention_gemm("attention.context", batches, queries, dh, keys, N * a + qkv / 3 + batches * queries * dh * a));
+}
+
+/// Its backward: dP = dO V^T, dV = P^T dO, dropout and softmax backward, dQ = dS K, dK = dS^T Q.
+void unfused_attention_backward(std::vector<Item>& out, const ModelArch& m, const StepShape& s) {
+  const double a = s.act_bytes, N = score_elements(m, s), dh = static_cast<double>(m.head_dim);
+  const double batches = static_cast<double>(s.micro_batch * q_heads_per_rank(m, s.tp));
+  const double queries = static_cast<double>(s.seq) / s.cp, keys = static_cast<double>(s.seq);
+  const double vec = batches * queries * dh * a, kvec = batches * keys * dh * a;
+  out.push_back(attention_gemm("attention.dprobs", batches, queries, keys, dh, vec + kvec + N * a));
+  out.push_back(attention_gemm("attention.dv", batches, keys, dh, queries, N * a + vec + kvec));
+  if (m.attention_dropout) out.push_back(attention_memory_op("attention.dropout.bwd", N * (2 * a + 1)));
+  out.push_back(attention_memory_op("attention.softmax.bwd", 3 * N * a));
+  out.push_back(attention_gemm("attention.dq", batches, queries, dh, keys, N * a + kvec + vec));
+  out.push_back(attention_gemm("attention.dk", batches, keys, dh, queries, N * a + vec + kvec));
+}
+
 }  // namespace
+
+double score_elements(const ModelArch& m, const StepShape& s) {
+  return static_cast<double>(s.micro_batch * q_heads_per_rank(m, s.tp)) * (static_cast<double>(s.seq) / s.cp) *
+         static_cast<double>(s.seq);
+}
 
 LayerDims layer_dims(const ModelArch& m, const StepShape& s) {
   LayerDims d;
@@ -102,7 +143,11 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
   base_gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
   if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
   if (s.cp > 1) out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
-  out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a}});
+  if (s.flash_attention) {
+    out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a, true}});
+  } else {
+    unfused_attention_forward(out, m, s);
+  }
   base_gemm(out, "out_proj", T, h, q, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
   out.push_back(memory_op("attn_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
@@ -132,8 +177,12 @@ std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
   out.push_back(memory_op("attn_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
-  out.push_back({Op{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s),
-                    T * (4 * q + 4 * kv) * a}});
+  if (s.flash_attention) {
+    out.push_back({Op{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s),
+                      T * (4 * q + 4 * kv) * a, true}});
+  } else {
+    unfused_attention_backward(out, m, s);
+  }
   if (s.cp > 1) out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV back to their owners
   if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (q + kv) * a));
   gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);

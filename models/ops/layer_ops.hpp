@@ -17,6 +17,9 @@ struct Op {
   double m = 0, n = 0, k = 0;  ///< GEMM shape (kind == kGemm)
   double flops = 0;
   double bytes = 0;
+  /// Part of core attention (scores, softmax, dropout, probabilities x V): what selective
+  /// recompute re-runs, and kept in 16-bit even under FP8 training.
+  bool core_attention = false;
   bool operator==(const Op&) const = default;
 };
 
@@ -46,6 +49,10 @@ struct StepShape {
   int lora_rank = 0;
   int cp = 1;  ///< context parallelism: this GPU holds seq / cp tokens of each sequence
   bool base_4bit = false;    ///< QLoRA: base weights stored in 4 bits, dequantised per use
+  /// Attention as one fused flash-attention kernel (true), or unfused as Megatron-LM ran it before
+  /// FlashAttention (2022): batched QK^T, a fused scale-mask-softmax, dropout and probabilities x V,
+  /// with the b a s^2 score matrix written to and read from HBM.
+  bool flash_attention = true;
   [[nodiscard]] double tokens() const { return static_cast<double>(micro_batch * seq) / cp; }
 };
 
@@ -69,6 +76,10 @@ struct LayerDims {
   double act_bytes = 2;
 };
 [[nodiscard]] LayerDims layer_dims(const ModelArch& m, const StepShape& s);
+
+/// Elements of the attention score matrix one rank materialises per micro-batch without flash
+/// attention: micro-batch x heads on this rank x queries (seq / CP) x keys (seq).
+[[nodiscard]] double score_elements(const ModelArch& m, const StepShape& s);
 
 /// Forward program of one decoder layer: norm, QKV (GQA), causal flash attention, output
 /// projection, TP all-reduce (or SP reduce-scatter/all-gather), residual, norm, MLP (SwiGLU or

@@ -35,6 +35,14 @@ std::int64_t union_length(std::vector<Interval>& v) {
   return total;
 }
 
+/// GPUs that run anything: all of them, or one data-parallel replica's under DP symmetry (the
+/// means below are over these; the others are identical replicas).
+int simulated_gpus(const workload::WorkloadGraph& g) {
+  int n = 0;
+  for (int r = 0; r < g.gpus(); ++r) n += g.stream_order(static_cast<std::size_t>(r) * workload::kStreamsPerGpu).empty() ? 0 : 1;
+  return std::max(n, 1);
+}
+
 Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog& log) {
   // One GPU at a time (its streams, plus the transfers outside every stream), so that memory
   // stays at one GPU's intervals however large the run; sums are taken in GPU order.
@@ -57,6 +65,7 @@ Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog&
   Breakdown b;
   for (int r = 0; r < n; ++r) {
     const auto ru = static_cast<std::size_t>(r);
+    if (g.stream_order(ru * workload::kStreamsPerGpu).empty()) continue;  // not simulated (symmetry)
     compute.clear();
     comm.clear();
     for (std::size_t k = 0; k < workload::kStreamsPerGpu; ++k) {
@@ -72,9 +81,10 @@ Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog&
     b.comm_total += static_cast<double>(m) * 1e-12;
     b.exposed_comm += static_cast<double>(busy - c) * 1e-12;
   }
-  b.compute /= n;
-  b.comm_total /= n;
-  b.exposed_comm /= n;
+  const int active = simulated_gpus(g);
+  b.compute /= active;
+  b.comm_total /= active;
+  b.exposed_comm /= active;
   b.idle = std::max(0.0, log.makespan.seconds() - b.compute - b.exposed_comm);
   return b;
 }
@@ -86,12 +96,13 @@ std::vector<CollectiveSummary> summarize_collectives(const workload::WorkloadGra
     double calls = 0, bytes = 0, seconds = 0;
   };
   std::map<std::string, Sum> by_label;
+  const int active = simulated_gpus(g);
   for (std::size_t i = 0; i < g.tasks().size(); ++i) {
     const auto& t = g.tasks()[i];
     if (!t.collective) continue;
     auto& s = by_label[std::string(t.label)];
     s.algorithm = coll::algorithm_name(log.spans[i].algorithm);
-    const double share = static_cast<double>(g.groups()[t.group].size()) / g.gpus();
+    const double share = static_cast<double>(g.groups()[t.group].size()) / active;
     s.calls += share;
     s.bytes += t.bytes * share;
     s.seconds += (log.spans[i].end - log.spans[i].start).seconds() * share;
@@ -130,6 +141,7 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
     in.shape.weight_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
     in.shape.lora_rank = s.lora_rank;
     in.shape.cp = s.plan.cp;
+    in.shape.flash_attention = s.flash_attention;
     in.shape.base_4bit = s.qlora;
     in.dp = s.plan.dp;
     in.zero = s.plan.zero;
@@ -173,6 +185,8 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.gpus = s.gpus;
   r.plan = s.plan;
   r.micro_batches = s.micro_batches();
+  r.dp_symmetry = s.dp_symmetry && s.plan.dpcp() > s.plan.cp;
+  r.flash_attention = s.flash_attention;
   r.memory = training_memory_of(s);
   r.fits = r.memory.fits();
 

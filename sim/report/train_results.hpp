@@ -49,6 +49,8 @@ struct TrainResults {
   plan::ParallelPlan plan;
   std::int64_t micro_batches = 0;
   std::vector<int> stage_layers;
+  bool dp_symmetry = false;   ///< one data-parallel replica was simulated (an explicit approximation)
+  bool flash_attention = true;
   double step_time_s = 0;
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;

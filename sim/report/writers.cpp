@@ -17,6 +17,8 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["gpus"] = r.gpus;
   j["parallel"] = {{"tp", r.plan.tp}, {"dp", r.plan.dp}, {"pp", r.plan.pp}, {"vpp", r.plan.vpp},
                    {"cp", r.plan.cp}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
+  j["attention"] = r.flash_attention ? "flash" : "unfused";
+  j["symmetry"] = r.dp_symmetry ? "dp" : "none";
   j["stage_layers"] = r.stage_layers;
   j["micro_batches"] = r.micro_batches;
   j["step_time_s"] = r.step_time_s;
@@ -92,6 +94,13 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
            (r.plan.sp ? " +SP" : "") + (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "");
   });
   row("micro-batches per step", [](const TrainResults& r) { return std::to_string(r.micro_batches); });
+  bool any_symmetry = false;
+  for (const auto& r : results) any_symmetry = any_symmetry || r.dp_symmetry;
+  if (any_symmetry) {
+    row("simulated", [](const TrainResults& r) {
+      return r.dp_symmetry ? "one DP replica (symmetry dp, approximate)" : "every GPU";
+    });
+  }
   section("-- speed");
   row("step time", [](const TrainResults& r) { return secs(r.step_time_s); });
   row("tokens/s", [](const TrainResults& r) { return fixed(r.tokens_per_s, 0); });

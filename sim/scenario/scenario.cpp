@@ -52,11 +52,13 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.dtype = t.opt_enum("dtype", {"bf16", "fp16", "fp8"}, "bf16");
     s.grad_bucket_params = static_cast<double>(t.opt_int("grad_bucket_params", 1, std::int64_t{1} << 40, 40000000));
     s.recompute = t.opt_enum("recompute", {"none", "selective", "full"}, "none");
+    s.attention = t.opt_enum("attention", {"flash", "unfused"}, "flash");
     s.lora_rank = static_cast<int>(t.opt_int("lora_rank", 0, 65536, 0));
     s.qlora = t.opt_bool("qlora", false);
     t.finish();
   }
   s.network_model = r.opt_enum("network_model", {"flow", "analytical"}, "flow");
+  s.symmetry = r.opt_enum("symmetry", {"none", "dp"}, "none");
   s.allow_oom = r.opt_bool("allow_oom", false);
   (void)r.raw("variants");
   r.finish();
@@ -300,9 +302,11 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   }
   s.grad_bucket_params = spec.grad_bucket_params;
   s.network_model = spec.network_model == "analytical" ? net::NetworkModelKind::kAnalytical : net::NetworkModelKind::kFlow;
+  s.dp_symmetry = spec.symmetry == "dp";
   s.allow_oom = spec.allow_oom;
   s.lora_rank = spec.lora_rank;
   s.qlora = spec.qlora;
+  s.flash_attention = spec.attention == "flash";
   if (s.qlora && s.lora_rank == 0) throw InputError(file, "/training/qlora", "QLoRA needs LoRA adapters: set lora_rank (--lora-rank)");
   return s;
 }
@@ -335,10 +339,12 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
                    {"grad_bucket_params", static_cast<std::int64_t>(s.grad_bucket_params)},
                    {"lora_rank", s.lora_rank},
                    {"qlora", s.qlora},
+                   {"attention", s.flash_attention ? "flash" : "unfused"},
                    {"recompute", s.plan.recompute == plan::Recompute::kFull        ? "full"
                                  : s.plan.recompute == plan::Recompute::kSelective ? "selective"
                                                                                    : "none"}};
   j["network_model"] = net::network_model_name(s.network_model);
+  j["symmetry"] = s.dp_symmetry ? "dp" : "none";
   j["allow_oom"] = s.allow_oom;
   return j;
 }

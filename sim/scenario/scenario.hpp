@@ -54,6 +54,7 @@ struct ScenarioSpec {
   std::string rank_order = "tp-cp-dp-pp";
   std::string schedule = "1f1b";
   std::string recompute = "none";
+  std::string attention = "flash";
   int lora_rank = 0;
   bool qlora = false;
   bool sp = false;
@@ -64,6 +65,7 @@ struct ScenarioSpec {
   std::string dtype = "bf16";
   double grad_bucket_params = 40e6;
   std::string network_model = "flow";
+  std::string symmetry = "none";
   bool allow_oom = false;
   bool operator==(const ScenarioSpec&) const = default;
 };
@@ -86,10 +88,17 @@ struct Scenario {
   calib::Dtype dtype = calib::Dtype::kBf16;
   double grad_bucket_params = 40e6;
   net::NetworkModelKind network_model = net::NetworkModelKind::kFlow;
+  /// `symmetry: "dp"`: simulate one data-parallel replica (all of its CP ranks); its data-parallel
+  /// collectives still move every replica's flows. Exact when replicas never contend with each
+  /// other outside those collectives; docs/performance.md measures the difference.
+  bool dp_symmetry = false;
   std::optional<Offer> offer;
   bool allow_oom = false;
   int lora_rank = 0;   ///< LoRA adapters of this rank on a frozen base (0: full training)
   bool qlora = false;  ///< the frozen base in 4 bits
+  /// Fused flash attention (default), or unfused attention that materialises the score matrix
+  /// (Megatron-LM before 2022; `training.attention: "unfused"`).
+  bool flash_attention = true;
   /// Micro-batches each DP replica runs per step (gradient accumulation).
   [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
 };

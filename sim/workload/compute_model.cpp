@@ -17,7 +17,14 @@ double ComputeModel::memory_seconds(double bytes) const { return bytes / hbm_ + 
 double ComputeModel::seconds(const models::Op& op) const {
   double matrix_rate = peak_;
   switch (op.kind) {
-    case models::OpKind::kGemm: matrix_rate *= profile_.gemm_fraction(dtype_, op.m, op.n, op.k); break;
+    case models::OpKind::kGemm:
+      // Core attention's batched GEMMs stay 16-bit under FP8 training (as flash attention does).
+      if (op.core_attention && dtype_ == calib::Dtype::kFp8) {
+        matrix_rate = attention_peak_ * profile_.gemm_fraction(calib::Dtype::kBf16, op.m, op.n, op.k);
+      } else {
+        matrix_rate *= profile_.gemm_fraction(dtype_, op.m, op.n, op.k);
+      }
+      break;
     case models::OpKind::kAttentionForward: matrix_rate = attention_peak_ * profile_.attention_forward_fraction.value; break;
     case models::OpKind::kAttentionBackward: matrix_rate = attention_peak_ * profile_.attention_backward_fraction.value; break;
     case models::OpKind::kMemoryBound: return memory_seconds(op.bytes);

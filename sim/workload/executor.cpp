@@ -141,7 +141,7 @@ class Executor final : public engine::EventHandler {
   };
 
   const CachedPlan& plan_for(const Task& task) {
-    const auto key = std::make_tuple(task.group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm), task.bytes);
+    const auto key = std::make_tuple(task.flow_group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm), task.bytes);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     const auto cache = [&](coll::CollectivePlan plan) -> const CachedPlan& {
@@ -149,7 +149,7 @@ class Executor final : public engine::EventHandler {
       for (const auto& f : c.plan.flows) c.routes.push_back(&topo_.route(f.src, f.dst));
       return plans_.emplace(key, std::move(c)).first->second;
     };
-    const auto& ranks = g_.groups()[task.group];
+    const auto& ranks = g_.groups()[task.flow_group];
     if (opt_.curves && task.algorithm == coll::Algorithm::kAuto && ranks.size() > 1) {
       for (const auto& c : *opt_.curves) {
         if (c.op != coll::op_name(task.op) || c.gpus != static_cast<int>(ranks.size())) continue;
@@ -162,7 +162,7 @@ class Executor final : public engine::EventHandler {
     coll::CollectiveRequest req;
     req.op = task.op;
     req.algorithm = task.algorithm;
-    req.ranks = g_.groups()[task.group];
+    req.ranks = ranks;
     req.bytes = task.bytes;
     req.call_latency_s = opt_.collective_latency_s;
     return cache(coll::plan_collective(topo_, req));

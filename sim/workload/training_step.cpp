@@ -138,6 +138,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   shape.lora_rank = s.lora_rank;
   shape.base_4bit = s.qlora;
   shape.cp = plan.cp;
+  shape.flash_attention = s.flash_attention;
 
   const auto emb_f = models::embedding_forward(m, shape);
   const auto emb_b = models::embedding_backward(m, shape);
@@ -148,7 +149,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   // Selective recompute re-runs the core attention forward (Korthikanti et al. 2022, Sec. 5).
   std::vector<models::Item> attn_f;
   for (const auto& it : lay_f) {
-    if (it.comm == models::TpComm::kNone && it.op.kind == models::OpKind::kAttentionForward) attn_f.push_back(it);
+    if (it.comm == models::TpComm::kNone && it.op.core_attention) attn_f.push_back(it);
   }
   const double layers = static_cast<double>(m.layers);
   const double flops_per_micro = models::model_flops(emb_f) + models::model_flops(emb_b) +
@@ -231,6 +232,16 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   std::vector<std::vector<TaskId>> last_b_tasks(static_cast<std::size_t>(s.gpus));
   // ZeRO-3: the first and last task of each layer's forward and backward, per GPU, per micro-batch.
   const bool zero3 = plan.zero >= 3 && plan.dpcp() > 1;
+  // DP symmetry: only replica 0 (its CP ranks, d < CP) is instantiated; d = dp_index * CP + cp_index.
+  const int sim_groups = s.dp_symmetry ? plan.cp : plan.dpcp();
+  const int sim_dp = s.dp_symmetry ? 1 : plan.dp;
+  // A data-parallel group (all replicas, flows) and the part of it that is simulated (streams).
+  auto dp_groups = [&](int st, int t) {
+    std::vector<int> all;
+    for (int d = 0; d < plan.dpcp(); ++d) all.push_back(plan.rank(st, d, t));
+    const std::vector<int> sim(all.begin(), all.begin() + sim_groups);
+    return std::tuple{sim, g.add_group(sim), g.add_group(all)};
+  };
   struct LayerSpan {
     TaskId first{}, last{};
     bool seen = false;
@@ -246,7 +257,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
         for (const auto& item : blk.forward ? sp.f : sp.b) tasks += item.comm ? 1 : static_cast<std::size_t>(plan.tp);
       }
     }
-    tasks *= static_cast<std::size_t>(plan.dpcp());
+    tasks *= static_cast<std::size_t>(sim_groups);
     g.reserve(tasks + tasks / 8);
   }
   for (int st = 0; st < P; ++st) {
@@ -257,7 +268,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     }
     // All of this stage's TP groups advance item by item together, so that a CP collective (over
     // TP groups) takes the same place in every member's stream.
-    const int groups = plan.dpcp();
+    const int groups = sim_groups;
     std::vector<std::vector<int>> group_ranks(static_cast<std::size_t>(groups));
     std::vector<std::uint32_t> gids(static_cast<std::size_t>(groups));
     for (int d = 0; d < groups; ++d) {
@@ -271,7 +282,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
         const auto& item = prog[i];
         std::vector<TaskId> cp_ids;  // by (dp, tp) when the item is a CP collective
         if (item.comm && item.cp) {
-          for (int dpi = 0; dpi < plan.dp; ++dpi) {
+          for (int dpi = 0; dpi < sim_dp; ++dpi) {
             for (int t = 0; t < plan.tp; ++t) {
               std::vector<int> members;
               for (int c = 0; c < plan.cp; ++c) members.push_back(plan.rank(st, dpi * plan.cp + c, t));
@@ -320,7 +331,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     const double bytes = static_cast<double>(s.micro_batch * s.seq * m.hidden) * shape.act_bytes / plan.tp;
     for (int vs = 0; vs + 1 < P * V; ++vs) {
       const int st = vs % P, next = (vs + 1) % P, ca = vs / P, cb = (vs + 1) / P;
-      for (int d = 0; d < plan.dpcp(); ++d) {
+      for (int d = 0; d < sim_groups; ++d) {
         for (int t = 0; t < plan.tp; ++t) {
           const int a = plan.rank(st, d, t), b = plan.rank(next, d, t);
           const auto fwd_group = g.add_group({a, b});
@@ -347,19 +358,17 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     const double layer_bytes = per_layer_params * shape.weight_bytes;  // the whole layer, gathered
     const double grad_bytes = per_layer_params * 4.0;  // fp32 gradients of the whole layer, scattered
     for (int t = 0; t < plan.tp; ++t) {
-      std::vector<int> group;
-      for (int d = 0; d < plan.dpcp(); ++d) group.push_back(plan.rank(0, d, t));
-      const auto gid = g.add_group(group);
+      const auto [group, gid, flow_gid] = dp_groups(0, t);
       const int n = step.stage_layers[0];
       for (const auto& blk : schedule(plan.schedule, 0, 1, static_cast<int>(micro))) {
         for (int i = 0; i < n; ++i) {
           const int l = blk.forward ? i : n - 1 - i;
-          const auto ag = g.add_collective(gid, Stream::kComm, Category::kDpComm, "dp.param_allgather", l, blk.micro,
-                                           coll::CollectiveOp::kAllGather, layer_bytes);
+          const auto ag = g.add_collective_on(gid, flow_gid, Stream::kComm, Category::kDpComm, "dp.param_allgather", l, blk.micro,
+                                              coll::CollectiveOp::kAllGather, layer_bytes);
           for (int r : group) g.depend(ag, layer_span.at({r, blk.forward, blk.micro, l}).first);
           if (blk.forward) continue;
-          const auto rs = g.add_collective(gid, Stream::kNone, Category::kDpComm, "dp.grad_reducescatter", l, blk.micro,
-                                           coll::CollectiveOp::kReduceScatter, grad_bytes);
+          const auto rs = g.add_collective_on(gid, flow_gid, Stream::kNone, Category::kDpComm, "dp.grad_reducescatter", l,
+                                              blk.micro, coll::CollectiveOp::kReduceScatter, grad_bytes);
           for (int r : group) g.depend(layer_span.at({r, false, blk.micro, l}).last, rs);
           zero3_rs_[static_cast<std::size_t>(t)].push_back(rs);
         }
@@ -374,21 +383,20 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     double stage_params = 0;
     for (int c = 0; c < V; ++c) stage_params += programs[static_cast<std::size_t>(vstage(st, c))].params;
     for (int t = 0; t < plan.tp; ++t) {
-      std::vector<int> group;
-      for (int d = 0; d < plan.dpcp(); ++d) group.push_back(plan.rank(st, d, t));
+      const auto [group, gid, flow_gid] = dp_groups(st, t);
       std::vector<TaskId> dp_tasks;
       if (zero3) {
         dp_tasks = zero3_rs_[static_cast<std::size_t>(t)];
       } else if (plan.dpcp() > 1) {
-        const auto gid = g.add_group(group);
         double bucket = 0;
         for (std::size_t i = 0; i < prog.size(); ++i) {
           bucket += prog[i].grad_params;
           const bool flush = bucket >= s.grad_bucket_params || (i + 1 == prog.size() && bucket > 0);
           if (!flush) continue;
-          const auto id = g.add_collective(gid, Stream::kComm, Category::kDpComm, zero1 ? "dp.grad_reducescatter" : "dp.grad_allreduce",
-                                           -1, -1, zero1 ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
-                                           bucket * 4.0);  // fp32 main gradients
+          const auto id = g.add_collective_on(gid, flow_gid, Stream::kComm, Category::kDpComm,
+                                              zero1 ? "dp.grad_reducescatter" : "dp.grad_allreduce", -1, -1,
+                                              zero1 ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
+                                              bucket * 4.0);  // fp32 main gradients
           for (int r : group) g.depend(last_b_tasks[static_cast<std::size_t>(r)][i], id);
           dp_tasks.push_back(id);
           bucket = 0;
@@ -402,8 +410,8 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
         for (auto dt : dp_tasks) g.depend(dt, id);
       }
       if (zero1) {
-        g.add_collective(g.add_group(group), Stream::kCompute, Category::kDpComm, "dp.param_allgather", -1, -1,
-                         coll::CollectiveOp::kAllGather, stage_params * shape.act_bytes);
+        g.add_collective_on(gid, flow_gid, Stream::kCompute, Category::kDpComm, "dp.param_allgather", -1, -1,
+                            coll::CollectiveOp::kAllGather, stage_params * shape.act_bytes);
       }
     }
   }

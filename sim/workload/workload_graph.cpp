@@ -58,6 +58,7 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
   t.layer = layer;
   t.micro = micro;
   t.group = group;
+  t.flow_group = group;
   t.op = op;
   t.algorithm = algorithm;
   t.bytes = bytes;
@@ -66,6 +67,14 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
   if (stream != Stream::kNone) {
     for (int r : groups_[group]) streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   }
+  return id;
+}
+
+TaskId WorkloadGraph::add_collective_on(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
+                                        const char* label, int layer, int micro, coll::CollectiveOp op, double bytes) {
+  CS_ASSERT(flow_group < groups_.size(), "collective flows over a known group");
+  const auto id = add_collective(group, stream, category, label, layer, micro, op, bytes);
+  tasks_[index(id)].flow_group = flow_group;
   return id;
 }
 

@@ -31,7 +31,10 @@ struct Task {
   std::int32_t layer = -1;  ///< decoder layer, or -1
   std::int32_t micro = -1;  ///< micro-batch, or -1
   std::uint32_t gpu = 0;    ///< compute: the GPU; collective: its group's first rank
-  std::uint32_t group = 0;  ///< collective: index into groups()
+  std::uint32_t group = 0;  ///< collective: the ranks that run it (index into groups())
+  /// collective: the ranks its flows join (index into groups()); differs from `group` only when
+  /// data-parallel symmetry simulates one replica whose collectives still span every replica.
+  std::uint32_t flow_group = 0;
   Category category = Category::kForward;
   Stream stream = Stream::kCompute;
   bool collective = false;
@@ -58,6 +61,10 @@ class WorkloadGraph {
   TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label, int layer,
                         int micro, coll::CollectiveOp op, double bytes,
                         coll::Algorithm algorithm = coll::Algorithm::kAuto);
+  /// A collective run by `group` whose traffic is that of `flow_group` (a superset): the other
+  /// members are identical replicas that are not simulated (data-parallel symmetry).
+  TaskId add_collective_on(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
+                           const char* label, int layer, int micro, coll::CollectiveOp op, double bytes);
   void depend(TaskId before, TaskId after);
 
   [[nodiscard]] int gpus() const { return gpus_; }

@@ -90,3 +90,17 @@ TEST_CASE("LoRA: adapter counts match PEFT's, and a frozen base needs no base gr
   CHECK(full.total > 80e9 * 1.5);
   CHECK(lora.total < 80e9 * 0.7);
 }
+
+TEST_CASE("unfused attention keeps the score matrices: 34 s b h + 5 a s^2 b bytes per layer (Korthikanti et al. 2022, Eq. 1)") {
+  const auto m = test::shipped_model("megatron-gpt-7.5b");  // 32 heads, GPT attention dropout
+  REQUIRE(m.attention_dropout);
+  StepShape s;
+  s.micro_batch = 2;
+  s.seq = 2048;
+  s.flash_attention = false;
+  const double sbh = 2.0 * 2048 * 4096, as2b = 32.0 * 2048 * 2048 * 2;
+  CHECK(layer_activation_bytes(m, s) == doctest::Approx(34 * sbh + 5 * as2b));
+  s.tp = 4;
+  s.sp = true;
+  CHECK(layer_activation_bytes(m, s) == doctest::Approx((34 * sbh + 5 * as2b) / 4));
+}

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "models/llm/model_arch.hpp"
+#include "models/ops/layer_ops.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
 #include "tests/support/builders.hpp"
@@ -65,4 +66,35 @@ TEST_CASE("KV heads must divide the attention heads") {
                                                    "m.json"),
                                 "m"),
       "m.json: /num_key_value_heads: expected a divisor of num_attention_heads (32); got 5", InputError);
+}
+
+TEST_CASE("unfused attention: four batched GEMMs of 2 s^2 d per head forward, the softmax and dropout over b a s^2 elements") {
+  const auto m = test::shipped_model("megatron-gpt-1.7b");  // 24 heads of 96
+  models::StepShape s;
+  s.seq = 2048;
+  s.flash_attention = false;
+  const double N = 24.0 * 2048 * 2048;
+  double gemm_flops = 0, softmax_bytes = 0, dropout_bytes = 0;
+  for (const auto& it : models::layer_forward(m, s)) {
+    if (!it.op.core_attention) continue;
+    if (it.op.kind == models::OpKind::kGemm) gemm_flops += it.op.flops;
+    if (it.op.name == "attention.softmax") softmax_bytes = it.op.bytes;
+    if (it.op.name == "attention.dropout") dropout_bytes = it.op.bytes;
+  }
+  CHECK(gemm_flops == doctest::Approx(2 * 2 * N * 96));  // QK^T and PV over the full square
+  CHECK(softmax_bytes == doctest::Approx(2 * 2 * N));     // read and write, bf16
+  CHECK(dropout_bytes == doctest::Approx(N * 5));         // read, write and a one-byte mask
+  // Backward: four GEMMs of the same size.
+  double bwd_flops = 0;
+  for (const auto& it : models::layer_backward(m, s)) {
+    if (it.op.core_attention && it.op.kind == models::OpKind::kGemm) bwd_flops += it.op.flops;
+  }
+  CHECK(bwd_flops == doctest::Approx(2 * gemm_flops));
+  // Flash attention computes half the square (causal) in one kernel.
+  s.flash_attention = true;
+  double flash = 0;
+  for (const auto& it : models::layer_forward(m, s)) {
+    if (it.op.core_attention) flash += it.op.flops;
+  }
+  CHECK(flash == doctest::Approx(gemm_flops / 2));
 }

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
                         {"fabric", "ib-ndr-rail"},
                         {"parallel", {{"tp", 8}, {"pp", 16}, {"dp", dp}, {"sp", true}, {"zero", 1}}},
                         {"training", {{"seq", 8192}, {"global_batch", 16 * dp}, {"micro_batch", 1}, {"recompute", "full"}}}};
-    if (symmetry != "none") j["parallel"]["symmetry"] = symmetry;
+    if (symmetry != "none") j["symmetry"] = symmetry;
     run_case(catalog, "llama3.1-405b TP8 PP16 DP" + std::to_string(dp) + " on " + std::to_string(128 * dp) +
                           " H100 (ib-ndr-rail), symmetry " + symmetry,
              j);

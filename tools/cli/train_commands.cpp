@@ -37,6 +37,7 @@ const std::map<std::string, std::string>& flag_of_pointer() {
       {"/parallel/rank_order", "--rank-order"},
       {"/parallel/schedule", "--schedule"},
       {"/training/recompute", "--recompute"},
+      {"/training/attention", "--attention"},
       {"/training/lora_rank", "--lora-rank"},
       {"/training/qlora", "--qlora"},
       {"/parallel/sp", "--sp"},
@@ -47,6 +48,7 @@ const std::map<std::string, std::string>& flag_of_pointer() {
       {"/training/dtype", "--dtype"},
       {"/training/grad_bucket_params", "--grad-bucket-params"},
       {"/network_model", "--network-model"},
+      {"/symmetry", "--symmetry"},
       {"/allow_oom", "--allow-oom"},
   };
   return m;
@@ -208,8 +210,8 @@ Action add_validate(CLI::App& app, const Globals& g) {
 Action add_train(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("train", "simulate one training step from flags");
   struct Opts {
-    std::string model, cluster, profile, offer, fabric, dtype = "bf16", network_model = "flow", schedule = "1f1b", recompute = "none",
-                rank_order = "tp-cp-dp-pp";
+    std::string model, cluster, profile, offer, fabric, dtype = "bf16", network_model = "flow", symmetry = "none", schedule = "1f1b", recompute = "none",
+                rank_order = "tp-cp-dp-pp", attention = "flash";
     int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1, vpp = 1, cp = 1, nodes = 1, lora_rank = 0;
     bool qlora = false;
     long long seq = 0, global_batch = 0, micro_batch = 1, bucket = 40000000;
@@ -232,6 +234,8 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--rank-order", o->rank_order, "placement, innermost first (default tp-cp-dp-pp: TP inside a node)");
   cmd->add_option("--schedule", o->schedule, "pipeline schedule: 1f1b or gpipe");
   cmd->add_option("--recompute", o->recompute, "activation recompute: none, selective or full");
+  cmd->add_option("--attention", o->attention,
+                  "flash (fused, default) or unfused (score matrix in HBM, as Megatron-LM before FlashAttention)");
   cmd->add_flag("--sp", o->sp, "sequence parallelism with TP");
   cmd->add_option("--lora-rank", o->lora_rank, "LoRA fine-tuning: adapter rank on a frozen base (0 = full training)");
   cmd->add_flag("--qlora", o->qlora, "QLoRA: the frozen base in 4 bits");
@@ -242,6 +246,9 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--dtype", o->dtype, "bf16, fp16 or fp8 (FP8 GEMMs, bf16 activations and master state)");
   cmd->add_option("--grad-bucket-params", o->bucket, "parameters per DP gradient bucket");
   cmd->add_option("--network-model", o->network_model, "flow (max-min sharing) or analytical");
+  cmd->add_option("--symmetry", o->symmetry,
+                  "none (default) or dp: simulate one data-parallel replica (its DP collectives still carry every "
+                  "replica's traffic); faster, approximate, reported");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when the plan does not fit in memory");
   cmd->add_flag("--json", o->out.json, "print one JSON document instead of the table");
   cmd->add_option("--trace", o->out.trace, "write a Chrome/Perfetto trace to this file");
@@ -264,9 +271,11 @@ Action add_train(CLI::App& app, const Globals& g) {
                      {"dtype", o->dtype},
                      {"grad_bucket_params", o->bucket},
                      {"recompute", o->recompute},
+                     {"attention", o->attention},
                      {"lora_rank", o->lora_rank},
                      {"qlora", o->qlora}};
     j["network_model"] = o->network_model;
+    j["symmetry"] = o->symmetry;
     j["allow_oom"] = o->allow_oom;
     try {
       return run_document(config::JsonDoc{kCommandLine, j}, g, o->out);

@@ -126,6 +126,40 @@ TEST_CASE("full recompute costs a forward pass of time, counts in HFU but not MF
   CHECK(sel.step_time_s < full.step_time_s);
 }
 
+TEST_CASE("unfused attention (pre-FlashAttention Megatron) is slower, holds the score matrices, and selective recompute re-runs it") {
+  const std::string base = R"({"model": "megatron-gpt-1.7b", "cluster": "dgx-a100", "gpus": 1, "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 4)";
+  const auto flash = eval(test::scenario_from_json(base + "}, \"allow_oom\": true}"));
+  const auto unfused = eval(test::scenario_from_json(base + R"(, "attention": "unfused"}, "allow_oom": true})"));
+  const auto sel = eval(test::scenario_from_json(base + R"(, "attention": "unfused", "recompute": "selective"}, "allow_oom": true})"));
+  CHECK(unfused.step_time_s > 1.15 * flash.step_time_s);
+  CHECK(unfused.memory.activations > 1.5 * flash.memory.activations);
+  // Selective recompute drops exactly the score matrices and pays their forward again.
+  CHECK(sel.memory.activations < 0.6 * unfused.memory.activations);
+  CHECK(sel.step_time_s > unfused.step_time_s);
+}
+
+TEST_CASE("DP symmetry: one simulated replica gives the full run's step where replicas share no links, and is reported") {
+  auto run = [](const std::string& fabric, const std::string& symmetry) {
+    return eval(test::scenario_from_json(
+        R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 8, "fabric": ")" + fabric + R"(", "symmetry": ")" + symmetry +
+        R"(", "parallel": {"tp": 4, "pp": 2}, "training": {"seq": 4096, "global_batch": 64}, "allow_oom": true})"));
+  };
+  // One NIC per GPU (rail): replicas meet only inside their DP collectives, which keep every flow.
+  const auto full = run("ib-ndr-rail", "none");
+  const auto sym = run("ib-ndr-rail", "dp");
+  CHECK(sym.dp_symmetry);
+  CHECK_FALSE(full.dp_symmetry);
+  CHECK(sym.step_time_s == full.step_time_s);
+  CHECK(sym.breakdown.compute == doctest::Approx(full.breakdown.compute));
+  CHECK(sym.events * 5 < full.events);
+  // Shared 100 GbE NICs: other replicas' pipeline transfers contend with this one's, which the
+  // symmetric run leaves out: close, not equal.
+  const auto eth_full = run("eth-100g", "none");
+  const auto eth_sym = run("eth-100g", "dp");
+  CHECK(eth_sym.step_time_s != eth_full.step_time_s);
+  CHECK(eth_sym.step_time_s == doctest::Approx(eth_full.step_time_s).epsilon(0.02));
+}
+
 TEST_CASE("multi-node: DP across nodes is slower on one 100 GbE NIC than on eight NDR NICs; TP across nodes is slower still") {
   const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 2, "training": {"seq": 2048, "global_batch": 16}, )";
   const auto ndr = eval(test::scenario_from_json(base + R"("fabric": "ib-ndr-rail", "parallel": {"tp": 8}})"));
