@@ -59,16 +59,23 @@ TEST_CASE("TensorRT-LLM H100 throughput (G- cases): median error at most 10%, ev
   CHECK(j["max_abs_error"].get<double>() <= 0.30);
 }
 
-TEST_CASE("Megatron-LM SC'21 Table 1 (A- cases up to 512 GPUs): every case within 60%, median within 20%") {
-  // Tolerance stated here, not the issue's aim (10% / 20%): docs/accuracy.md explains the
-  // over-prediction, largest for the small models (SC'21 attention was not flash-style; A100 GEMM
-  // efficiency assumed; data loading not modelled).
-  const auto r = cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids '*B-tflops' --json");
+TEST_CASE("Megatron-LM SC'21 Table 1 (all 10 rows, 32 to 3,072 GPUs): median within 10%, every case within 20%") {
+  // The scale-out issue's aim, with the datasheet A100 profile and SC'21's unfused attention; cases
+  // above 512 GPUs simulate one data-parallel replica (docs/accuracy.md, docs/performance.md).
+  const auto r = cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t1-*' --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j["scored_cases"] == 5);
-  CHECK(j["max_abs_error"].get<double>() <= 0.60);
-  CHECK(j["median_abs_error"].get<double>() <= 0.20);
+  CHECK(j["scored_cases"] == 10);
+  CHECK(j["median_abs_error"].get<double>() <= 0.10);
+  CHECK(j["max_abs_error"].get<double>() <= 0.20);
+}
+
+TEST_CASE("Megatron-LM SC'21 Table 2, PTD-P rows (TP8 x PP12 and PP35, 384 to 2,240 GPUs): every case within 15%") {
+  const auto r = cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-ptdp-*' --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["scored_cases"] == 6);
+  CHECK(j["max_abs_error"].get<double>() <= 0.15);
 }
 
 TEST_CASE("Megatron-LM SC'21 Table 2, ZeRO-3 without model parallelism: the communication-bound rows within 15%") {
