@@ -64,6 +64,30 @@ Item memory_op(std::string_view name, double bytes) { return {Op{name, OpKind::k
 
 Item comm(TpComm c, double bytes) { return {Op{}, c, bytes}; }
 
+/// Ring attention over CP ranks (Liu et al. 2023; causal, load-balanced so every step is alike):
+/// CP steps, each the attention of the local queries with one K/V block; before step j < CP - 1
+/// ends, the block in hand goes to the next rank (overlapped), and step j + 1 waits for it. The
+/// backward passes the K/V block and its gradient accumulator together (twice the bytes), and a
+/// last shift returns the finished dK/dV to their owner.
+void ring_attention(std::vector<Item>& out, const Op& whole, int cp, double block_bytes, bool backward) {
+  Op step = whole;
+  step.flops /= cp;
+  step.bytes /= cp;
+  const double shift_bytes = backward ? 2 * block_bytes : block_bytes;
+  for (int j = 0; j < cp; ++j) {
+    if (j + 1 < cp) {
+      Item x = comm(TpComm::kCpShift, shift_bytes);
+      x.async = true;
+      x.tag = j + 1;
+      out.push_back(x);
+    }
+    Item a{step};
+    a.wait = j;  // the block received by the previous shift (none for the first step)
+    out.push_back(a);
+  }
+  if (backward) out.push_back(comm(TpComm::kCpShift, block_bytes));  // dK, dV home
+}
+
 double sp_tokens(const StepShape& s) {
   CS_ASSERT(!s.sp || s.tp > 1, "sequence parallelism needs TP > 1 (the scenario resolver turns it off otherwise)");
   return s.sp ? s.tokens() / s.tp : s.tokens();
@@ -142,9 +166,16 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   base_gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
   if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
-  if (s.cp > 1) out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
+  // Unfused attention has no ring form: with CP it gathers K and V.
+  const bool ring = s.cp > 1 && s.cp_ring && s.flash_attention;
+  if (s.cp > 1 && !ring) out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
   if (s.flash_attention) {
-    out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a, true}});
+    const Op attn{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a, true};
+    if (ring) {
+      ring_attention(out, attn, s.cp, T * 2 * kv * a, false);
+    } else {
+      out.push_back({attn});
+    }
   } else {
     unfused_attention_forward(out, m, s);
   }
@@ -177,13 +208,18 @@ std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
   out.push_back(memory_op("attn_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
+  const bool ring = s.cp > 1 && s.cp_ring && s.flash_attention;
   if (s.flash_attention) {
-    out.push_back({Op{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s),
-                      T * (4 * q + 4 * kv) * a, true}});
+    const Op attn{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s), T * (4 * q + 4 * kv) * a, true};
+    if (ring) {
+      ring_attention(out, attn, s.cp, T * 2 * kv * a, true);
+    } else {
+      out.push_back({attn});
+    }
   } else {
     unfused_attention_backward(out, m, s);
   }
-  if (s.cp > 1) out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV back to their owners
+  if (s.cp > 1 && !ring) out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV to their owners
   if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (q + kv) * a));
   gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));

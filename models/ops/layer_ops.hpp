@@ -26,7 +26,8 @@ struct Op {
 /// A tensor-parallel collective between blocks of ops, over the TP group.
 /// kCp*: over the context-parallel group instead (K/V all-gather forward, their gradients'
 /// reduce-scatter backward: Megatron-core's all-gather flavour of context parallelism).
-enum class TpComm { kNone, kAllReduce, kAllGather, kReduceScatter, kCpAllGather, kCpReduceScatter };
+/// kCpShift: ring attention's step, each CP rank sending a K/V (or dK/dV) block to the next one.
+enum class TpComm { kNone, kAllReduce, kAllGather, kReduceScatter, kCpAllGather, kCpReduceScatter, kCpShift };
 
 /// An item of a layer's program: either an op or a TP collective of `comm_bytes` (nccl-tests
 /// size convention: all-reduce = the buffer, all-gather = the output, reduce-scatter = the input).
@@ -34,6 +35,12 @@ struct Item {
   Op op;
   TpComm comm = TpComm::kNone;
   double comm_bytes = 0;
+  /// A collective on the communication stream that overlaps the ops after it: it starts once the
+  /// op before it (in this list) is done. `tag` (> 0) names it for `wait`.
+  bool async = false;
+  int tag = 0;
+  /// An op that also waits for the async collective with this tag (0: none).
+  int wait = 0;
 };
 
 /// The shape of one micro-batch on one GPU.
@@ -48,6 +55,9 @@ struct StepShape {
   /// The base weights are frozen: no weight gradients for them, only the adapters'.
   int lora_rank = 0;
   int cp = 1;  ///< context parallelism: this GPU holds seq / cp tokens of each sequence
+  /// CP communication: ring attention (K/V blocks passed to the next CP rank, overlapped with the
+  /// attention of the block in hand), or one all-gather of K/V before attention (Megatron-core).
+  bool cp_ring = true;
   bool base_4bit = false;    ///< QLoRA: base weights stored in 4 bits, dequantised per use
   /// Attention as one fused flash-attention kernel (true), or unfused as Megatron-LM ran it before
   /// FlashAttention (2022): batched QK^T, a fused scale-mask-softmax, dropout and probabilities x V,

@@ -17,6 +17,7 @@ const char* op_name(CollectiveOp op) {
     case CollectiveOp::kReduceScatter: return "reducescatter";
     case CollectiveOp::kAllToAll: return "alltoall";
     case CollectiveOp::kSendRecv: return "sendrecv";
+    case CollectiveOp::kShift: return "shift";
   }
   return "?";
 }
@@ -36,7 +37,7 @@ const char* algorithm_name(Algorithm a) {
 
 bool parse_op(const std::string& s, CollectiveOp& out) {
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
-                  CollectiveOp::kAllToAll, CollectiveOp::kSendRecv}) {
+                  CollectiveOp::kAllToAll, CollectiveOp::kSendRecv, CollectiveOp::kShift}) {
     if (s == op_name(op)) {
       out = op;
       return true;
@@ -62,7 +63,8 @@ double bus_factor(CollectiveOp op, int n) {
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
     case CollectiveOp::kAllToAll: return (dn - 1) / dn;
-    case CollectiveOp::kSendRecv: return 1.0;
+    case CollectiveOp::kSendRecv:
+    case CollectiveOp::kShift: return 1.0;
   }
   return 1.0;
 }
@@ -100,7 +102,8 @@ std::vector<Algorithm> available_algorithms(const net::Topology& topo, Collectiv
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter: return {Algorithm::kRing};
     case CollectiveOp::kAllToAll:
-    case CollectiveOp::kSendRecv: return {Algorithm::kDirect};
+    case CollectiveOp::kSendRecv:
+    case CollectiveOp::kShift: return {Algorithm::kDirect};
   }
   return {};
 }
@@ -182,6 +185,8 @@ CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, A
     case Algorithm::kDirect: {
       if (req.op == CollectiveOp::kSendRecv) {
         add(v(0), v(1), S, net::kUncapped);
+      } else if (req.op == CollectiveOp::kShift) {
+        for (int i = 0; i < n; ++i) add(v(i), v((i + 1) % n), S, net::kUncapped);
       } else {
         for (int i = 0; i < n; ++i) {
           for (int j = 0; j < n; ++j) {

@@ -6,7 +6,9 @@
 
 namespace cs::coll {
 
-enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+/// kShift: every rank sends `bytes` to the next rank of the group (a ring step, as ring attention
+/// passes K/V blocks between context-parallel ranks).
+enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv, kShift };
 /// kMeasured: the collective's time came from a measured or imported curve in the profile.
 /// kHierarchical (all-reduce over several nodes): rings inside each node carry the buffer while
 /// rings across nodes, one per local GPU index (a rail), carry 1/g of it.
@@ -18,7 +20,7 @@ enum class Algorithm { kAuto, kRing, kTree, kNvls, kDirect, kMeasured, kHierarch
 [[nodiscard]] bool parse_algorithm(const std::string& s, Algorithm& out);
 
 /// nccl-tests' bus-bandwidth factor (PERFORMANCE.md): busbw = algbw * factor.
-/// all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; send/recv 1.
+/// all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; send/recv and shift 1.
 [[nodiscard]] double bus_factor(CollectiveOp op, int n);
 
 /// One point-to-point transfer of a collective.
@@ -41,7 +43,7 @@ struct CollectivePlan {
 
 /// Sizes follow nccl-tests: all-reduce `bytes` = the buffer; all-gather = the gathered output;
 /// reduce-scatter = the input; all-to-all = each rank's send buffer; send/recv: ranks[0] sends
-/// `bytes` to ranks[1].
+/// `bytes` to ranks[1]; shift: each rank sends `bytes` to the next.
 struct CollectiveRequest {
   CollectiveOp op = CollectiveOp::kAllReduce;
   Algorithm algorithm = Algorithm::kAuto;

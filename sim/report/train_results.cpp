@@ -142,6 +142,7 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
     in.shape.lora_rank = s.lora_rank;
     in.shape.cp = s.plan.cp;
     in.shape.flash_attention = s.flash_attention;
+    in.shape.cp_ring = s.cp_ring;
     in.shape.base_4bit = s.qlora;
     in.dp = s.plan.dp;
     in.zero = s.plan.zero;
@@ -187,6 +188,7 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.micro_batches = s.micro_batches();
   r.dp_symmetry = s.dp_symmetry && s.plan.dpcp() > s.plan.cp;
   r.flash_attention = s.flash_attention;
+  r.cp_ring = s.cp_ring;
   r.memory = training_memory_of(s);
   r.fits = r.memory.fits();
 

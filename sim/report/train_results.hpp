@@ -51,6 +51,7 @@ struct TrainResults {
   std::vector<int> stage_layers;
   bool dp_symmetry = false;   ///< one data-parallel replica was simulated (an explicit approximation)
   bool flash_attention = true;
+  bool cp_ring = true;  ///< context parallelism by ring attention (else one K/V all-gather)
   double step_time_s = 0;
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;

@@ -16,7 +16,7 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["profile_origin"] = r.profile_origin;
   j["gpus"] = r.gpus;
   j["parallel"] = {{"tp", r.plan.tp}, {"dp", r.plan.dp}, {"pp", r.plan.pp}, {"vpp", r.plan.vpp},
-                   {"cp", r.plan.cp}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
+                   {"cp", r.plan.cp}, {"cp_comm", r.cp_ring ? "ring" : "allgather"}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
   j["attention"] = r.flash_attention ? "flash" : "unfused";
   j["symmetry"] = r.dp_symmetry ? "dp" : "none";
   j["stage_layers"] = r.stage_layers;
@@ -209,6 +209,8 @@ nlohmann::ordered_json chrome_trace(const workload::WorkloadGraph& g, const work
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", "GPU " + std::to_string(r)}}}});
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute stream"}}}});
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "comm stream"}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 2}, {"args", {{"name", "context-parallel stream"}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 3}, {"args", {{"name", "pipeline transfers"}}}});
   }
   for (std::size_t i = 0; i < g.tasks().size(); ++i) {
     const auto& t = g.tasks()[i];

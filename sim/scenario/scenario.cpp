@@ -41,6 +41,7 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     }
     s.schedule = p.opt_enum("schedule", {"1f1b", "gpipe"}, "1f1b");
     s.sp = p.opt_bool("sp", false);
+    s.cp_comm = p.opt_enum("cp_comm", {"ring", "allgather"}, "ring");
     s.zero = static_cast<int>(p.opt_int("zero", 0, 3, 0));
     p.finish();
   }
@@ -307,6 +308,7 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   s.lora_rank = spec.lora_rank;
   s.qlora = spec.qlora;
   s.flash_attention = spec.attention == "flash";
+  s.cp_ring = spec.cp_comm == "ring";
   if (s.qlora && s.lora_rank == 0) throw InputError(file, "/training/qlora", "QLoRA needs LoRA adapters: set lora_rank (--lora-rank)");
   return s;
 }
@@ -328,6 +330,7 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
                    {"pp", s.plan.pp},
                    {"vpp", s.plan.vpp},
                    {"cp", s.plan.cp},
+                   {"cp_comm", s.cp_ring ? "ring" : "allgather"},
                    {"rank_order", spec_order(s.plan.order)},
                    {"schedule", s.plan.schedule == plan::PipelineSchedule::kGpipe ? "gpipe" : "1f1b"},
                    {"sp", s.plan.sp},

@@ -55,6 +55,7 @@ struct ScenarioSpec {
   std::string schedule = "1f1b";
   std::string recompute = "none";
   std::string attention = "flash";
+  std::string cp_comm = "ring";
   int lora_rank = 0;
   bool qlora = false;
   bool sp = false;
@@ -99,6 +100,8 @@ struct Scenario {
   /// Fused flash attention (default), or unfused attention that materialises the score matrix
   /// (Megatron-LM before 2022; `training.attention: "unfused"`).
   bool flash_attention = true;
+  /// Context parallelism's K/V exchange: ring attention (default) or one all-gather.
+  bool cp_ring = true;
   /// Micro-batches each DP replica runs per step (gradient accumulation).
   [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
 };

@@ -1,5 +1,6 @@
 #include "sim/workload/training_step.hpp"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -21,6 +22,8 @@ struct ProgramItem {
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   double bytes = 0;        ///< comm
   double grad_params = 0;  ///< parameters whose gradients are final after this item (last micro-batch)
+  Stream stream = Stream::kCompute;
+  std::vector<int> after;  ///< items of the same block program this one also waits for
 };
 
 coll::CollectiveOp to_op(models::TpComm c) {
@@ -29,6 +32,7 @@ coll::CollectiveOp to_op(models::TpComm c) {
     case models::TpComm::kCpAllGather: return coll::CollectiveOp::kAllGather;
     case models::TpComm::kReduceScatter:
     case models::TpComm::kCpReduceScatter: return coll::CollectiveOp::kReduceScatter;
+    case models::TpComm::kCpShift: return coll::CollectiveOp::kShift;
     default: return coll::CollectiveOp::kAllReduce;
   }
 }
@@ -39,25 +43,42 @@ const char* tp_label(models::TpComm c) {
     case models::TpComm::kReduceScatter: return "tp.reducescatter";
     case models::TpComm::kCpAllGather: return "cp.kv_allgather";
     case models::TpComm::kCpReduceScatter: return "cp.kv_grad_reducescatter";
+    case models::TpComm::kCpShift: return "cp.kv_shift";
     default: return "tp.allreduce";
   }
 }
 
 /// Appends ops: consecutive kernels merge into one compute item, each TP collective is its own.
+/// An async collective (ring attention's K/V passing) goes on the CP stream after the compute item
+/// before it; an op that waits for one starts a new compute item with that edge.
 void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& items, const ComputeModel& compute,
             const char* label, Category cat, int layer) {
   bool open = false;
+  std::map<int, int> tagged;  // async tag -> item index, within this call
   for (const auto& it : items) {
     if (it.comm != models::TpComm::kNone) {
-      const bool cp = it.comm == models::TpComm::kCpAllGather || it.comm == models::TpComm::kCpReduceScatter;
-      prog.push_back({true, cp, tp_label(it.comm), Category::kTpComm, layer, 0, to_op(it.comm), it.comm_bytes, 0});
+      const bool cp = it.comm == models::TpComm::kCpAllGather || it.comm == models::TpComm::kCpReduceScatter ||
+                      it.comm == models::TpComm::kCpShift;
+      ProgramItem p{true, cp, tp_label(it.comm), Category::kTpComm, layer, 0, to_op(it.comm), it.comm_bytes, 0, Stream::kCompute, {}};
+      if (it.async) {
+        p.stream = Stream::kCp;
+        for (auto k = static_cast<int>(prog.size()) - 1; k >= 0; --k) {
+          if (!prog[static_cast<std::size_t>(k)].comm) {
+            p.after.push_back(k);
+            break;
+          }
+        }
+        tagged[it.tag] = static_cast<int>(prog.size());
+      }
+      prog.push_back(std::move(p));
       open = false;
       continue;
     }
-    if (!open) {
-      prog.push_back({false, false, label, cat, layer, 0, coll::CollectiveOp::kAllReduce, 0, 0});
+    if (!open || it.wait > 0) {
+      prog.push_back({false, false, label, cat, layer, 0, coll::CollectiveOp::kAllReduce, 0, 0, Stream::kCompute, {}});
       open = true;
     }
+    if (auto w = tagged.find(it.wait); it.wait > 0 && w != tagged.end()) prog.back().after.push_back(w->second);
     prog.back().seconds += compute.seconds(it.op);
   }
 }
@@ -139,6 +160,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   shape.base_4bit = s.qlora;
   shape.cp = plan.cp;
   shape.flash_attention = s.flash_attention;
+  shape.cp_ring = s.cp_ring;
 
   const auto emb_f = models::embedding_forward(m, shape);
   const auto emb_b = models::embedding_backward(m, shape);
@@ -278,6 +300,10 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     for (const auto& blk : schedule(plan.schedule, st, P, static_cast<int>(micro), V)) {
       const auto& sp = programs[static_cast<std::size_t>(vstage(st, blk.chunk))];
       const auto& prog = blk.forward ? sp.f : (blk.micro + 1 == micro ? sp.b_last : sp.b);
+      // Edges inside the block (ring attention): every item's tasks by (group, TP rank).
+      const bool edges = std::any_of(prog.begin(), prog.end(), [](const ProgramItem& p) { return !p.after.empty(); });
+      const std::size_t per_item = static_cast<std::size_t>(groups) * static_cast<std::size_t>(plan.tp);
+      std::vector<TaskId> item_ids(edges ? prog.size() * per_item : 0);
       for (std::size_t i = 0; i < prog.size(); ++i) {
         const auto& item = prog[i];
         std::vector<TaskId> cp_ids;  // by (dp, tp) when the item is a CP collective
@@ -286,7 +312,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
             for (int t = 0; t < plan.tp; ++t) {
               std::vector<int> members;
               for (int c = 0; c < plan.cp; ++c) members.push_back(plan.rank(st, dpi * plan.cp + c, t));
-              cp_ids.push_back(g.add_collective(g.add_group(members), Stream::kCompute, item.category, item.label, item.layer,
+              cp_ids.push_back(g.add_collective(g.add_group(members), item.stream, item.category, item.label, item.layer,
                                                 blk.micro, item.op, item.bytes));
             }
           }
@@ -297,7 +323,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
           if (item.comm && item.cp) {
             for (int t = 0; t < plan.tp; ++t) ids.push_back(cp_ids[static_cast<std::size_t>((d / plan.cp) * plan.tp + t)]);
           } else if (item.comm) {
-            const auto id = g.add_collective(gids[static_cast<std::size_t>(d)], Stream::kCompute, item.category, item.label, item.layer,
+            const auto id = g.add_collective(gids[static_cast<std::size_t>(d)], item.stream, item.category, item.label, item.layer,
                                              blk.micro, item.op, item.bytes);
             ids.assign(ranks.size(), id);
           } else {
@@ -319,6 +345,12 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
             if (i == 0) first_task[kk] = ids[k];
             last_task[kk] = ids[k];
             if (!blk.forward && blk.micro + 1 == micro) last_b_tasks[static_cast<std::size_t>(ranks[k])].push_back(ids[k]);
+            if (!edges) continue;
+            const std::size_t slot = static_cast<std::size_t>(d) * static_cast<std::size_t>(plan.tp) + k;
+            item_ids[i * per_item + slot] = ids[k];
+            // A CP collective is one task shared by its members: it gets one edge per member (each
+            // member's op must be done), counted and released per edge.
+            for (int a : item.after) g.depend(item_ids[static_cast<std::size_t>(a) * per_item + slot], ids[k]);
           }
         }
       }

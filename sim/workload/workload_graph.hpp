@@ -12,11 +12,13 @@ namespace cs::workload {
 enum class TaskId : std::uint32_t {};
 [[nodiscard]] constexpr std::uint32_t index(TaskId t) { return static_cast<std::uint32_t>(t); }
 
-/// CUDA-stream semantics: each GPU has a compute stream and a communication stream; a stream runs
-/// its tasks in the order they were added. kNone: a transfer that waits only for its
-/// dependencies (pipeline send/recv posted as soon as the activation exists).
-enum class Stream : std::uint8_t { kCompute = 0, kComm = 1, kNone = 2 };
-inline constexpr int kStreamsPerGpu = 2;
+/// CUDA-stream semantics: each GPU has a compute stream, a communication stream (data-parallel
+/// collectives, ZeRO gathers) and a context-parallel stream (ring attention's K/V passing, which
+/// must not queue behind gradient buckets); a stream runs its tasks in the order they were added.
+/// kNone: a transfer that waits only for its dependencies (pipeline send/recv posted as soon as
+/// the activation exists).
+enum class Stream : std::uint8_t { kCompute = 0, kComm = 1, kCp = 2, kNone = 3 };
+inline constexpr int kStreamsPerGpu = 3;
 
 /// What a task is for: the breakdown and the trace group tasks by it.
 enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, kDpComm, kPpComm, kRecompute };

@@ -34,6 +34,7 @@ const std::map<std::string, std::string>& flag_of_pointer() {
       {"/parallel/pp", "--pp"},
       {"/parallel/vpp", "--vpp"},
       {"/parallel/cp", "--cp"},
+      {"/parallel/cp_comm", "--cp-comm"},
       {"/parallel/rank_order", "--rank-order"},
       {"/parallel/schedule", "--schedule"},
       {"/training/recompute", "--recompute"},
@@ -211,7 +212,7 @@ Action add_train(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("train", "simulate one training step from flags");
   struct Opts {
     std::string model, cluster, profile, offer, fabric, dtype = "bf16", network_model = "flow", symmetry = "none", schedule = "1f1b", recompute = "none",
-                rank_order = "tp-cp-dp-pp", attention = "flash";
+                rank_order = "tp-cp-dp-pp", attention = "flash", cp_comm = "ring";
     int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1, vpp = 1, cp = 1, nodes = 1, lora_rank = 0;
     bool qlora = false;
     long long seq = 0, global_batch = 0, micro_batch = 1, bucket = 40000000;
@@ -231,6 +232,8 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--pp", o->pp, "pipeline-parallel stages");
   cmd->add_option("--vpp", o->vpp, "model chunks per stage: interleaved 1F1B when > 1");
   cmd->add_option("--cp", o->cp, "context parallelism: split each sequence over CP GPUs");
+  cmd->add_option("--cp-comm", o->cp_comm,
+                  "CP's K/V exchange: ring (ring attention, blocks passed to the next rank, overlapped; default) or allgather");
   cmd->add_option("--rank-order", o->rank_order, "placement, innermost first (default tp-cp-dp-pp: TP inside a node)");
   cmd->add_option("--schedule", o->schedule, "pipeline schedule: 1f1b or gpipe");
   cmd->add_option("--recompute", o->recompute, "activation recompute: none, selective or full");
@@ -263,7 +266,7 @@ Action add_train(CLI::App& app, const Globals& g) {
     if (!o->offer.empty()) j["offer"] = o->offer;
     j["nodes"] = o->nodes;
     if (!o->fabric.empty()) j["fabric"] = o->fabric;
-    j["parallel"] = {{"tp", o->tp}, {"pp", o->pp}, {"vpp", o->vpp}, {"cp", o->cp}, {"rank_order", o->rank_order}, {"schedule", o->schedule}, {"sp", o->sp}, {"zero", o->zero}};
+    j["parallel"] = {{"tp", o->tp}, {"pp", o->pp}, {"vpp", o->vpp}, {"cp", o->cp}, {"rank_order", o->rank_order}, {"cp_comm", o->cp_comm}, {"schedule", o->schedule}, {"sp", o->sp}, {"zero", o->zero}};
     if (cmd->count("--dp")) j["parallel"]["dp"] = o->dp;
     j["training"] = {{"seq", o->seq},
                      {"global_batch", o->global_batch},
