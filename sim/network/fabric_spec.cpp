@@ -30,6 +30,20 @@ FabricSpec parse_fabric(const config::JsonDoc& doc, const std::string& id) {
       }
     }
   }
+  if (const auto* m = r.raw("nic_switch")) {
+    if (!m->is_array() || static_cast<int>(m->size()) != f.nics_per_node) {
+      r.fail_at("nic_switch", "expected an array of " + std::to_string(f.nics_per_node) +
+                                  " switch ids of the node (one per NIC), e.g. [\"cpu0\"]");
+    } else {
+      for (const auto& v : *m) {
+        if (!v.is_string()) {
+          r.fail_at("nic_switch", "expected switch ids (strings) of the cluster file");
+          break;
+        }
+        f.nic_switch.push_back(v.get<std::string>());
+      }
+    }
+  }
   {
     auto n = r.child("nic");
     f.nic_bandwidth = n.req_quantity("bandwidth", Dimension::kBandwidth, 1.0);

@@ -20,6 +20,10 @@ struct FabricSpec {
   FabricKind kind = FabricKind::kFatTree;
   int nics_per_node = 1;
   std::vector<int> gpu_nic;  ///< NIC index of each GPU of a node (empty: GPU g uses NIC g % nics)
+  /// The node switch (a cluster file's switch id: PCIe switch or root complex) each NIC hangs off;
+  /// empty: each GPU has its own PCIe path to its NIC. Given, GPU-to-NIC traffic crosses the node's
+  /// PCIe tree and shares it with peer-to-peer traffic (what matters on PCIe servers).
+  std::vector<std::string> nic_switch;
   double nic_bandwidth = 0;  ///< bytes/s per direction, line rate
   double nic_efficiency = 1;
   double nic_latency_s = 0;

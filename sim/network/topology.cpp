@@ -76,13 +76,14 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
     }
   };
   std::vector<std::vector<VertexId>> node_gpus(static_cast<std::size_t>(nodes));
+  std::map<std::string, VertexId> node0_names;
   for (int n = 0; n < nodes; ++n) {
     if (n == 1) {
       t.vertices_per_node_ = static_cast<std::uint32_t>(t.vertices_.size());
       t.links_per_node_ = static_cast<std::uint32_t>(t.links_.size());
     }
     const std::string pre = nodes > 1 ? "n" + std::to_string(n) + "." : "";
-    std::map<std::string, VertexId> by_name;
+    std::map<std::string, VertexId> by_name;  // node n's own vertices by their cluster-file ids
     for (int g = 0; g < gpus_per_node; ++g) {
       const auto v = add_vertex({pre + "gpu" + std::to_string(g), VertexKind::kGpu, {}, n});
       by_name["gpu" + std::to_string(g)] = v;
@@ -97,6 +98,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       const auto& type = spec.link_types.at(l.type);
       add_duplex(a->second, b->second, type.effective_bandwidth(), type.latency_s, l.type);
     }
+    if (n == 0) node0_names = by_name;
   }
   if (nodes > 1) {
     t.has_fabric_ = true;
@@ -120,6 +122,31 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       for (int k = 0; k < fabric.nics_per_node; ++k) {
         nics[static_cast<std::size_t>(n)].push_back(
             add_vertex({"n" + std::to_string(n) + ".nic" + std::to_string(k), VertexKind::kNic, {}, n}));
+      }
+      if (!fabric.nic_switch.empty()) {
+        // Each NIC on its node switch by one PCIe link; GPUs reach it through the node.
+        t.gpu_nic_.resize(t.vertices_.size(), -1);
+        for (int g = 0; g < gpus_per_node; ++g) {
+          t.gpu_nic_[index(node_gpus[static_cast<std::size_t>(n)][static_cast<std::size_t>(g)])] =
+              index(nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(fabric.nic_of(g))]);
+        }
+        for (int k = 0; k < fabric.nics_per_node; ++k) {
+          const auto& name = fabric.nic_switch[static_cast<std::size_t>(k)];
+          auto it = node0_names.find(name);
+          if (it == node0_names.end() || t.vertices_[index(it->second)].kind == VertexKind::kGpu) {
+            std::string known;
+            for (const auto& sw : spec.switches) known += (known.empty() ? "" : ", ") + sw.id;
+            throw InputError(fabric.id, "/nic_switch/" + std::to_string(k),
+                             "NIC " + std::to_string(k) + " hangs off '" + name + "', which is not a switch of cluster " + spec.id +
+                                 " (its switches: " + known + ")");
+          }
+          const auto sw = static_cast<VertexId>(index(it->second) + static_cast<std::uint32_t>(n) * t.vertices_per_node_);
+          const auto nic = nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)];
+          const auto up = static_cast<std::int64_t>(t.links_.size());
+          add_duplex(sw, nic, fabric.gpu_nic_bandwidth, fabric.nic_latency_s, "nic_pcie");
+          t.nic_attach_[index(nic)] = TreeLinks{up, up + 1, static_cast<std::int64_t>(index(sw)), 0};
+        }
+        continue;
       }
       for (int g = 0; g < gpus_per_node; ++g) {
         attach(node_gpus[static_cast<std::size_t>(n)][static_cast<std::size_t>(g)],
@@ -256,9 +283,23 @@ Route Topology::intra_node_route(std::uint32_t src, std::uint32_t dst) const {
 }
 
 Route Topology::fabric_route(std::uint32_t src, std::uint32_t dst) const {
+  // NICs behind a node switch: the node's route to that switch and the switch's link to the NIC
+  // (and the same in reverse at the far end); the tree then starts at the NICs.
+  std::vector<LinkId> head, tail;
+  auto a = static_cast<std::int64_t>(src), b = static_cast<std::int64_t>(dst);
+  if (!nic_attach_.empty()) {
+    a = gpu_nic_[src];
+    b = gpu_nic_[dst];
+    const auto& na = nic_attach_.at(static_cast<std::uint32_t>(a));
+    const auto& nb = nic_attach_.at(static_cast<std::uint32_t>(b));
+    head = intra_node_route(src, static_cast<std::uint32_t>(na.parent)).links;
+    head.push_back(static_cast<LinkId>(na.up));
+    tail.push_back(static_cast<LinkId>(nb.down));
+    const auto back = intra_node_route(static_cast<std::uint32_t>(nb.parent), dst).links;
+    tail.insert(tail.end(), back.begin(), back.end());
+  }
   // Climb from the deeper end until both meet at their lowest common ancestor.
   std::vector<LinkId> up, down;
-  auto a = static_cast<std::int64_t>(src), b = static_cast<std::int64_t>(dst);
   auto step = [&](std::int64_t& v, std::vector<LinkId>& out, bool upward) {
     const auto& t = tree_[static_cast<std::size_t>(v)];
     CS_ASSERT(t.parent >= 0, "two vertices of the fabric tree share its root");
@@ -272,8 +313,10 @@ Route Topology::fabric_route(std::uint32_t src, std::uint32_t dst) const {
     step(b, down, false);
   }
   Route r;
-  r.links = std::move(up);
+  r.links = std::move(head);
+  r.links.insert(r.links.end(), up.begin(), up.end());
   r.links.insert(r.links.end(), down.rbegin(), down.rend());
+  r.links.insert(r.links.end(), tail.begin(), tail.end());
   for (auto l : r.links) r.latency_s += links_[index(l)].latency_s;
   return r;
 }

@@ -99,6 +99,10 @@ class Topology {
     std::int32_t depth = 0;
   };
   std::vector<TreeLinks> tree_;  ///< several nodes: per vertex (GPUs, NICs, fabric switches)
+  /// NICs behind a node switch (fabric `nic_switch`): each GPU's NIC, and each NIC's switch and
+  /// links (`tree_` then starts at the NICs; a GPU reaches its NIC through the node).
+  std::vector<std::int64_t> gpu_nic_;                      ///< by GPU vertex
+  std::map<std::uint32_t, TreeLinks> nic_attach_;          ///< by NIC vertex: parent = its node switch
   mutable std::vector<std::vector<std::int64_t>> pred_;  ///< per source: predecessor link of each vertex
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> routes_;
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> node0_routes_;  ///< intra-node template

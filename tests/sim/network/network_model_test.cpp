@@ -145,8 +145,9 @@ std::pair<double, int> best_cost(const Topology& t, VertexId src, VertexId dst, 
 }  // namespace
 
 TEST_CASE("multi-node routes (node templates and the fabric tree) are least-cost paths: checked against a full search") {
-  for (const std::string fabric_id : {"ib-ndr-rail", "ib-hdr-fattree", "eth-100g", "roce-400g-pods", "ib-400g-h800"}) {
+  for (const std::string fabric_id : {"ib-ndr-rail", "ib-hdr-fattree", "eth-100g", "roce-400g-pods", "ib-400g-h800", "eth-2x100g-pcie"}) {
     for (const std::string cluster : {"hgx-h100", "pcie-h100x8"}) {
+      if (fabric_id == "eth-2x100g-pcie" && cluster == "hgx-h100") continue;  // NICs on root complexes it does not have
       CAPTURE(fabric_id);
       CAPTURE(cluster);
       const auto fabric = parse_fabric(config::load(test::data_path("scenarios/fabrics/" + fabric_id + ".json")), fabric_id);
@@ -175,5 +176,25 @@ TEST_CASE("multi-node routes (node templates and the fabric tree) are least-cost
         }
       }
     }
+  }
+}
+
+TEST_CASE("NICs behind a node's PCIe switches: GPU-to-NIC traffic crosses the node, and a missing switch is bad input") {
+  const auto fabric = parse_fabric(config::load(test::data_path("scenarios/fabrics/eth-2x100g-pcie.json")), "eth-2x100g-pcie");
+  const auto topo = Topology::build(test::shipped_cluster("pcie-h100x8"), 8, 2, fabric);
+  // gpu5 (socket 1, plx2) to node 1's gpu5: gpu5 -> plx2 -> cpu1 -> nic1 -> switch -> nic1 -> cpu1 -> plx2 -> gpu5.
+  const auto& r = topo.route(topo.gpu(5), topo.gpu(13));
+  REQUIRE(r.links.size() == 8);
+  CHECK(topo.vertex(topo.link(r.links[1]).to).name == "n0.cpu1");
+  CHECK(topo.link(r.links[2]).type == "nic_pcie");
+  // The PCIe link from gpu5 to its switch carries both its NIC traffic and its peer traffic.
+  const auto& p2p = topo.route(topo.gpu(5), topo.gpu(4));
+  CHECK(p2p.links.front() == r.links.front());
+  try {
+    (void)Topology::build(test::shipped_cluster("hgx-h100"), 8, 2, fabric);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("/nic_switch/0") != std::string::npos);
+    CHECK(std::string(e.what()).find("'cpu0'") != std::string::npos);
   }
 }
