@@ -58,6 +58,13 @@ FabricSpec parse_fabric(const config::JsonDoc& doc, const std::string& id) {
   f.switch_latency_source = r.req_string("switch_latency_source");
   f.nodes_per_leaf = static_cast<int>(r.opt_int("nodes_per_leaf", 1, 1 << 20, 1));
   f.oversubscription = r.opt_number("oversubscription", 1.0, 1000.0, 1.0);
+  if (r.has("pods")) {
+    auto pods = r.child("pods");
+    f.leaves_per_pod = static_cast<int>(pods.req_int("leaves_per_pod", 1, 1 << 20));
+    f.pod_oversubscription = pods.opt_number("oversubscription", 1.0, 1000.0, 1.0);
+    pods.finish();
+    if (kind != "fat_tree") r.fail_at("pods", "pods (a third tier) apply to \"topology\": \"fat_tree\" only");
+  }
   r.finish();
   problems.throw_if_any();
   return f;

@@ -31,6 +31,10 @@ struct FabricSpec {
   double switch_latency_s = 0;
   int nodes_per_leaf = 1;        ///< fat tree: nodes whose NICs share a leaf
   double oversubscription = 1;   ///< leaf downlink over uplink bandwidth (1 = full bisection)
+  /// Fat tree, third tier: leaves grouped into pods (0: two tiers, leaves straight under the
+  /// spine); a pod's uplink to the core carries its leaves' uplinks over `pod_oversubscription`.
+  int leaves_per_pod = 0;
+  double pod_oversubscription = 1;
   std::string nic_source, efficiency_source, switch_latency_source;
   [[nodiscard]] int nic_of(int gpu) const {
     return gpu_nic.empty() ? gpu % nics_per_node : gpu_nic[static_cast<std::size_t>(gpu) % gpu_nic.size()];

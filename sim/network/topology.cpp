@@ -176,13 +176,22 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       case FabricKind::kFatTree: {
         const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1});
         const int leaves = (nodes + fabric.nodes_per_leaf - 1) / fabric.nodes_per_leaf;
-        for (int l = 0; l < leaves; ++l) {
-          const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kNic, {}, -1});
-          int in_leaf = 0;
-          for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf); ++n, ++in_leaf) {
-            for (auto nic : nics[static_cast<std::size_t>(n)]) attach(nic, leaf, nic_bw, lat, "nic");
+        // With pods (a third tier) leaves hang off their pod and pods off the spine (the core).
+        const int per_pod = fabric.leaves_per_pod > 0 ? fabric.leaves_per_pod : leaves;
+        for (int p0 = 0; p0 < leaves; p0 += per_pod) {
+          const auto parent = fabric.leaves_per_pod > 0 ? add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kNic, {}, -1}) : spine;
+          double pod_uplinks = 0;
+          for (int l = p0; l < std::min(leaves, p0 + per_pod); ++l) {
+            const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kNic, {}, -1});
+            int in_leaf = 0;
+            for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf); ++n, ++in_leaf) {
+              for (auto nic : nics[static_cast<std::size_t>(n)]) attach(nic, leaf, nic_bw, lat, "nic");
+            }
+            const double up = nic_bw * fabric.nics_per_node * in_leaf / fabric.oversubscription;
+            attach(leaf, parent, up, lat, fabric.leaves_per_pod > 0 ? "pod" : "spine");
+            pod_uplinks += up;
           }
-          attach(leaf, spine, nic_bw * fabric.nics_per_node * in_leaf / fabric.oversubscription, lat, "spine");
+          if (fabric.leaves_per_pod > 0) attach(parent, spine, pod_uplinks / fabric.pod_oversubscription, lat, "spine");
         }
         break;
       }

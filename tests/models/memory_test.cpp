@@ -21,7 +21,7 @@ TEST_CASE("activation memory of a GPT layer is 34 s b h bytes without TP (Korthi
   CHECK(layer_activation_bytes(m, s) == doctest::Approx((34 * sbh + lse) / 4));
 }
 
-TEST_CASE("training memory parts add up to the total; ZeRO-1 divides optimizer state by DP; TP divides weights") {
+TEST_CASE("training memory parts add up to the total, ZeRO-1 divides optimizer state by DP, TP divides weights") {
   const auto m = test::shipped_model("llama3.1-8b");
   TrainingMemoryInputs in;
   in.shape.seq = 4096;

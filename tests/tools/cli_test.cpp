@@ -60,7 +60,7 @@ TEST_CASE("train from flags equals the same scenario from a file") {
   CHECK(jf["memory_per_gpu"] == jv["memory_per_gpu"]);
 }
 
-TEST_CASE("--set overrides a field before parsing; --dump-resolved shows every default") {
+TEST_CASE("--set overrides a field before parsing, --dump-resolved shows every default") {
   const auto r = run_cli("train --model qwen2.5-7b --cluster pcie-h100x8 --gpus 4 --tp 2 --seq 2048 --global-batch 8 --dump-resolved");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -70,7 +70,7 @@ TEST_CASE("--set overrides a field before parsing; --dump-resolved shows every d
   CHECK(j["network_model"] == "flow");
 }
 
-TEST_CASE("collective prints an nccl-tests-style table; --json has rows with bytes, time, algbw and busbw") {
+TEST_CASE("collective prints an nccl-tests-style table, --json has rows with bytes, time, algbw and busbw") {
   const auto r = run_cli("collective --cluster hgx-h100 --op allreduce --min 1M --max 1G --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -85,7 +85,7 @@ TEST_CASE("collective prints an nccl-tests-style table; --json has rows with byt
   CHECK(t.out.find("busbw(GB/s)") != std::string::npos);
 }
 
-TEST_CASE("list prints the catalogs; --json has id, params_total, layers and hidden for models") {
+TEST_CASE("list prints the catalogs, --json has id, params_total, layers and hidden for models") {
   const auto r = run_cli("list models --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -143,7 +143,7 @@ TEST_CASE("help exits 0 and a missing subcommand is bad input") {
   CHECK(run_cli("").exit_code == 2);
 }
 
-TEST_CASE("infer --json has the contract's fields; run handles infer scenarios with variants") {
+TEST_CASE("infer --json has the contract's fields, run handles infer scenarios with variants") {
   const auto r = run_cli("infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 256 --output-len 64 --rate inf "
                          "--requests 50 --offer cn-8x-h100-sxm --json");
   REQUIRE(r.exit_code == 0);

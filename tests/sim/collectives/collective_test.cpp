@@ -49,7 +49,7 @@ TEST_CASE("ring all-gather and reduce-scatter take (n-1)/n S/B plus (n-1) hop la
   }
 }
 
-TEST_CASE("the double binary tree moves 2S through each GPU's link; NVLS moves S each way at the switch's rate") {
+TEST_CASE("the double binary tree moves 2S through each GPU's link, NVLS moves S each way at the switch's rate") {
   const auto topo = net::Topology::build(test::make_star(8, "100 GB/s"), 8);
   CHECK(simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kTree, first(8), 1e9, 0.0) ==
         doctest::Approx(2 * 1e9 / 100e9).epsilon(1e-9));
@@ -59,7 +59,7 @@ TEST_CASE("the double binary tree moves 2S through each GPU's link; NVLS moves S
         doctest::Approx(1e9 / 275e9 + 2 * 0.5e-6).epsilon(1e-9));
 }
 
-TEST_CASE("direct all-to-all sends S/n to every peer; send/recv moves S once") {
+TEST_CASE("direct all-to-all sends S/n to every peer, send/recv moves S once") {
   const auto topo = net::Topology::build(test::make_star(4, "100 GB/s"), 4);
   CHECK(simulate_one(topo, CollectiveOp::kAllToAll, Algorithm::kDirect, first(4), 4e9, 0.0) ==
         doctest::Approx(3 * 1e9 / 100e9).epsilon(1e-9));

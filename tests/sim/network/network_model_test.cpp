@@ -67,7 +67,7 @@ TEST_CASE("flow and analytical models agree when no link is shared (a ring on an
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-12));
 }
 
-TEST_CASE("the flow model shows contention on a shared PCIe switch uplink; the analytical model does not") {
+TEST_CASE("the flow model shows contention on a shared PCIe switch uplink, the analytical model does not") {
   // pcie-fake8: GPUs 0-3 behind one switch, 4-7 behind the other: four pairs cross one uplink.
   const auto topo = Topology::build(test::shipped_cluster("pcie-fake8"), 8);
   const std::vector<FlowReq> cross{{0, 4, 1e9}, {1, 5, 1e9}, {2, 6, 1e9}, {3, 7, 1e9}};
@@ -197,4 +197,30 @@ TEST_CASE("NICs behind a node's PCIe switches: GPU-to-NIC traffic crosses the no
     CHECK(std::string(e.what()).find("/nic_switch/0") != std::string::npos);
     CHECK(std::string(e.what()).find("'cpu0'") != std::string::npos);
   }
+}
+
+TEST_CASE("a three-tier fat tree: traffic inside a pod does not see the pods 1:7 uplinks, traffic between pods does") {
+  auto fabric = parse_fabric(config::load(test::data_path("scenarios/fabrics/roce-400g-pods.json")), "roce-400g-pods");
+  fabric.leaves_per_pod = 2;  // small pods (racks of 2 nodes, 2 racks per pod) for the test
+  const auto topo = Topology::build(test::shipped_cluster("hgx-h100"), 8, 8, fabric);
+  // GPU 0 of node 0 to GPU 0 of node 2 (same pod, other rack): NIC, rack, pod, rack, NIC.
+  const auto& in_pod = topo.route(topo.gpu(0), topo.gpu(16));
+  CHECK(in_pod.links.size() == 6);
+  const auto& across = topo.route(topo.gpu(0), topo.gpu(32));  // node 4: the next pod, through the core
+  CHECK(across.links.size() == 8);
+  // Four flows from pod 0 to pod 1 share the pod's uplink (1/7 of its 2 racks x 2 nodes x 8 NICs)...
+  std::vector<FlowReq> cross, inside;
+  for (int g = 0; g < 4; ++g) {
+    cross.push_back({g, 32 + g, 1e9});
+    inside.push_back({g, 16 + g, 1e9});
+  }
+  const auto t_cross = run_flows(NetworkModelKind::kFlow, topo, cross);
+  const auto t_inside = run_flows(NetworkModelKind::kFlow, topo, inside);
+  // ...which still has room for them (32 NICs / 7 = 4.6 NICs' worth): only latency differs.
+  CHECK(t_cross[0] == doctest::Approx(t_inside[0]).epsilon(0.01));
+  // Every GPU of pod 0 sending to pod 1 exceeds it: 4 nodes x 8 NICs through a 1:7 uplink.
+  std::vector<FlowReq> all;
+  for (int g = 0; g < 32; ++g) all.push_back({g, 32 + g, 1e9});
+  const auto t_all = run_flows(NetworkModelKind::kFlow, topo, all);
+  CHECK(t_all[0] == doctest::Approx(t_inside[0] * 7).epsilon(0.02));
 }

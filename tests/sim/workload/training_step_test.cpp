@@ -160,7 +160,7 @@ TEST_CASE("DP symmetry: one simulated replica gives the full run's step where re
   CHECK(eth_sym.step_time_s == doctest::Approx(eth_full.step_time_s).epsilon(0.02));
 }
 
-TEST_CASE("multi-node: DP across nodes is slower on one 100 GbE NIC than on eight NDR NICs; TP across nodes is slower still") {
+TEST_CASE("multi-node: DP across nodes is slower on one 100 GbE NIC than on eight NDR NICs, TP across nodes is slower still") {
   const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 2, "training": {"seq": 2048, "global_batch": 16}, )";
   const auto ndr = eval(test::scenario_from_json(base + R"("fabric": "ib-ndr-rail", "parallel": {"tp": 8}})"));
   const auto eth = eval(test::scenario_from_json(base + R"("fabric": "eth-100g", "parallel": {"tp": 8}})"));
@@ -184,7 +184,7 @@ TEST_CASE("LoRA drops the base weight gradients: fewer FLOPs, DP reduces only th
   CHECK(lora.fits);
 }
 
-TEST_CASE("FP8 training: GEMMs at the FP8 peak make the step faster; the FP8 weight copy costs memory") {
+TEST_CASE("FP8 training: GEMMs at the FP8 peak make the step faster, the FP8 weight copy costs memory") {
   const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8, "dtype": ")";
   const auto bf16 = eval(test::scenario_from_json(base + R"(bf16"}})"));
   const auto fp8 = eval(test::scenario_from_json(base + R"(fp8"}})"));
