@@ -21,23 +21,50 @@ nlohmann::json strip(nlohmann::json j) {
   return j;
 }
 std::string slurp(const fs::path& p) { return cs::test::slurp(p.string()); }
-}  // namespace
 
-TEST_CASE("golden scenarios reproduce their reviewed JSON exactly") {
+std::vector<fs::path> golden_cases() {
   const fs::path dir = cs::test::data_path("tests/golden");
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() == ".args") cases.push_back(e.path());
   }
   std::sort(cases.begin(), cases.end());
+  return cases;
+}
+
+std::string args_of(const fs::path& c) {
+  std::string args = slurp(c);
+  while (!args.empty() && args.back() == '\n') args.pop_back();
+  return args;
+}
+}  // namespace
+
+TEST_CASE("golden scenarios reproduce their reviewed JSON exactly") {
+  const auto cases = golden_cases();
   REQUIRE(cases.size() >= 3);
   for (const auto& c : cases) {
     CAPTURE(c.filename().string());
-    std::string args = slurp(c);
-    while (!args.empty() && args.back() == '\n') args.pop_back();
-    const auto r = cs::test::run_cli(args);
+    const auto r = cs::test::run_cli(args_of(c));
     REQUIRE(r.exit_code == 0);
     const auto expected = nlohmann::json::parse(slurp(fs::path(c).replace_extension(".json")));
     CHECK(strip(nlohmann::json::parse(r.out)).dump(2) == expected.dump(2));
+  }
+}
+
+TEST_CASE("the same bytes with 1, 2 and 4 worker threads: golden scenarios and a validation set") {
+  std::vector<std::string> runs;
+  for (const auto& c : golden_cases()) runs.push_back(args_of(c));
+  runs.push_back("validate-published scenarios/validation/g-trtllm.json --json");
+  runs.push_back("validate-published scenarios/validation/a-megatron.json --ids '*t1-3*' --json");
+  for (const auto& args : runs) {
+    CAPTURE(args);
+    std::string first;
+    for (int threads : {1, 2, 4}) {
+      const auto r = cs::test::run_cli("--threads " + std::to_string(threads) + " " + args);
+      REQUIRE(r.exit_code == 0);
+      const auto out = strip(nlohmann::json::parse(r.out)).dump(2);
+      if (threads == 1) first = out;
+      CHECK(out == first);
+    }
   }
 }

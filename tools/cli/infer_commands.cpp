@@ -8,6 +8,7 @@
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
@@ -160,9 +161,13 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   for (const auto& [name, d] : docs) scenarios.emplace_back(name, serving::parse_serving(d, catalog));
   nlohmann::ordered_json all;
   all["variants"] = nlohmann::ordered_json::array();
+  // Variants are independent: simulated in parallel, reported in file order.
+  std::vector<serving::ServingResults> results(scenarios.size());
+  parallel_for_each(scenarios.size(),
+                    [&](std::size_t i) { results[i] = serving::simulate_serving(scenarios[i].second, !trace_out.empty()); });
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    const auto& [name, s] = scenarios[i];
-    const auto r = serving::simulate_serving(s, !trace_out.empty());
+    const auto& name = scenarios[i].first;
+    const auto& r = results[i];
     if (!trace_out.empty()) {
       std::string path = trace_out;
       if (!name.empty()) path += "." + std::to_string(i) + ".json";
@@ -232,7 +237,7 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
   cmd->add_option("--svg", *svg, "write the curve as an SVG plot");
   return [o, cmd, rates, csv, svg, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
-    std::vector<std::pair<double, serving::ServingResults>> points;
+    std::vector<std::pair<double, serving::ServingScenario>> scenarios;
     std::stringstream in(*rates);
     for (std::string tok; std::getline(in, tok, ',');) {
       char* end = nullptr;
@@ -241,12 +246,16 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
         throw InputError("command line", "--rates", "expected positive numbers separated by commas; got '" + *rates + "'");
       }
       try {
-        const auto s = serving::parse_serving(config::JsonDoc{"command line", to_doc(*o, cmd, tok)}, catalog);
-        points.emplace_back(v, serving::simulate_serving(s, false));
+        scenarios.emplace_back(v, serving::parse_serving(config::JsonDoc{"command line", to_doc(*o, cmd, tok)}, catalog));
       } catch (const InputError& e) {
         throw name_infer_flags(e);
       }
     }
+    // Sweep points are independent: simulated in parallel, in rate order in the output.
+    std::vector<std::pair<double, serving::ServingResults>> points(scenarios.size());
+    parallel_for_each(scenarios.size(), [&](std::size_t i) {
+      points[i] = {scenarios[i].first, serving::simulate_serving(scenarios[i].second, false)};
+    });
     std::cout << sweep_table(points);
     if (!csv->empty()) {
       std::ofstream f(*csv);

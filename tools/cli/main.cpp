@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "sim/core/errors.hpp"
+#include "sim/core/parallel.hpp"
 #include "tools/cli/commands.hpp"
 
 #ifndef CLUSTERSIM_DATA_DIR
@@ -16,6 +17,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.add_option("--data-dir", globals.data_dir, "folder holding models/, calibration/ and scenarios/")
       ->capture_default_str();
+  int threads = 0;
+  app.add_option("--threads", threads,
+                 "worker threads for independent simulations (variants, validation cases, sweep points, the "
+                 "one-GPU baseline); 0 = all cores. Output is the same bytes for any count")
+      ->check(CLI::NonNegativeNumber);
   std::vector<std::pair<CLI::App*, cs::cli::Action>> actions;
   auto reg = [&](auto add, const char* name) {
     auto action = add(app, globals);
@@ -42,6 +48,7 @@ int main(int argc, char** argv) {
     std::cerr << "error: command line: " << e.what() << " (see --help)\n";
     return static_cast<int>(ExitCode::kBadInput);
   }
+  const cs::ThreadLimit limit(threads);
   try {
     for (auto& [sub, action] : actions) {
       if (sub->parsed()) return action();

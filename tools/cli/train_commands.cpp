@@ -8,6 +8,7 @@
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/report/writers.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -123,15 +124,20 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     }
     return 0;
   }
-  std::vector<report::TrainResults> results;
-  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+  // Variants are independent: simulated in parallel, reported in file order.
+  std::vector<report::TrainResults> results(scenarios.size());
+  std::vector<workload::RunLog> logs(out.trace.empty() ? 0 : scenarios.size());
+  std::vector<std::optional<workload::TrainingStep>> steps(logs.size());
+  parallel_for_each(scenarios.size(), [&](std::size_t i) {
     report::EvaluateOptions eo;
     eo.record_links = !out.trace.empty();
-    workload::RunLog log;
-    std::optional<workload::TrainingStep> step;
-    results.push_back(report::evaluate_training(scenarios[i], eo, out.trace.empty() ? nullptr : &log,
-                                                out.trace.empty() ? nullptr : &step));
+    results[i] = report::evaluate_training(scenarios[i], eo, out.trace.empty() ? nullptr : &logs[i],
+                                           out.trace.empty() ? nullptr : &steps[i]);
+  });
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
     if (!out.trace.empty()) {
+      const auto& log = logs[i];
+      const auto& step = steps[i];
       std::string path = out.trace;
       if (!file.variant_names.empty()) {
         const auto p = std::filesystem::path(out.trace);

@@ -10,6 +10,7 @@
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/fabric_spec.hpp"
@@ -130,8 +131,8 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
     auto cases = parse_cases(doc);
     std::erase_if(cases, [&](const Case& c) { return !glob_match(o->ids, c.id); });
     if (cases.empty()) throw InputError("command line", "--ids", "no case id matches '" + o->ids + "' in " + o->file);
-    std::vector<double> scored;
-    for (std::size_t i = 0; i < cases.size(); ++i) {
+    // Cases are independent: simulated in parallel; scored in file order afterwards.
+    parallel_for_each(cases.size(), [&](std::size_t i) {
       auto& c = cases[i];
       const std::string where = "/cases/" + std::to_string(i);
       if (c.kind == "training") {
@@ -146,8 +147,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
                            std::to_string(sc.plan.dp);
         c.cluster = sc.cluster.id;
         c.gpus = sc.gpus;
-        if (c.role == "validation") scored.push_back(std::fabs(c.predicted / c.published - 1.0));
-        continue;
+        return;
       }
       if (c.kind == "serving") {
         const auto sc = serving::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
@@ -156,8 +156,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
         c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);
         c.cluster = sc.cluster.id;
         c.gpus = sc.gpus;
-        if (c.role == "validation") scored.push_back(std::fabs(c.predicted / c.published - 1.0));
-        continue;
+        return;
       }
       const auto cpath = catalog.locate(config::CatalogKind::kCluster, c.cluster, doc.path, where + "/cluster");
       const auto cluster = net::parse_cluster(config::load(cpath), c.cluster);
@@ -184,6 +183,9 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       const auto t = workload::time_collective(topo, op, algo, ranks, c.bytes, profile.collective_latency.value);
       c.predicted = (c.metric == "busbw" ? t.busbw_bytes_per_s : t.algbw_bytes_per_s) / 1e9;
       c.algorithm_used = coll::algorithm_name(t.algorithm);
+    });
+    std::vector<double> scored;
+    for (const auto& c : cases) {
       if (c.role == "validation") scored.push_back(std::fabs(c.predicted / c.published - 1.0));
     }
     std::sort(scored.begin(), scored.end());
