@@ -21,4 +21,15 @@ std::uint64_t Engine::run(EventHandler& handler) {
   return handled;
 }
 
+std::uint64_t Engine::run_until(EventHandler& handler, SimTime limit) {
+  std::uint64_t handled = 0;
+  while (!queue_.empty() && queue_.top().time < limit) {
+    const Event e = queue_.pop();
+    now_ = e.time;
+    handler.handle(e, *this);
+    ++handled;
+  }
+  return handled;
+}
+
 }  // namespace cs::engine

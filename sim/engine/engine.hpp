@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sim/engine/event_queue.hpp"
@@ -22,6 +23,12 @@ class Engine {
   void schedule(SimTime time, Phase phase, std::uint32_t lp, std::uint32_t kind, std::uint64_t payload);
   /// Runs until no event is left; returns the number of events handled.
   std::uint64_t run(EventHandler& handler);
+  /// Runs the events earlier than `limit` (a conservative window); returns how many.
+  std::uint64_t run_until(EventHandler& handler, SimTime limit);
+  /// The time of the next event, if any.
+  [[nodiscard]] std::optional<SimTime> next_time() const {
+    return queue_.empty() ? std::nullopt : std::optional<SimTime>(queue_.top().time);
+  }
   [[nodiscard]] SimTime now() const { return now_; }
 
  private:

@@ -34,6 +34,8 @@ class EventQueue {
   void push(const Event& e);
   [[nodiscard]] Event pop();
   [[nodiscard]] bool empty() const { return heap_.empty(); }
+  /// The first event in key order (the queue must not be empty).
+  [[nodiscard]] const Event& top() const { return heap_.front(); }
   [[nodiscard]] std::size_t size() const { return heap_.size(); }
 
  private:

@@ -26,7 +26,11 @@ struct FlowState {
 /// only when its rate changes), finish times in an ordered set, per-link loads kept incrementally.
 class FluidModel : public NetworkModel {
  public:
-  explicit FluidModel(const Topology& topo) : topo_(topo), loads_(topo.link_count(), 0.0), link_flows_(topo.link_count()) {}
+  FluidModel(const Topology& topo, LinkState* shared)
+      : topo_(topo),
+        own_(shared ? 0 : topo.link_count()),
+        loads_(shared ? shared->loads : own_.loads),
+        link_flows_(shared ? shared->flows : own_.flows) {}
 
   void start(FlowId id, const Route& route, double bytes, double rate_cap, SimTime now) override {
     const auto i = index(id);
@@ -77,8 +81,9 @@ class FluidModel : public NetworkModel {
 
   const Topology& topo_;
   std::vector<FlowState> flows_;
-  std::vector<double> loads_;
-  std::vector<std::vector<std::uint32_t>> link_flows_;  ///< active flows on each link, in start order
+  LinkState own_;  ///< empty when the links are shared
+  std::vector<double>& loads_;
+  std::vector<std::vector<std::uint32_t>>& link_flows_;  ///< active flows on each link, in start order
 
  private:
   void changed(const std::vector<std::uint32_t>& seeds, SimTime now) {
@@ -223,9 +228,9 @@ class AnalyticalModel final : public FluidModel {
 
 }  // namespace
 
-std::unique_ptr<NetworkModel> make_network_model(NetworkModelKind kind, const Topology& topo) {
-  if (kind == NetworkModelKind::kFlow) return std::make_unique<FlowModel>(topo);
-  return std::make_unique<AnalyticalModel>(topo);
+std::unique_ptr<NetworkModel> make_network_model(NetworkModelKind kind, const Topology& topo, LinkState* shared) {
+  if (kind == NetworkModelKind::kFlow) return std::make_unique<FlowModel>(topo, shared);
+  return std::make_unique<AnalyticalModel>(topo, shared);
 }
 
 }  // namespace cs::net

@@ -32,11 +32,22 @@ class NetworkModel {
   [[nodiscard]] virtual std::size_t active_flows() const = 0;
 };
 
+/// Per-link state (load in bytes/s, active flows). Several models may share one when their flows
+/// use disjoint links, as the parallel executor's partitions do (a node's links, the fabric's):
+/// each link is then touched by one model only, and no model owns a copy of every link.
+struct LinkState {
+  explicit LinkState(std::size_t links) : loads(links, 0.0), flows(links) {}
+  std::vector<double> loads;
+  std::vector<std::vector<std::uint32_t>> flows;  ///< active flows on each link, in start order
+};
+
 enum class NetworkModelKind { kFlow, kAnalytical };
 [[nodiscard]] const char* network_model_name(NetworkModelKind k);
 
 /// `flow`: max-min fair sharing of every link among the flows crossing it, recomputed whenever a
 /// flow starts or ends. `analytical`: each flow runs at its route's bottleneck as if alone.
-[[nodiscard]] std::unique_ptr<NetworkModel> make_network_model(NetworkModelKind kind, const Topology& topo);
+/// `shared`: per-link state owned by the caller (null: the model keeps its own).
+[[nodiscard]] std::unique_ptr<NetworkModel> make_network_model(NetworkModelKind kind, const Topology& topo,
+                                                               LinkState* shared = nullptr);
 
 }  // namespace cs::net

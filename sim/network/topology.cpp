@@ -102,6 +102,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
   }
   if (nodes > 1) {
     t.has_fabric_ = true;
+    t.node_count_ = nodes;
     CS_ASSERT(t.vertices_.size() == std::size_t{t.vertices_per_node_} * nodes && t.links_.size() == std::size_t{t.links_per_node_} * nodes,
               "nodes are identical, contiguous copies");
     // Joins a child to its parent in the tree above the GPUs (GPU - NIC - switch tiers).
@@ -332,6 +333,7 @@ Route Topology::fabric_route(std::uint32_t src, std::uint32_t dst) const {
 
 const Route& Topology::route(VertexId from, VertexId to) const {
   CS_ASSERT(from != to, "a route joins two different vertices");
+  const std::lock_guard lock(*route_mutex_);
   const auto key = std::make_pair(index(from), index(to));
   auto it = routes_.find(key);
   if (it != routes_.end()) return it->second;

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,7 +62,8 @@ class Topology {
   [[nodiscard]] std::size_t vertex_count() const { return vertices_.size(); }
   [[nodiscard]] const Link& link(LinkId l) const { return links_[index(l)]; }
   [[nodiscard]] std::size_t link_count() const { return links_.size(); }
-  /// The route from one vertex to another (cached; `from != to`).
+  /// The route from one vertex to another (cached; `from != to`). Thread-safe; the reference stays
+  /// valid for the topology's life.
   [[nodiscard]] const Route& route(VertexId from, VertexId to) const;
   /// Bottleneck effective bandwidth along a route.
   [[nodiscard]] double bottleneck(const Route& r) const;
@@ -71,6 +73,12 @@ class Topology {
   [[nodiscard]] std::optional<LinkId> direct_link(VertexId from, VertexId to) const;
   [[nodiscard]] const std::string& cluster_id() const { return cluster_id_; }
   [[nodiscard]] int node_of_rank(int rank) const { return vertices_[index(gpu(rank))].node; }
+  /// Links below this id are the nodes' own (node n's: [n, n + 1) x links per node); the rest join
+  /// GPUs or node switches to NICs, and NICs to the fabric.
+  [[nodiscard]] std::size_t node_link_end() const {
+    return has_fabric_ ? static_cast<std::size_t>(vertices_per_node_ ? links_per_node_ : 0) * static_cast<std::size_t>(node_count_)
+                       : links_.size();
+  }
 
  private:
   Topology();
@@ -85,13 +93,14 @@ class Topology {
   /// is node 0's route shifted by n's vertex and link offsets; a route between nodes is the GPU's
   /// link to its NIC, the unique path up and down the fabric's tree, and the far NIC's link to the
   /// GPU (GPUs never forward and a NIC joins only its GPUs and one fabric switch, so no other path
-  /// exists). Not thread-safe.
+  /// exists). Callers of route() may run on several threads (it locks).
   void compute_source(std::uint32_t src) const;
   [[nodiscard]] Route intra_node_route(std::uint32_t src, std::uint32_t dst) const;
   [[nodiscard]] Route fabric_route(std::uint32_t src, std::uint32_t dst) const;
   bool has_fabric_ = false;
   std::uint32_t vertices_per_node_ = 0;  ///< node n's own vertices: [n * this, (n + 1) * this)
   std::uint32_t links_per_node_ = 0;     ///< node n's own links: [n * this, (n + 1) * this)
+  int node_count_ = 1;
   struct TreeLinks {
     std::int64_t up = -1;    ///< link to the parent (GPU: to its NIC; NIC: to its switch)
     std::int64_t down = -1;  ///< the parent's link back
@@ -105,6 +114,7 @@ class Topology {
   std::map<std::uint32_t, TreeLinks> nic_attach_;          ///< by NIC vertex: parent = its node switch
   mutable std::vector<std::vector<std::int64_t>> pred_;  ///< per source: predecessor link of each vertex
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> routes_;
+  std::unique_ptr<std::mutex> route_mutex_ = std::make_unique<std::mutex>();  ///< guards the route caches
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> node0_routes_;  ///< intra-node template
   std::vector<std::vector<LinkId>> out_links_;
 };

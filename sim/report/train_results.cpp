@@ -205,6 +205,7 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   eo.collective_latency_s = s.profile.collective_latency.value;
   eo.record_links = options.record_links;
   eo.curves = &s.profile.collectives;
+  eo.partition = options.partition;
   // The step and the one-GPU baseline are independent simulations: run side by side.
   std::optional<net::Topology> topo_slot;
   std::optional<workload::TrainingStep> step_slot;
@@ -255,6 +256,8 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.collectives = summarize_collectives(step.graph, log);
   r.events = log.events;
   r.flows = log.flows;
+  r.partitions = log.partitions;
+  r.windows = log.windows;
   r.phase_s.metrics = lap();
 
   if (options.single_gpu_baseline) {

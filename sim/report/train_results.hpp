@@ -73,6 +73,8 @@ struct TrainResults {
   std::vector<std::pair<std::string, std::string>> rates;  ///< what -> "value (provenance)"
   std::uint64_t events = 0;
   std::uint64_t flows = 0;
+  std::uint32_t partitions = 1;  ///< the parallel engine's partitions (1: the graph ran serially)
+  std::uint64_t windows = 0;
   double wall_s = 0;
   /// Where the wall time went (seconds): topology, task graph, simulation, one-GPU baseline, and
   /// the metrics (breakdown and collective summaries).
@@ -84,6 +86,7 @@ struct TrainResults {
 struct EvaluateOptions {
   bool record_links = false;
   bool single_gpu_baseline = true;
+  bool partition = true;  ///< the parallel engine's node/fabric partitions (false: one, serial)
 };
 
 /// A training scenario end to end (stages 4-6): build, simulate, the one-GPU baseline, memory and

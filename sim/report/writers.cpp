@@ -64,7 +64,9 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["rates"] = rates;
   j["events"] = r.events;
   j["flows"] = r.flows;
-  if (with_run_info) j["run_info"] = {{"version", "0.1.0"}, {"wall_s", r.wall_s}};
+  if (with_run_info) {
+    j["run_info"] = {{"version", "0.1.0"}, {"wall_s", r.wall_s}, {"engine_partitions", r.partitions}, {"engine_windows", r.windows}};
+  }
   return j;
 }
 

@@ -1,122 +1,235 @@
 #include "sim/workload/executor.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "sim/core/check.hpp"
+#include "sim/core/parallel.hpp"
 #include "sim/engine/engine.hpp"
 
 namespace cs::workload {
 
 namespace {
 
-enum EventKind : std::uint32_t { kTaskEnd = 0, kNetworkWake = 1 };
+// The parallel engine (DESIGN.md): one logical partition per node (its GPUs' streams, its kernels,
+// the collectives that stay inside it and their flows on its links) and one for the fabric (the
+// collectives and transfers that cross nodes, and their flows on NIC and fabric links). Link sets
+// are disjoint, so each partition has its own network model over shared per-link state.
+//
+// Partitions meet only through fabric tasks: a node tells the fabric when a stream reaches one of
+// them (arrive) or when a kernel it waits for is done (release); the fabric tells the nodes when
+// one ends. A fabric task's end is known when its flows finish, at least its latency ahead, and
+// every fabric task's latency is at least L (the lookahead): so in a window [t0, t0 + L) the nodes
+// run independently (in parallel), then the fabric runs the window with their messages, and its
+// messages to the nodes all fall in later windows. One thread or many, the same code runs in the
+// same order: results are identical, bit for bit. A graph this cannot partition (one node, zero
+// lookahead, a dependency between two nodes that bypasses the fabric, link counters for a trace)
+// runs as one partition: the serial engine.
 
-class Executor final : public engine::EventHandler {
+enum EventKind : std::uint32_t { kTaskEnd = 0, kNetworkWake = 1, kArrive = 2, kRelease = 3, kRemoteEnd = 4 };
+
+/// A message between partitions: it becomes an event of the receiving partition at `time`.
+struct Message {
+  SimTime time{};
+  std::uint32_t partition = 0;  ///< the receiver
+  EventKind kind = kTaskEnd;
+  std::uint32_t task = 0;
+  std::uint32_t rank = 0;  ///< kArrive: the GPU whose stream reached the task
+};
+
+inline constexpr std::uint32_t kSerial = 0;
+
+/// What every partition shares: the graph, the per-task and per-stream state (each element is
+/// written by one partition only), and the ownership map.
+struct Shared {
+  const WorkloadGraph& g;
+  const net::Topology& topo;
+  const ExecutorOptions& opt;
+  std::vector<std::uint32_t> succ_begin;  ///< task t's successors: succ[succ_begin[t] .. succ_begin[t + 1])
+  std::vector<TaskId> succ;
+  std::vector<std::uint32_t> preds_left;
+  std::vector<std::uint32_t> arrived;
+  std::vector<std::uint32_t> flows_left;
+  std::vector<double> latency;
+  std::vector<std::size_t> head;
+  std::vector<std::uint8_t> busy;  ///< bytes, not bits: streams of different nodes change concurrently
+  std::vector<TaskSpan> spans;
+  std::vector<std::uint32_t> group_owner;  ///< per group: its node's partition, or the fabric's
+  std::uint32_t fabric = 0;                ///< the fabric partition's index (== nodes)
+  std::uint32_t gpus_per_partition = 0;    ///< node partitions hold consecutive GPU ranks
+  bool partitioned = false;
+  net::LinkState links;
+
+  Shared(const WorkloadGraph& graph, const net::Topology& t, const ExecutorOptions& o)
+      : g(graph), topo(t), opt(o), links(t.link_count()) {}
+
+  [[nodiscard]] std::uint32_t node_partition(std::uint32_t gpu) const {
+    return partitioned ? gpu / gpus_per_partition : kSerial;
+  }
+  [[nodiscard]] std::uint32_t owner(const Task& t) const {
+    if (!partitioned) return kSerial;
+    if (!t.collective) return node_partition(t.gpu);
+    const auto a = group_owner[t.group], b = group_owner[t.flow_group];
+    return a == b ? a : fabric;
+  }
+  [[nodiscard]] std::size_t stream_index(std::uint32_t gpu, Stream s) const {
+    return static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(s);
+  }
+};
+
+class Partition final : public engine::EventHandler {
  public:
-  Executor(const WorkloadGraph& g, const net::Topology& topo, const ExecutorOptions& opt)
-      : g_(g),
-        topo_(topo),
-        opt_(opt),
-        net_(net::make_network_model(opt.network, topo)),
-        preds_left_(g.tasks().size()),
-        arrived_(g.tasks().size(), 0),
-        flows_left_(g.tasks().size(), 0),
-        latency_(g.tasks().size(), 0.0),
-        head_(g.stream_count(), 0),
-        busy_(g.stream_count(), false),
-        network_lp_(static_cast<std::uint32_t>(g.gpus())) {
-    log_.spans.resize(g.tasks().size());
-    // Successors in compressed rows (a stable counting sort keeps each task's edges in the order
-    // they were added, so the run does not depend on how edges are stored).
-    succ_begin_.assign(g.tasks().size() + 1, 0);
-    for (const auto& e : g.edges()) {
-      ++succ_begin_[index(e.before) + 1];
-      ++preds_left_[index(e.after)];
-    }
-    for (std::size_t i = 0; i < g.tasks().size(); ++i) succ_begin_[i + 1] += succ_begin_[i];
-    succ_.resize(g.edges().size());
-    std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
-    for (const auto& e : g.edges()) succ_[fill[index(e.before)]++] = e.after;
+  Partition(Shared& sh, std::uint32_t self, std::uint32_t first_gpu, std::uint32_t gpu_count)
+      : sh_(sh),
+        self_(self),
+        first_gpu_(first_gpu),
+        network_lp_(gpu_count),
+        net_(net::make_network_model(sh.opt.network, sh.topo, sh.partitioned ? &sh.links : nullptr)) {}
+
+  [[nodiscard]] bool is_fabric() const { return sh_.partitioned && self_ == sh_.fabric; }
+  engine::Engine& engine() { return engine_; }
+  std::vector<Message>& outbox() { return outbox_; }
+  [[nodiscard]] std::uint64_t flows() const { return flows_; }
+  std::vector<LinkSample>& link_samples() { return samples_; }
+
+  /// Puts an incoming message on this partition's clock (in the order given).
+  void deliver(const Message& m) {
+    const auto phase = m.kind == kArrive ? engine::Phase::kTaskStart : engine::Phase::kTaskEnd;
+    // Incoming messages have their own lp (after the GPUs and the network): their order among
+    // themselves is the order of delivery, which is deterministic.
+    engine_.schedule(m.time, phase, network_lp_ + 1, m.kind, m.task);
   }
 
-  RunLog run() {
-    for (std::size_t t = 0; t < g_.tasks().size(); ++t) {
-      if (g_.tasks()[t].stream == Stream::kNone && preds_left_[t] == 0) start_unordered(static_cast<TaskId>(t));
+  /// Before the first window: an unordered task of this partition without dependencies starts.
+  void prime_unordered(TaskId id) { start_unordered(id); }
+
+  /// Before the first window, after the unordered tasks: every stream's head.
+  void prime() {
+    if (is_fabric()) return;
+    const std::uint32_t end = sh_.partitioned ? first_gpu_ + network_lp_ : static_cast<std::uint32_t>(sh_.g.gpus());
+    for (std::uint32_t r = first_gpu_; r < end; ++r) {
+      for (int s = 0; s < kStreamsPerGpu; ++s) try_start(sh_.stream_index(r, static_cast<Stream>(s)));
     }
-    for (std::size_t s = 0; s < g_.stream_count(); ++s) try_start(s);
-    log_.events = engine_.run(*this);
-    for (std::size_t s = 0; s < g_.stream_count(); ++s) {
-      CS_ASSERT(head_[s] == g_.stream_order(s).size(), "every task ran (no deadlock in the workload graph)");
-    }
-    log_.makespan = engine_.now();
-    return std::move(log_);
   }
 
   void handle(const engine::Event& e, engine::Engine& /*engine*/) override {
-    if (e.kind == kTaskEnd) {
-      finish(static_cast<TaskId>(e.payload));
-    } else if (e.payload == net_version_) {
-      for (auto f : net_->complete(engine_.now())) {
-        const auto t = flow_owner_[net::index(f)];
-        free_flows_.push_back(f);  // ids are reused: the model's state stays as small as the active set
-        if (--flows_left_[t] == 0) {
-          engine_.schedule(engine_.now() + SimTime::from_seconds(latency_[t]), engine::Phase::kTaskEnd,
-                           g_.task(static_cast<TaskId>(t)).gpu, kTaskEnd, t);
-        }
-      }
-      network_changed();
+    const auto task = static_cast<std::uint32_t>(e.payload & 0xffffffffu);
+    switch (e.kind) {
+      case kTaskEnd: finish(static_cast<TaskId>(task)); break;
+      case kNetworkWake: network_wake(e.payload); break;
+      case kArrive: arrive(static_cast<TaskId>(task)); break;
+      case kRelease: release(static_cast<TaskId>(task)); break;
+      case kRemoteEnd: remote_end(static_cast<TaskId>(task)); break;
+      default: CS_ASSERT(false, "a known event kind");
     }
   }
 
  private:
-  [[nodiscard]] std::size_t stream_index(std::uint32_t gpu, Stream s) const {
-    return static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(s);
+  [[nodiscard]] std::uint32_t local_lp(std::uint32_t gpu) const { return gpu - first_gpu_; }
+
+  void schedule_end(std::uint32_t t, SimTime at) {
+    engine_.schedule(at, engine::Phase::kTaskEnd, is_fabric() ? 0 : local_lp(sh_.g.task(static_cast<TaskId>(t)).gpu), kTaskEnd, t);
+  }
+
+  void network_wake(std::uint64_t version) {
+    if (version != net_version_) return;
+    const auto now = engine_.now();
+    for (auto f : net_->complete(now)) {
+      const auto t = flow_owner_[net::index(f)];
+      free_flows_.push_back(f);  // ids are reused: the model's state stays as small as the active set
+      if (--sh_.flows_left[t] == 0) ends_at(t, now + SimTime::from_seconds(sh_.latency[t]));
+    }
+    network_changed();
+  }
+
+  /// A collective's end is now known: schedule it here, and tell the nodes it concerns.
+  void ends_at(std::uint32_t t, SimTime at) {
+    schedule_end(t, at);
+    if (!is_fabric()) return;
+    const Task& task = sh_.g.task(static_cast<TaskId>(t));
+    std::vector<std::uint32_t> nodes;
+    if (task.stream != Stream::kNone) {
+      for (int r : sh_.g.groups()[task.group]) nodes.push_back(sh_.node_partition(static_cast<std::uint32_t>(r)));
+    }
+    for (auto k = sh_.succ_begin[t]; k < sh_.succ_begin[t + 1]; ++k) {
+      const auto o = sh_.owner(sh_.g.task(sh_.succ[k]));
+      if (o != self_) nodes.push_back(o);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    for (auto n : nodes) outbox_.push_back({at, n, kRemoteEnd, t, task.gpu});
   }
 
   void try_start(std::size_t s) {
-    if (busy_[s]) return;
-    const auto& order = g_.stream_order(s);
-    if (head_[s] == order.size()) return;
-    const TaskId id = order[head_[s]];
+    if (sh_.busy[s]) return;
+    const auto& order = sh_.g.stream_order(s);
+    if (sh_.head[s] == order.size()) return;
+    const TaskId id = order[sh_.head[s]];
     const auto t = index(id);
-    if (preds_left_[t] > 0) return;
-    const Task& task = g_.task(id);
-    busy_[s] = true;  // a collective's kernel occupies the stream while it waits for its peers
-    if (!task.collective) {
-      log_.spans[t].start = engine_.now();
-      engine_.schedule(engine_.now() + task.duration, engine::Phase::kTaskEnd, task.gpu, kTaskEnd, t);
+    const Task& task = sh_.g.task(id);
+    const auto gpu = static_cast<std::uint32_t>(s / kStreamsPerGpu);
+    if (sh_.owner(task) != self_) {
+      // A fabric collective: this stream waits in it; the fabric counts arrivals and dependencies.
+      sh_.busy[s] = true;
+      outbox_.push_back({engine_.now(), sh_.fabric, kArrive, t, gpu});
       return;
     }
-    const auto& ranks = g_.groups()[task.group];
-    if (++arrived_[t] < ranks.size()) return;
+    if (sh_.preds_left[t] > 0) return;
+    sh_.busy[s] = true;  // a collective's kernel occupies the stream while it waits for its peers
+    if (!task.collective) {
+      sh_.spans[t].start = engine_.now();
+      schedule_end(t, engine_.now() + task.duration);
+      return;
+    }
+    if (++sh_.arrived[t] < sh_.g.groups()[task.group].size()) return;
     start_collective(id, task);
+  }
+
+  /// Fabric: a rank's stream reached collective `id`.
+  void arrive(TaskId id) {
+    const auto t = index(id);
+    const Task& task = sh_.g.task(id);
+    if (++sh_.arrived[t] == sh_.g.groups()[task.group].size() && sh_.preds_left[t] == 0) start_collective(id, task);
+  }
+
+  /// Fabric: one of task `id`'s dependencies (a kernel on a node) is done.
+  void release(TaskId id) {
+    const auto t = index(id);
+    const Task& task = sh_.g.task(id);
+    if (--sh_.preds_left[t] > 0) return;
+    if (task.stream == Stream::kNone) {
+      start_unordered(id);
+    } else if (sh_.arrived[t] == sh_.g.groups()[task.group].size()) {
+      start_collective(id, task);
+    }
   }
 
   /// A task outside every stream starts as soon as its dependencies are done.
   void start_unordered(TaskId id) {
-    const Task& task = g_.task(id);
+    const Task& task = sh_.g.task(id);
     if (task.collective) {
       start_collective(id, task);
     } else {
-      log_.spans[index(id)].start = engine_.now();
-      engine_.schedule(engine_.now() + task.duration, engine::Phase::kTaskEnd, task.gpu, kTaskEnd, index(id));
+      sh_.spans[index(id)].start = engine_.now();
+      schedule_end(index(id), engine_.now() + task.duration);
     }
   }
 
   void start_collective(TaskId id, const Task& task) {
     const auto t = index(id);
-    log_.spans[t].start = engine_.now();
+    sh_.spans[t].start = engine_.now();
     const auto& cached = plan_for(task);
     const auto& plan = cached.plan;
-    log_.spans[t].algorithm = plan.algorithm;
-    latency_[t] = plan.latency_s;
+    sh_.spans[t].algorithm = plan.algorithm;
+    sh_.latency[t] = plan.latency_s;
     if (plan.flows.empty()) {
-      engine_.schedule(engine_.now() + SimTime::from_seconds(plan.latency_s), engine::Phase::kTaskEnd, task.gpu,
-                       kTaskEnd, t);
+      ends_at(t, engine_.now() + SimTime::from_seconds(plan.latency_s));
       return;
     }
-    flows_left_[t] = static_cast<std::uint32_t>(plan.flows.size());
+    sh_.flows_left[t] = static_cast<std::uint32_t>(plan.flows.size());
     for (std::size_t k = 0; k < plan.flows.size(); ++k) {
       net::FlowId fid{};
       if (free_flows_.empty()) {
@@ -129,10 +242,11 @@ class Executor final : public engine::EventHandler {
       }
       net_->start(fid, *cached.routes[k], plan.flows[k].bytes, plan.flows[k].rate_cap, engine_.now());
     }
-    log_.flows += plan.flows.size();
+    flows_ += plan.flows.size();
     network_changed();
   }
 
+ public:
   /// A collective's plan with its flows' routes resolved (cached: the same group, op and size
   /// recur every micro-batch).
   struct CachedPlan {
@@ -146,12 +260,12 @@ class Executor final : public engine::EventHandler {
     if (it != plans_.end()) return it->second;
     const auto cache = [&](coll::CollectivePlan plan) -> const CachedPlan& {
       CachedPlan c{std::move(plan), {}};
-      for (const auto& f : c.plan.flows) c.routes.push_back(&topo_.route(f.src, f.dst));
+      for (const auto& f : c.plan.flows) c.routes.push_back(&sh_.topo.route(f.src, f.dst));
       return plans_.emplace(key, std::move(c)).first->second;
     };
-    const auto& ranks = g_.groups()[task.flow_group];
-    if (opt_.curves && task.algorithm == coll::Algorithm::kAuto && ranks.size() > 1) {
-      for (const auto& c : *opt_.curves) {
+    const auto& ranks = sh_.g.groups()[task.flow_group];
+    if (sh_.opt.curves && task.algorithm == coll::Algorithm::kAuto && ranks.size() > 1) {
+      for (const auto& c : *sh_.opt.curves) {
         if (c.op != coll::op_name(task.op) || c.gpus != static_cast<int>(ranks.size())) continue;
         coll::CollectivePlan measured;
         measured.algorithm = coll::Algorithm::kMeasured;
@@ -164,18 +278,19 @@ class Executor final : public engine::EventHandler {
     req.algorithm = task.algorithm;
     req.ranks = ranks;
     req.bytes = task.bytes;
-    req.call_latency_s = opt_.collective_latency_s;
-    return cache(coll::plan_collective(topo_, req));
+    req.call_latency_s = sh_.opt.collective_latency_s;
+    return cache(coll::plan_collective(sh_.topo, req));
   }
 
+ private:
   void network_changed() {
     ++net_version_;
-    if (opt_.record_links) {
+    if (sh_.opt.record_links) {
       const auto& loads = net_->link_loads();
       if (last_loads_.size() != loads.size()) last_loads_.assign(loads.size(), 0.0);
       for (std::size_t l = 0; l < loads.size(); ++l) {
         if (loads[l] != last_loads_[l]) {
-          log_.link_samples.push_back({engine_.now(), static_cast<std::uint32_t>(l), loads[l]});
+          samples_.push_back({engine_.now(), static_cast<std::uint32_t>(l), loads[l]});
           last_loads_[l] = loads[l];
         }
       }
@@ -185,68 +300,249 @@ class Executor final : public engine::EventHandler {
     }
   }
 
-  void finish(TaskId id) {
+  /// Frees the streams of `task`'s ranks held here and releases the successors this partition
+  /// owns (telling the fabric of the others); starts whatever is now ready.
+  void complete(TaskId id, bool here) {
     const auto t = index(id);
-    const Task& task = g_.task(id);
-    log_.spans[t].end = engine_.now();
-    // Free the stream(s) that ran it, then release successors; start whatever is now ready.
+    const Task& task = sh_.g.task(id);
     auto& touched = touched_;
     touched.clear();
     if (task.stream != Stream::kNone) {
       if (task.collective) {
-        for (int r : g_.groups()[task.group]) touched.push_back(stream_index(static_cast<std::uint32_t>(r), task.stream));
+        for (int r : sh_.g.groups()[task.group]) {
+          if (sh_.node_partition(static_cast<std::uint32_t>(r)) == self_ && !is_fabric()) {
+            touched.push_back(sh_.stream_index(static_cast<std::uint32_t>(r), task.stream));
+          }
+        }
       } else {
-        touched.push_back(stream_index(task.gpu, task.stream));
+        touched.push_back(sh_.stream_index(task.gpu, task.stream));
       }
     }
     for (auto s : touched) {
-      busy_[s] = false;
-      ++head_[s];
+      sh_.busy[s] = 0;
+      ++sh_.head[s];
     }
-    for (auto k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k) {
-      const TaskId succ = succ_[k];
-      const Task& st = g_.task(succ);
-      if (--preds_left_[index(succ)] > 0) continue;
+    for (auto k = sh_.succ_begin[t]; k < sh_.succ_begin[t + 1]; ++k) {
+      const TaskId succ = sh_.succ[k];
+      const Task& st = sh_.g.task(succ);
+      const auto o = sh_.owner(st);
+      if (o != self_) {
+        // Only a node's own task reaches here with a successor elsewhere: the fabric's (checked
+        // when partitioning); the fabric tells nodes of its tasks' ends itself.
+        if (here && !is_fabric()) outbox_.push_back({engine_.now(), o, kRelease, index(succ), task.gpu});
+        continue;
+      }
+      if (--sh_.preds_left[index(succ)] > 0) continue;
       if (st.stream == Stream::kNone) {
         start_unordered(succ);
       } else if (st.collective) {
-        for (int r : g_.groups()[st.group]) touched.push_back(stream_index(static_cast<std::uint32_t>(r), st.stream));
+        for (int r : sh_.g.groups()[st.group]) {
+          if (sh_.node_partition(static_cast<std::uint32_t>(r)) == self_ || !sh_.partitioned) {
+            touched.push_back(sh_.stream_index(static_cast<std::uint32_t>(r), st.stream));
+          }
+        }
       } else {
-        touched.push_back(stream_index(st.gpu, st.stream));
+        touched.push_back(sh_.stream_index(st.gpu, st.stream));
       }
     }
-    // try_start never re-enters finish (ends are events), so the scratch list is stable here.
+    if (is_fabric()) return;  // the fabric holds no streams
+    // try_start never re-enters complete (ends are events), so the scratch list is stable here.
     for (auto s : touched) try_start(s);
   }
 
-  const WorkloadGraph& g_;
-  const net::Topology& topo_;
-  ExecutorOptions opt_;
+  void finish(TaskId id) {
+    sh_.spans[index(id)].end = engine_.now();
+    complete(id, true);
+  }
+
+  /// A node learns that a fabric collective ended.
+  void remote_end(TaskId id) { complete(id, false); }
+
+  Shared& sh_;
+  std::uint32_t self_;
+  std::uint32_t first_gpu_;
+  std::uint32_t network_lp_;
   engine::Engine engine_;
   std::unique_ptr<net::NetworkModel> net_;
-  std::vector<std::uint32_t> succ_begin_;  ///< task t's successors: succ_[succ_begin_[t] .. succ_begin_[t + 1])
-  std::vector<TaskId> succ_;
-  std::vector<std::uint32_t> preds_left_;
-  std::vector<std::uint32_t> arrived_;
-  std::vector<std::uint32_t> flows_left_;
-  std::vector<double> latency_;
-  std::vector<std::size_t> head_;
-  std::vector<bool> busy_;
   std::vector<std::uint32_t> flow_owner_;  ///< by flow id: the task it belongs to
-  std::vector<net::FlowId> free_flows_;      ///< finished flows' ids, reused last-in first-out
-  std::vector<std::size_t> touched_;         ///< scratch of finish(): streams to try
+  std::vector<net::FlowId> free_flows_;    ///< finished flows' ids, reused last-in first-out
+  std::vector<std::size_t> touched_;       ///< scratch of complete(): streams to try
   std::vector<double> last_loads_;
+  std::vector<LinkSample> samples_;
+  std::vector<Message> outbox_;
   std::map<std::tuple<std::uint32_t, int, double>, CachedPlan> plans_;
   std::uint64_t net_version_ = 0;
-  std::uint32_t network_lp_;
-  RunLog log_;
+  std::uint64_t flows_ = 0;
 };
+
+/// Decides the partitioning: per node when the topology has several nodes, every cross-partition
+/// dependency goes through the fabric, and the lookahead (the smallest fabric-task latency) is
+/// positive. Returns the lookahead in seconds, or 0 for one partition.
+double partition(Shared& sh) {
+  const auto& g = sh.g;
+  const int gpus = g.gpus();
+  int nodes = 0;
+  for (int r = 0; r < gpus; ++r) nodes = std::max(nodes, sh.topo.node_of_rank(r) + 1);
+  if (!sh.opt.partition || nodes < 2 || sh.opt.record_links || gpus % nodes != 0) return 0.0;
+  sh.gpus_per_partition = static_cast<std::uint32_t>(gpus / nodes);
+  for (int r = 0; r < gpus; ++r) {
+    if (static_cast<std::uint32_t>(sh.topo.node_of_rank(r)) != static_cast<std::uint32_t>(r) / sh.gpus_per_partition) return 0.0;
+  }
+  sh.partitioned = true;
+  sh.fabric = static_cast<std::uint32_t>(nodes);
+  sh.group_owner.resize(g.groups().size());
+  for (std::size_t k = 0; k < g.groups().size(); ++k) {
+    const auto& ranks = g.groups()[k];
+    const auto first = sh.node_partition(static_cast<std::uint32_t>(ranks.front()));
+    bool one = true;
+    for (int r : ranks) one = one && sh.node_partition(static_cast<std::uint32_t>(r)) == first;
+    sh.group_owner[k] = one ? first : sh.fabric;
+  }
+  // Every dependency between two partitions must touch the fabric.
+  for (const auto& e : g.edges()) {
+    const auto a = sh.owner(g.task(e.before)), b = sh.owner(g.task(e.after));
+    if (a != b && a != sh.fabric && b != sh.fabric) {
+      sh.partitioned = false;
+      return 0.0;
+    }
+  }
+  return std::numeric_limits<double>::infinity();  // narrowed by the fabric tasks' plans
+}
 
 }  // namespace
 
 RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const ExecutorOptions& options) {
-  Executor ex(graph, topo, options);
-  return ex.run();
+  Shared sh(graph, topo, options);
+  const auto n = graph.tasks().size();
+  sh.preds_left.assign(n, 0);
+  sh.arrived.assign(n, 0);
+  sh.flows_left.assign(n, 0);
+  sh.latency.assign(n, 0.0);
+  sh.spans.resize(n);
+  sh.head.assign(graph.stream_count(), 0);
+  sh.busy.assign(graph.stream_count(), 0);
+  // Successors in compressed rows (a stable counting sort keeps each task's edges in the order
+  // they were added, so the run does not depend on how edges are stored).
+  sh.succ_begin.assign(n + 1, 0);
+  for (const auto& e : graph.edges()) {
+    ++sh.succ_begin[index(e.before) + 1];
+    ++sh.preds_left[index(e.after)];
+  }
+  for (std::size_t i = 0; i < n; ++i) sh.succ_begin[i + 1] += sh.succ_begin[i];
+  sh.succ.resize(graph.edges().size());
+  {
+    std::vector<std::uint32_t> fill(sh.succ_begin.begin(), sh.succ_begin.end() - 1);
+    for (const auto& e : graph.edges()) sh.succ[fill[index(e.before)]++] = e.after;
+  }
+
+  double lookahead = partition(sh);
+  std::vector<std::unique_ptr<Partition>> parts;
+  if (sh.partitioned) {
+    for (std::uint32_t p = 0; p < sh.fabric; ++p) parts.push_back(std::make_unique<Partition>(sh, p, p * sh.gpus_per_partition, sh.gpus_per_partition));
+    parts.push_back(std::make_unique<Partition>(sh, sh.fabric, 0, 0));
+    // The lookahead: the smallest latency of a fabric task (its plan is cached for the run). Its
+    // flows must stay off the nodes' own links (a hierarchical all-reduce's rings inside each node,
+    // a GPU reaching its NIC through a PCIe switch): those belong to a node's partition.
+    auto& fabric = *parts.back();
+    bool disjoint = true;
+    for (const auto& t : graph.tasks()) {
+      if (!t.collective || sh.owner(t) != sh.fabric) continue;
+      const auto& cached = fabric.plan_for(t);
+      lookahead = std::min(lookahead, cached.plan.latency_s);
+      for (const auto* r : cached.routes) {
+        for (auto l : r->links) disjoint = disjoint && net::index(l) >= topo.node_link_end();
+      }
+      if (!disjoint) break;
+    }
+    if (!(lookahead > 0.0) || !disjoint) {
+      // No lookahead, or links shared with a node: run as one partition.
+      sh.partitioned = false;
+      parts.clear();
+    }
+  }
+  if (!sh.partitioned) parts.push_back(std::make_unique<Partition>(sh, kSerial, 0, static_cast<std::uint32_t>(graph.gpus())));
+
+  RunLog log;
+  const auto& tasks = graph.tasks();
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    if (tasks[t].stream == Stream::kNone && sh.preds_left[t] == 0) parts[sh.owner(tasks[t])]->prime_unordered(static_cast<TaskId>(t));
+  }
+  for (auto& p : parts) p->prime();
+  std::vector<std::uint64_t> events(parts.size(), 0);
+  std::uint64_t windows = 0;
+  if (!sh.partitioned) {
+    events[0] = parts[0]->engine().run(*parts[0]);
+  } else {
+    const SimTime L = SimTime::from_seconds(lookahead);
+    auto& fabric = *parts[sh.fabric];
+    // Node partitions by their next event time (kept for those that changed).
+    std::set<std::pair<SimTime, std::uint32_t>> ready;
+    std::vector<std::optional<SimTime>> queued(sh.fabric);
+    auto requeue = [&](std::uint32_t p) {
+      if (queued[p]) ready.erase({*queued[p], p});
+      queued[p] = parts[p]->engine().next_time();
+      if (queued[p]) ready.insert({*queued[p], p});
+    };
+    // Messages from priming: nodes' arrivals go to the fabric.
+    for (std::uint32_t p = 0; p < sh.fabric; ++p) {
+      for (const auto& m : parts[p]->outbox()) fabric.deliver(m);
+      parts[p]->outbox().clear();
+      requeue(p);
+    }
+    std::vector<std::uint32_t> active;
+    for (;;) {
+      std::optional<SimTime> t0 = fabric.engine().next_time();
+      if (!ready.empty() && (!t0 || ready.begin()->first < *t0)) t0 = ready.begin()->first;
+      if (!t0) break;
+      const SimTime limit = *t0 + L;
+      ++windows;
+      active.clear();
+      for (auto it = ready.begin(); it != ready.end() && it->first < limit; ++it) active.push_back(it->second);
+      std::sort(active.begin(), active.end());
+      // Small windows run inline: a task per partition costs more than a few events.
+      auto run_node = [&](std::size_t i) {
+        auto& p = *parts[active[i]];
+        events[active[i]] += p.engine().run_until(p, limit);
+      };
+      if (active.size() >= 8) {
+        parallel_for_each(active.size(), run_node);
+      } else {
+        for (std::size_t i = 0; i < active.size(); ++i) run_node(i);
+      }
+      // The nodes' messages to the fabric, in partition order, join its window.
+      for (auto p : active) {
+        for (const auto& m : parts[p]->outbox()) {
+          CS_ASSERT(m.partition == sh.fabric, "nodes only talk to the fabric");
+          fabric.deliver(m);
+        }
+        parts[p]->outbox().clear();
+        requeue(p);
+      }
+      events[sh.fabric] += fabric.engine().run_until(fabric, limit);
+      // The fabric's messages (task ends) fall beyond the window, in the nodes concerned.
+      for (const auto& m : fabric.outbox()) {
+        CS_ASSERT(m.time >= limit, "the fabric's messages fall beyond the window");
+        parts[m.partition]->deliver(m);
+        requeue(m.partition);
+      }
+      fabric.outbox().clear();
+    }
+  }
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    log.events += events[p];
+    log.flows += parts[p]->flows();
+    log.makespan = std::max(log.makespan, parts[p]->engine().now());
+    auto& samples = parts[p]->link_samples();
+    log.link_samples.insert(log.link_samples.end(), samples.begin(), samples.end());
+  }
+  for (std::size_t s = 0; s < graph.stream_count(); ++s) {
+    CS_ASSERT(sh.head[s] == graph.stream_order(s).size(), "every task ran (no deadlock in the workload graph)");
+  }
+  log.spans = std::move(sh.spans);
+  log.partitions = static_cast<std::uint32_t>(parts.size());
+  log.windows = windows;
+  log.lookahead_s = sh.partitioned ? lookahead : 0.0;
+  return log;
 }
 
 }  // namespace cs::workload

@@ -32,6 +32,9 @@ struct RunLog {
   std::uint64_t events = 0;
   std::uint64_t flows = 0;
   std::vector<LinkSample> link_samples;
+  std::uint32_t partitions = 1;  ///< parallel engine: logical partitions (nodes + fabric), 1 = serial
+  std::uint64_t windows = 0;     ///< conservative time windows run
+  double lookahead_s = 0;        ///< their width: the smallest fabric-task latency
 };
 
 struct ExecutorOptions {
@@ -41,12 +44,17 @@ struct ExecutorOptions {
   /// Measured or imported collective costs (the profile's); a collective with a curve for its op
   /// and GPU count, and no explicit algorithm, takes its time from the curve instead of the flows.
   const std::vector<calib::CollectiveCurve>* curves = nullptr;
+  /// Let the parallel engine split a multi-node run into node and fabric partitions (false: one
+  /// partition, the plain serial engine; for comparison in tests and benchmarks).
+  bool partition = true;
 };
 
 /// Runs a workload graph on a topology with the discrete-event engine (stage 5): streams execute
 /// their tasks in order; a task starts when it heads its stream(s) and its predecessors are done;
 /// a collective starts when every rank's stream has reached it, then moves its flows through the
-/// network model and ends after its latency.
+/// network model and ends after its latency. A multi-node run is split into one partition per node
+/// and one for the fabric, run in conservative time windows on the oneTBB workers (executor.cpp
+/// says when and why); the result is the same for any thread count.
 [[nodiscard]] RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const ExecutorOptions& options);
 
 }  // namespace cs::workload

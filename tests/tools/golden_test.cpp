@@ -55,6 +55,9 @@ TEST_CASE("the same bytes with 1, 2 and 4 worker threads: golden scenarios and a
   std::vector<std::string> runs;
   for (const auto& c : golden_cases()) runs.push_back(args_of(c));
   runs.push_back("validate-published scenarios/validation/g-trtllm.json --json");
+  // A multi-node step that the parallel engine splits (eight nodes and the fabric).
+  runs.push_back("train --model llama3.1-8b --cluster hgx-h100 --nodes 8 --fabric ib-ndr-rail --tp 8 --pp 2 --zero 1 --seq 4096 "
+                 "--global-batch 32 --json");
   runs.push_back("validate-published scenarios/validation/a-megatron.json --ids '*t1-3*' --json");
   for (const auto& args : runs) {
     CAPTURE(args);
@@ -62,7 +65,9 @@ TEST_CASE("the same bytes with 1, 2 and 4 worker threads: golden scenarios and a
     for (int threads : {1, 2, 4}) {
       const auto r = cs::test::run_cli("--threads " + std::to_string(threads) + " " + args);
       REQUIRE(r.exit_code == 0);
-      const auto out = strip(nlohmann::json::parse(r.out)).dump(2);
+      const auto j = nlohmann::json::parse(r.out);
+      if (args.find("--nodes 8") != std::string::npos) CHECK(j["run_info"]["engine_partitions"] == 9);
+      const auto out = strip(j).dump(2);
       if (threads == 1) first = out;
       CHECK(out == first);
     }

@@ -3,14 +3,17 @@
 //   cs_bench scale [DP]      Llama-3.1-405B on DP x 128 H100 (TP8 PP16, seq 8192, 16 micro-batches
 //                            per replica; DP 128 = the 16,384-GPU, 16M-token step of the issue)
 //   cs_bench scale DP --symmetry dp   the same with one simulated data-parallel replica
+// CS_THREADS=N caps the worker threads (default: all cores); CS_ENGINE=serial runs one partition.
 // Each case prints tasks, events, flows, the wall time of every phase and the peak resident memory.
 #include <sys/resource.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -32,11 +35,13 @@ void run_case(const cs::config::Catalog& catalog, const std::string& name, const
   const auto s = cs::scenario::resolve(spec, catalog, "bench");
   cs::report::EvaluateOptions opt;
   opt.single_gpu_baseline = false;
+  opt.partition = std::getenv("CS_ENGINE") == nullptr || std::string(std::getenv("CS_ENGINE")) != "serial";
   const auto r = cs::report::evaluate_training(s, opt);
   const auto& p = r.phase_s;
   const double sim_s = p.simulate;
   std::cout << name << "\n"
-            << "  gpus " << r.gpus << ", events " << r.events << ", flows " << r.flows << "\n"
+            << "  gpus " << r.gpus << ", events " << r.events << ", flows " << r.flows << ", partitions " << r.partitions
+            << ", windows " << r.windows << "\n"
             << "  wall " << cs::fixed(r.wall_s, 3) << " s: topology " << cs::fixed(p.topology, 3) << ", graph "
             << cs::fixed(p.graph, 3) << ", simulate " << cs::fixed(sim_s, 3) << ", metrics " << cs::fixed(p.metrics, 3)
             << " (" << cs::fixed(static_cast<double>(r.events) / sim_s / 1e6, 2) << " M events/s)\n"
@@ -48,6 +53,8 @@ void run_case(const cs::config::Catalog& catalog, const std::string& name, const
 
 int main(int argc, char** argv) {
   const cs::config::Catalog catalog(CLUSTERSIM_DATA_DIR);
+  // CS_THREADS caps the worker threads (the parallel engine's partitions), like --threads.
+  const cs::ThreadLimit limit(std::getenv("CS_THREADS") ? std::atoi(std::getenv("CS_THREADS")) : 0);
   const std::string which = argc > 1 ? argv[1] : "node";
   if (which == "scale") {
     const int dp = argc > 2 ? std::stoi(argv[2]) : 128;

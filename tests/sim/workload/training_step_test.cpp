@@ -257,3 +257,39 @@ TEST_CASE("the rank order places TP groups: TP innermost keeps them inside a nod
   CHECK(tp_spread > 1.5 * tp_inner);
   CHECK(spread.plan.order == std::array<char, 4>{'d', 't', 'c', 'p'});
 }
+
+TEST_CASE("the parallel engine: a multi-node step splits into node and fabric partitions and every task's times equal the serial engine's") {
+  const auto s = test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 8, "fabric": "ib-ndr-rail",
+    "parallel": {"tp": 8, "pp": 2, "zero": 1}, "training": {"seq": 4096, "global_batch": 32}, "allow_oom": true})");
+  const workload::ComputeModel compute(s.profile, s.dtype);
+  const auto topo = report::training_topology(s);
+  const auto step = workload::build_training_step(s, compute);
+  workload::ExecutorOptions o;
+  o.collective_latency_s = s.profile.collective_latency.value;
+  const auto parallel = workload::simulate(step.graph, topo, o);
+  o.partition = false;
+  const auto serial = workload::simulate(step.graph, topo, o);
+  CHECK(parallel.partitions == 9);  // eight nodes and the fabric
+  CHECK(serial.partitions == 1);
+  CHECK(parallel.windows > 0);
+  // The lookahead is the smallest fabric latency: the call latency plus NIC and switch hops.
+  CHECK(parallel.lookahead_s > s.profile.collective_latency.value);
+  CHECK(parallel.makespan == serial.makespan);
+  std::size_t differ = 0;
+  for (std::size_t t = 0; t < serial.spans.size(); ++t) {
+    differ += (parallel.spans[t].start != serial.spans[t].start || parallel.spans[t].end != serial.spans[t].end) ? 1 : 0;
+  }
+  CHECK(differ == 0);
+  CHECK(parallel.flows == serial.flows);
+}
+
+TEST_CASE("the parallel engine falls back to one partition where a fabric collective would use a node's own links") {
+  // TP1 DP16 over two nodes: the data-parallel all-reduce is hierarchical, with rings inside each node.
+  const auto s = test::scenario_from_json(R"({"model": "megatron-gpt-1.7b", "cluster": "dgx-a100", "nodes": 2, "fabric": "ib-hdr-fattree",
+    "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 16}, "allow_oom": true})");
+  const workload::ComputeModel compute(s.profile, s.dtype);
+  const auto step = workload::build_training_step(s, compute);
+  workload::ExecutorOptions o;
+  o.collective_latency_s = s.profile.collective_latency.value;
+  CHECK(workload::simulate(step.graph, report::training_topology(s), o).partitions == 1);
+}
