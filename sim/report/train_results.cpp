@@ -45,8 +45,8 @@ int simulated_gpus(const workload::WorkloadGraph& g) {
 }
 
 Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog& log) {
-  // One GPU at a time (its streams, plus the transfers outside every stream), so that memory
-  // stays at one GPU's intervals however large the run; sums are taken in GPU order.
+  // GPU by GPU (its streams, plus the transfers outside every stream), so that memory stays at a
+  // block of GPUs' intervals however large the run; sums are taken in GPU order.
   const int n = g.gpus();
   std::vector<std::vector<std::uint32_t>> unordered(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < g.tasks().size(); ++i) {
@@ -58,29 +58,35 @@ Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog&
       unordered[t.gpu].push_back(static_cast<std::uint32_t>(i));
     }
   }
-  std::vector<Interval> compute, comm, both;
-  auto add = [&](std::uint32_t i) {
-    const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
-    (g.tasks()[i].collective ? comm : compute).push_back(iv);
-  };
-  Breakdown b;
-  for (int r = 0; r < n; ++r) {
-    const auto ru = static_cast<std::size_t>(r);
-    if (g.stream_order(ru * workload::kStreamsPerGpu).empty()) continue;  // not simulated (symmetry)
-    compute.clear();
-    comm.clear();
-    for (std::size_t k = 0; k < workload::kStreamsPerGpu; ++k) {
-      for (auto id : g.stream_order(ru * workload::kStreamsPerGpu + k)) add(workload::index(id));
+  // Per GPU, on the workers (blocks of GPUs, each with its own scratch); summed in GPU order.
+  std::vector<std::int64_t> c_ps(static_cast<std::size_t>(n), 0), m_ps(c_ps.size(), 0), exposed_ps(c_ps.size(), 0);
+  constexpr std::size_t kBlock = 256;
+  parallel_for_each((c_ps.size() + kBlock - 1) / kBlock, [&](std::size_t blk) {
+    std::vector<Interval> compute, comm, both;
+    auto add = [&](std::uint32_t i) {
+      const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
+      (g.tasks()[i].collective ? comm : compute).push_back(iv);
+    };
+    for (std::size_t ru = blk * kBlock; ru < std::min(c_ps.size(), (blk + 1) * kBlock); ++ru) {
+      if (g.stream_order(ru * workload::kStreamsPerGpu).empty()) continue;  // not simulated (symmetry)
+      compute.clear();
+      comm.clear();
+      for (std::size_t k = 0; k < workload::kStreamsPerGpu; ++k) {
+        for (auto id : g.stream_order(ru * workload::kStreamsPerGpu + k)) add(workload::index(id));
+      }
+      for (auto i : unordered[ru]) add(i);
+      both = compute;
+      both.insert(both.end(), comm.begin(), comm.end());
+      c_ps[ru] = union_length(compute);
+      m_ps[ru] = union_length(comm);
+      exposed_ps[ru] = union_length(both) - c_ps[ru];
     }
-    for (auto i : unordered[ru]) add(i);
-    both = compute;
-    both.insert(both.end(), comm.begin(), comm.end());
-    const std::int64_t c = union_length(compute);
-    const std::int64_t m = union_length(comm);
-    const std::int64_t busy = union_length(both);
-    b.compute += static_cast<double>(c) * 1e-12;
-    b.comm_total += static_cast<double>(m) * 1e-12;
-    b.exposed_comm += static_cast<double>(busy - c) * 1e-12;
+  });
+  Breakdown b;
+  for (std::size_t ru = 0; ru < c_ps.size(); ++ru) {
+    b.compute += static_cast<double>(c_ps[ru]) * 1e-12;
+    b.comm_total += static_cast<double>(m_ps[ru]) * 1e-12;
+    b.exposed_comm += static_cast<double>(exposed_ps[ru]) * 1e-12;
   }
   const int active = simulated_gpus(g);
   b.compute /= active;
