@@ -42,7 +42,7 @@ Action add_collective(CLI::App& app, const Globals& g) {
   cmd->add_option("--nodes", o->nodes, "nodes joined by --fabric (the collective spans all their GPUs)");
   cmd->add_option("--fabric", o->fabric, "fabric id or path, with --nodes");
   cmd->add_option("--profile", o->profile, "hardware profile id or path (default: the cluster's)");
-  cmd->add_option("--op", o->op, "allreduce, allgather, reducescatter, alltoall or sendrecv");
+  cmd->add_option("--op", o->op, "allreduce, allgather, reducescatter, alltoall, sendrecv or shift");
   cmd->add_option("--algo", o->algo, "auto, ring, tree, nvls, hierarchical or direct");
   cmd->add_option("--min", o->min, "smallest size (nccl-tests -b), e.g. 8 or 64K");
   cmd->add_option("--max", o->max, "largest size (nccl-tests -e), e.g. 1G");
@@ -65,7 +65,7 @@ Action add_collective(CLI::App& app, const Globals& g) {
     coll::CollectiveOp op{};
     if (!coll::parse_op(o->op, op)) {
       throw InputError("command line", "--op",
-                       "expected allreduce, allgather, reducescatter, alltoall or sendrecv; got '" + o->op + "'");
+                       "expected allreduce, allgather, reducescatter, alltoall, sendrecv or shift; got '" + o->op + "'");
     }
     coll::Algorithm algo{};
     if (!coll::parse_algorithm(o->algo, algo)) {

@@ -73,7 +73,7 @@ Action add_import(CLI::App& app, const Globals& g) {
       if (!o->op.empty()) {
         coll::CollectiveOp op{};
         if (!coll::parse_op(o->op, op)) {
-          throw InputError("command line", "--op", "expected allreduce, allgather, reducescatter, alltoall or sendrecv; got '" + o->op + "'");
+          throw InputError("command line", "--op", "expected allreduce, allgather, reducescatter, alltoall, sendrecv or shift; got '" + o->op + "'");
         }
       }
       std::vector<calib::NcclTestsRun> runs;

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "worker threads for independent simulations (variants, validation cases, sweep points, the "
                  "one-GPU baseline); 0 = all cores. Output is the same bytes for any count")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1024));
   std::vector<std::pair<CLI::App*, cs::cli::Action>> actions;
   auto reg = [&](auto add, const char* name) {
     auto action = add(app, globals);
