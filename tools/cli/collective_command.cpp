@@ -99,7 +99,9 @@ Action add_collective(CLI::App& app, const Globals& g) {
     table << "# clustersim collective: " << coll::op_name(op) << " on " << (o->nodes > 1 ? std::to_string(o->nodes) + "x " : "")
           << cluster.id << (o->nodes > 1 ? " over " + o->fabric : "") << " (" << n << " GPUs), network model " << o->network
           << ", algorithm " << coll::algorithm_name(algo) << "\n"
-          << "# busbw = algbw x " << (op == coll::CollectiveOp::kAllReduce ? "2(n-1)/n" : op == coll::CollectiveOp::kSendRecv ? "1" : "(n-1)/n")
+          << "# busbw = algbw x " << (op == coll::CollectiveOp::kAllReduce                                            ? "2(n-1)/n"
+                                      : op == coll::CollectiveOp::kSendRecv || op == coll::CollectiveOp::kShift ? "1"
+                                                                                                               : "(n-1)/n")
           << " (nccl-tests); GB/s = 1e9 B/s\n"
           << std::right << std::setw(14) << "size(B)" << std::setw(14) << "time(us)" << std::setw(14) << "algbw(GB/s)"
           << std::setw(14) << "busbw(GB/s)" << "  algorithm\n";
