@@ -138,6 +138,33 @@ void unfused_attention_backward(std::vector<Item>& out, const ModelArch& m, cons
   out.push_back(attention_gemm("attention.dk", batches, keys, dh, queries, N * a + vec + kvec));
 }
 
+/// Context parallelism by ring attention (unfused attention has no ring form: with CP it gathers K and V).
+bool ring_attention_used(const StepShape& s) { return s.cp > 1 && s.cp_ring && s.flash_attention; }
+
+/// A layer's core attention, forward or backward: one flash-attention kernel, its ring form over
+/// the CP ranks, or the unfused kernels.
+void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape& s, bool backward) {
+  if (!s.flash_attention) {
+    if (backward) {
+      unfused_attention_backward(out, m, s);
+    } else {
+      unfused_attention_forward(out, m, s);
+    }
+    return;
+  }
+  const auto d = layer_dims(m, s);
+  const double T = d.tokens, a = d.act_bytes;
+  const Op attn = backward ? Op{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s),
+                                T * (4 * d.q + 4 * d.kv) * a, true}
+                           : Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s),
+                                T * (2 * d.q + 2 * d.kv) * a, true};
+  if (ring_attention_used(s)) {
+    ring_attention(out, attn, s.cp, T * 2 * d.kv * a, backward);
+  } else {
+    out.push_back({attn});
+  }
+}
+
 }  // namespace
 
 double score_elements(const ModelArch& m, const StepShape& s) {
@@ -166,19 +193,8 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   base_gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
   if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
-  // Unfused attention has no ring form: with CP it gathers K and V.
-  const bool ring = s.cp > 1 && s.cp_ring && s.flash_attention;
-  if (s.cp > 1 && !ring) out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
-  if (s.flash_attention) {
-    const Op attn{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s), T * (2 * q + 2 * kv) * a, true};
-    if (ring) {
-      ring_attention(out, attn, s.cp, T * 2 * kv * a, false);
-    } else {
-      out.push_back({attn});
-    }
-  } else {
-    unfused_attention_forward(out, m, s);
-  }
+  if (s.cp > 1 && !ring_attention_used(s)) out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
+  core_attention(out, m, s, false);
   base_gemm(out, "out_proj", T, h, q, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
   out.push_back(memory_op("attn_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
@@ -208,18 +224,8 @@ std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
   out.push_back(memory_op("attn_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
-  const bool ring = s.cp > 1 && s.cp_ring && s.flash_attention;
-  if (s.flash_attention) {
-    const Op attn{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s), T * (4 * q + 4 * kv) * a, true};
-    if (ring) {
-      ring_attention(out, attn, s.cp, T * 2 * kv * a, true);
-    } else {
-      out.push_back({attn});
-    }
-  } else {
-    unfused_attention_backward(out, m, s);
-  }
-  if (s.cp > 1 && !ring) out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV to their owners
+  core_attention(out, m, s, true);
+  if (s.cp > 1 && !ring_attention_used(s)) out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV to their owners
   if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (q + kv) * a));
   gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
