@@ -37,7 +37,6 @@ struct Message {
   std::uint32_t partition = 0;  ///< the receiver
   EventKind kind = kTaskEnd;
   std::uint32_t task = 0;
-  std::uint32_t rank = 0;  ///< kArrive: the GPU whose stream reached the task
 };
 
 inline constexpr std::uint32_t kSerial = 0;
@@ -160,7 +159,7 @@ class Partition final : public engine::EventHandler {
     }
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    for (auto n : nodes) outbox_.push_back({at, n, kRemoteEnd, t, task.gpu});
+    for (auto n : nodes) outbox_.push_back({at, n, kRemoteEnd, t});
   }
 
   void try_start(std::size_t s) {
@@ -170,11 +169,10 @@ class Partition final : public engine::EventHandler {
     const TaskId id = order[sh_.head[s]];
     const auto t = index(id);
     const Task& task = sh_.g.task(id);
-    const auto gpu = static_cast<std::uint32_t>(s / kStreamsPerGpu);
     if (sh_.owner(task) != self_) {
       // A fabric collective: this stream waits in it; the fabric counts arrivals and dependencies.
       sh_.busy[s] = true;
-      outbox_.push_back({engine_.now(), sh_.fabric, kArrive, t, gpu});
+      outbox_.push_back({engine_.now(), sh_.fabric, kArrive, t});
       return;
     }
     if (sh_.preds_left[t] > 0) return;
@@ -329,7 +327,7 @@ class Partition final : public engine::EventHandler {
       if (o != self_) {
         // Only a node's own task reaches here with a successor elsewhere: the fabric's (checked
         // when partitioning); the fabric tells nodes of its tasks' ends itself.
-        if (here && !is_fabric()) outbox_.push_back({engine_.now(), o, kRelease, index(succ), task.gpu});
+        if (here && !is_fabric()) outbox_.push_back({engine_.now(), o, kRelease, index(succ)});
         continue;
       }
       if (--sh_.preds_left[index(succ)] > 0) continue;
@@ -337,7 +335,7 @@ class Partition final : public engine::EventHandler {
         start_unordered(succ);
       } else if (st.collective) {
         for (int r : sh_.g.groups()[st.group]) {
-          if (sh_.node_partition(static_cast<std::uint32_t>(r)) == self_ || !sh_.partitioned) {
+          if (sh_.node_partition(static_cast<std::uint32_t>(r)) == self_) {
             touched.push_back(sh_.stream_index(static_cast<std::uint32_t>(r), st.stream));
           }
         }
