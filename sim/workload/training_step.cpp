@@ -169,6 +169,7 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   const auto head_f = models::head_forward(m, shape);
   const auto head_b = models::head_backward(m, shape);
   // Selective recompute re-runs the core attention forward (Korthikanti et al. 2022, Sec. 5).
+  // Under ring attention only its compute steps re-run: the K/V blocks are not passed again.
   std::vector<models::Item> attn_f;
   for (const auto& it : lay_f) {
     if (it.comm == models::TpComm::kNone && it.op.core_attention) attn_f.push_back(it);
