@@ -85,6 +85,7 @@ class Partition final : public engine::EventHandler {
       : sh_(sh),
         self_(self),
         first_gpu_(first_gpu),
+        gpu_count_(gpu_count),
         network_lp_(gpu_count),
         net_(net::make_network_model(sh.opt.network, sh.topo, sh.partitioned ? &sh.links : nullptr)) {}
 
@@ -108,8 +109,7 @@ class Partition final : public engine::EventHandler {
   /// Before the first window, after the unordered tasks: every stream's head.
   void prime() {
     if (is_fabric()) return;
-    const std::uint32_t end = sh_.partitioned ? first_gpu_ + network_lp_ : static_cast<std::uint32_t>(sh_.g.gpus());
-    for (std::uint32_t r = first_gpu_; r < end; ++r) {
+    for (std::uint32_t r = first_gpu_; r < first_gpu_ + gpu_count_; ++r) {
       for (int s = 0; s < kStreamsPerGpu; ++s) try_start(sh_.stream_index(r, static_cast<Stream>(s)));
     }
   }
@@ -358,8 +358,9 @@ class Partition final : public engine::EventHandler {
 
   Shared& sh_;
   std::uint32_t self_;
-  std::uint32_t first_gpu_;
-  std::uint32_t network_lp_;
+  std::uint32_t first_gpu_;  ///< this partition's GPUs: [first, first + count); event lp = GPU - first
+  std::uint32_t gpu_count_;
+  std::uint32_t network_lp_;  ///< after the GPUs; incoming messages use the next lp
   engine::Engine engine_;
   std::unique_ptr<net::NetworkModel> net_;
   std::vector<std::uint32_t> flow_owner_;  ///< by flow id: the task it belongs to
