@@ -10,7 +10,8 @@ namespace cs::probe {
 namespace {
 
 void check_lt(cublasStatus_t s, const char* call, int gpu) {
-  if (s != CUBLAS_STATUS_SUCCESS) require(false, call, gpu, std::string("cuBLAS status ") + std::to_string(static_cast<int>(s)));
+  if (s != CUBLAS_STATUS_SUCCESS)
+    require(false, call, gpu, std::string("cuBLAS status ") + std::to_string(static_cast<int>(s)));
 }
 #define CS_LT(call, gpu) check_lt((call), #call, (gpu))
 
@@ -67,12 +68,13 @@ std::vector<GemmResult> probe_gemm(int gpu, bool quick, int cc_major, int cc_min
   if (quick) dtypes = fp8 ? std::vector<DtypeSpec>{dtypes[0], dtypes[3]} : std::vector<DtypeSpec>{dtypes[0]};
   // m: tokens in a step (1 = a decode step, 32K = a long prefill or a training micro-batch);
   // (n, k): Llama-3.1 8B/70B hidden and MLP widths, whole and divided by TP 8.
-  const std::vector<std::int64_t> ms = quick ? std::vector<std::int64_t>{1, 512, 8192}
-                                             : std::vector<std::int64_t>{1, 16, 128, 512, 2048, 8192, 32768};
+  const std::vector<std::int64_t> ms =
+      quick ? std::vector<std::int64_t>{1, 512, 8192} : std::vector<std::int64_t>{1, 16, 128, 512, 2048, 8192, 32768};
   const std::vector<std::pair<std::int64_t, std::int64_t>> nks =
-      quick ? std::vector<std::pair<std::int64_t, std::int64_t>>{{4096, 4096}, {14336, 4096}, {8192, 8192}}
-            : std::vector<std::pair<std::int64_t, std::int64_t>>{{4096, 4096}, {6144, 4096}, {14336, 4096}, {4096, 14336},
-                                                                 {8192, 8192}, {3584, 8192}, {8192, 3584}, {1280, 8192}};
+      quick
+          ? std::vector<std::pair<std::int64_t, std::int64_t>>{{4096, 4096}, {14336, 4096}, {8192, 8192}}
+          : std::vector<std::pair<std::int64_t, std::int64_t>>{{4096, 4096}, {6144, 4096}, {14336, 4096}, {4096, 14336},
+                                                               {8192, 8192}, {3584, 8192}, {8192, 3584},  {1280, 8192}};
   std::int64_t max_m = 0, max_n = 0, max_k = 0;
   for (auto m : ms) max_m = std::max(max_m, m);
   for (auto [n, k] : nks) {
@@ -107,12 +109,17 @@ std::vector<GemmResult> probe_gemm(int gpu, bool quick, int cc_major, int cc_min
         CS_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb), gpu);
         // D (m x n, column-major) = A^T (A stored k x m) * B (stored k x n).
         cublasLtMatrixLayout_t la{}, lb{}, lc{};
-        CS_LT(cublasLtMatrixLayoutCreate(&la, t.ab, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(m), k), gpu);
-        CS_LT(cublasLtMatrixLayoutCreate(&lb, t.ab, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(n), k), gpu);
-        CS_LT(cublasLtMatrixLayoutCreate(&lc, t.cd, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n), m), gpu);
+        CS_LT(cublasLtMatrixLayoutCreate(&la, t.ab, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(m), k),
+              gpu);
+        CS_LT(cublasLtMatrixLayoutCreate(&lb, t.ab, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(n), k),
+              gpu);
+        CS_LT(cublasLtMatrixLayoutCreate(&lc, t.cd, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n), m),
+              gpu);
         cublasLtMatmulPreference_t pref{};
         CS_LT(cublasLtMatmulPreferenceCreate(&pref), gpu);
-        CS_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes), gpu);
+        CS_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                                   sizeof ws_bytes),
+              gpu);
         cublasLtMatmulHeuristicResult_t heur{};
         int found = 0;
         const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &heur, &found);
@@ -121,7 +128,8 @@ std::vector<GemmResult> probe_gemm(int gpu, bool quick, int cc_major, int cc_min
         } else {
           const float alpha = 1.0f, beta = 0.0f;
           auto run = [&] {
-            CS_LT(cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, d, lc, d, lc, &heur.algo, ws, ws_bytes, stream), gpu);
+            CS_LT(cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, d, lc, d, lc, &heur.algo, ws, ws_bytes, stream),
+                  gpu);
           };
           const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
           const int iters = flops > 1e12 ? 10 : (flops > 1e10 ? 30 : 100);
@@ -137,7 +145,8 @@ std::vector<GemmResult> probe_gemm(int gpu, bool quick, int cc_major, int cc_min
           const float want = static_cast<float>(k);
           const float f0 = to_float(first, t.cd), f1 = to_float(last, t.cd);
           r.correct = std::abs(f0 - want) <= 0.01f * want && std::abs(f1 - want) <= 0.01f * want;
-          if (!r.correct) r.note = "result check failed: D[0] = " + std::to_string(f0) + ", expected " + std::to_string(want);
+          if (!r.correct)
+            r.note = "result check failed: D[0] = " + std::to_string(f0) + ", expected " + std::to_string(want);
         }
         cublasLtMatmulPreferenceDestroy(pref);
         cublasLtMatrixLayoutDestroy(la);

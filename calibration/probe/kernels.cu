@@ -83,7 +83,8 @@ cudaError_t hbm_write(void* dst, std::size_t bytes, int blocks, cudaStream_t str
 
 cudaError_t hbm_copy(void* dst, const void* src, std::size_t bytes, int blocks, cudaStream_t stream) {
   const std::size_t n = bytes / sizeof(uint4);
-  copy_kernel<<<grid_for(n, blocks), kThreads, 0, stream>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), n);
+  copy_kernel<<<grid_for(n, blocks), kThreads, 0, stream>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src),
+                                                            n);
   return cudaGetLastError();
 }
 

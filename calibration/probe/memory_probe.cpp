@@ -29,9 +29,12 @@ std::vector<HbmResult> probe_hbm(int gpu, bool quick, int sm_count) {
       r.kernel = kernel;
       r.bytes = static_cast<double>(bytes);
       auto body = [&] {
-        if (std::strcmp(kernel, "read") == 0) CS_CUDA(hbm_read(x, bytes, sink, blocks, stream), gpu);
-        else if (std::strcmp(kernel, "write") == 0) CS_CUDA(hbm_write(y, bytes, blocks, stream), gpu);
-        else CS_CUDA(hbm_copy(y, x, bytes, blocks, stream), gpu);
+        if (std::strcmp(kernel, "read") == 0)
+          CS_CUDA(hbm_read(x, bytes, sink, blocks, stream), gpu);
+        else if (std::strcmp(kernel, "write") == 0)
+          CS_CUDA(hbm_write(y, bytes, blocks, stream), gpu);
+        else
+          CS_CUDA(hbm_copy(y, x, bytes, blocks, stream), gpu);
       };
       r.time = time_on_stream(body, stream, gpu, 3, quick ? 10 : 30);
       const double moved = std::strcmp(kernel, "copy") == 0 ? 2.0 * r.bytes : r.bytes;
@@ -79,10 +82,10 @@ HostCopy probe_host_copy(int gpu, bool quick) {
   CS_CUDA(cudaStreamCreate(&stream), gpu);
   std::memset(host, 1, bytes);
   HostCopy hc;
-  const auto h2d = time_on_stream([&] { CS_CUDA(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream), gpu); },
-                                  stream, gpu, 2, 10);
-  const auto d2h = time_on_stream([&] { CS_CUDA(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream), gpu); },
-                                  stream, gpu, 2, 10);
+  const auto h2d = time_on_stream(
+      [&] { CS_CUDA(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream), gpu); }, stream, gpu, 2, 10);
+  const auto d2h = time_on_stream(
+      [&] { CS_CUDA(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream), gpu); }, stream, gpu, 2, 10);
   hc.h2d_bytes_per_s = static_cast<double>(bytes) / h2d.median;
   hc.d2h_bytes_per_s = static_cast<double>(bytes) / d2h.median;
   require(static_cast<unsigned char*>(host)[bytes - 1] == 1, "host copy check", gpu, "round trip changed the data");
@@ -120,17 +123,17 @@ std::vector<PeerResult> probe_p2p(const std::vector<int>& gpus, bool quick, int 
       cudaStream_t stream{};
       CS_CUDA(cudaStreamCreate(&stream), gpus[i]);
       const auto ce = time_on_stream(
-          [&] { CS_CUDA(cudaMemcpyPeerAsync(buf[j], gpus[j], buf[i], gpus[i], bytes, stream), gpus[i]); }, stream, gpus[i], 2,
-          quick ? 5 : 20);
+          [&] { CS_CUDA(cudaMemcpyPeerAsync(buf[j], gpus[j], buf[i], gpus[i], bytes, stream), gpus[i]); }, stream,
+          gpus[i], 2, quick ? 5 : 20);
       r.ce_bytes_per_s = static_cast<double>(bytes) / ce.median;
       if (r.access) {
         const auto sm = time_on_stream([&] { CS_CUDA(hbm_copy(buf[j], buf[i], bytes, sm_count * 8, stream), gpus[i]); },
                                        stream, gpus[i], 2, quick ? 5 : 20);
         r.sm_bytes_per_s = static_cast<double>(bytes) / sm.median;
       }
-      const auto lat = time_on_stream(
-          [&] { CS_CUDA(cudaMemcpyPeerAsync(buf[j], gpus[j], buf[i], gpus[i], 4, stream), gpus[i]); }, stream, gpus[i], 10,
-          100);
+      const auto lat =
+          time_on_stream([&] { CS_CUDA(cudaMemcpyPeerAsync(buf[j], gpus[j], buf[i], gpus[i], 4, stream), gpus[i]); },
+                         stream, gpus[i], 10, 100);
       r.latency_s = lat.median;
       cudaStreamDestroy(stream);
       out.push_back(r);

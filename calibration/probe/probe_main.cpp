@@ -1,9 +1,9 @@
 // clustersim-probe: measures this machine's GPUs and writes a HardwareProfile (with the raw
 // measurements) for the simulator. `clustersim calibrate` runs it; it links the CUDA libraries
 // so that the main binary does not.
-#include <CLI/CLI.hpp>
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <ctime>
@@ -40,8 +40,9 @@ std::vector<int> parse_gpus(const std::string& s, int count) {
     char* end = nullptr;
     const long v = std::strtol(tok.c_str(), &end, 10);
     if (tok.empty() || *end != '\0' || v < 0 || v >= count) {
-      throw cs::InputError("command line", "--gpus",
-                           "expected GPU indices from 0 to " + std::to_string(count - 1) + " separated by commas; got '" + s + "'");
+      throw cs::InputError(
+          "command line", "--gpus",
+          "expected GPU indices from 0 to " + std::to_string(count - 1) + " separated by commas; got '" + s + "'");
     }
     out.push_back(static_cast<int>(v));
   }
@@ -143,44 +144,66 @@ int run(int argc, char** argv) {
 
   auto jg = nlohmann::ordered_json::array();
   for (const auto& g : gemm) {
-    jg.push_back({{"dtype", g.dtype}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"time_median_s", g.time.median},
-                  {"time_min_s", g.time.min}, {"time_max_s", g.time.max}, {"time_p99_s", g.time.p99},
-                  {"iterations", g.time.iterations}, {"flops_per_s", g.flops_per_s}, {"correct", g.correct}, {"note", g.note}});
+    jg.push_back({{"dtype", g.dtype},
+                  {"m", g.m},
+                  {"n", g.n},
+                  {"k", g.k},
+                  {"time_median_s", g.time.median},
+                  {"time_min_s", g.time.min},
+                  {"time_max_s", g.time.max},
+                  {"time_p99_s", g.time.p99},
+                  {"iterations", g.time.iterations},
+                  {"flops_per_s", g.flops_per_s},
+                  {"correct", g.correct},
+                  {"note", g.note}});
   }
   raw["gemm"] = jg;
   auto jh = nlohmann::ordered_json::array();
   for (const auto& h : hbm) {
-    jh.push_back({{"kernel", h.kernel}, {"bytes", h.bytes}, {"time_median_s", h.time.median}, {"time_min_s", h.time.min},
-                  {"time_max_s", h.time.max}, {"bytes_per_s", h.bytes_per_s}});
+    jh.push_back({{"kernel", h.kernel},
+                  {"bytes", h.bytes},
+                  {"time_median_s", h.time.median},
+                  {"time_min_s", h.time.min},
+                  {"time_max_s", h.time.max},
+                  {"bytes_per_s", h.bytes_per_s}});
   }
   raw["hbm"] = jh;
   raw["launch_overhead_s"] = {{"median", launch.median}, {"min", launch.min}, {"max", launch.max}, {"p99", launch.p99}};
   raw["host_copy"] = {{"h2d_bytes_per_s", host.h2d_bytes_per_s}, {"d2h_bytes_per_s", host.d2h_bytes_per_s}};
   auto jp = nlohmann::ordered_json::array();
   for (const auto& p : p2p) {
-    jp.push_back({{"src", p.src}, {"dst", p.dst}, {"access", p.access}, {"ce_bytes_per_s", p.ce_bytes_per_s},
-                  {"sm_bytes_per_s", p.sm_bytes_per_s}, {"latency_s", p.latency_s}});
+    jp.push_back({{"src", p.src},
+                  {"dst", p.dst},
+                  {"access", p.access},
+                  {"ce_bytes_per_s", p.ce_bytes_per_s},
+                  {"sm_bytes_per_s", p.sm_bytes_per_s},
+                  {"latency_s", p.latency_s}});
   }
   raw["p2p"] = jp;
   auto jn = nlohmann::ordered_json::array();
   for (const auto& r : nccl) {
     auto rows = nlohmann::ordered_json::array();
     for (const auto& row : r.rows) {
-      rows.push_back({{"bytes", row.bytes}, {"time_s", row.time_s}, {"algbw_bytes_per_s", row.algbw},
-                      {"busbw_bytes_per_s", row.busbw}, {"wrong", row.wrong}});
+      rows.push_back({{"bytes", row.bytes},
+                      {"time_s", row.time_s},
+                      {"algbw_bytes_per_s", row.algbw},
+                      {"busbw_bytes_per_s", row.busbw},
+                      {"wrong", row.wrong}});
     }
     jn.push_back({{"op", r.op}, {"gpus", r.gpus}, {"rows", rows}});
   }
   raw["nccl"] = jn;
   if (gpus.size() < 2) {
-    raw["not_measured"] = "one GPU: no P2P and no multi-GPU NCCL; link and collective rates keep their datasheet or imported sources";
+    raw["not_measured"] =
+        "one GPU: no P2P and no multi-GPU NCCL; link and collective rates keep their datasheet or imported sources";
   }
 
   // The profile: the datasheet profile of this GPU, with every measured figure replaced.
   const cs::config::Catalog catalog(data_dir);
   if (base.empty()) {
     for (const auto& id : catalog.ids(cs::config::CatalogKind::kProfile)) {
-      const auto p = cs::calib::parse_profile(cs::config::load(catalog.locate(cs::config::CatalogKind::kProfile, id, "", "")), id);
+      const auto p =
+          cs::calib::parse_profile(cs::config::load(catalog.locate(cs::config::CatalogKind::kProfile, id, "", "")), id);
       if (p.origin == cs::calib::Provenance::kDatasheet && p.gpu_name.rfind(p0.name, 0) == 0) base = id;
     }
     if (base.empty()) {
@@ -192,8 +215,9 @@ int run(int argc, char** argv) {
       cs::config::load(catalog.locate(cs::config::CatalogKind::kProfile, base, "command line", "--base")), base);
   profile.id = std::filesystem::path(out).stem().string();
   profile.origin = cs::calib::Provenance::kMeasured;
-  profile.source = std::string("clustersim-probe v") + kProbeVersion + " on " + std::to_string(gpus.size()) + "x " + p0.name +
-                   ", " + raw["date"].get<std::string>() + (quick ? " (--quick)" : "") + "; unmeasured figures from " + base;
+  profile.source = std::string("clustersim-probe v") + kProbeVersion + " on " + std::to_string(gpus.size()) + "x " +
+                   p0.name + ", " + raw["date"].get<std::string>() + (quick ? " (--quick)" : "") +
+                   "; unmeasured figures from " + base;
   profile.device = {{"name", p0.name},
                     {"sm_count", std::to_string(p0.multiProcessorCount)},
                     {"compute_capability", std::to_string(p0.major) + "." + std::to_string(p0.minor)},
@@ -206,12 +230,15 @@ int run(int argc, char** argv) {
   for (const auto& g : gemm) {
     cs::calib::Dtype d{};
     if (!g.correct || !cs::calib::parse_dtype(g.dtype, d)) continue;
-    profile.gemm_table.push_back({d, static_cast<double>(g.m), static_cast<double>(g.n), static_cast<double>(g.k), g.flops_per_s});
+    profile.gemm_table.push_back(
+        {d, static_cast<double>(g.m), static_cast<double>(g.n), static_cast<double>(g.k), g.flops_per_s});
   }
   if (profile.matrix_peak.count(cs::calib::Dtype::kBf16)) {
     auto fit = cs::calib::fit_gemm_efficiency(profile.gemm_table, cs::calib::Dtype::kBf16,
                                               profile.matrix_peak.at(cs::calib::Dtype::kBf16).value);
-    fit.source = "fitted to this run's bf16 cuBLASLt sweep (least squares in log space); GEMM times interpolate the measured table";
+    fit.source =
+        "fitted to this run's bf16 cuBLASLt sweep (least squares in log space); GEMM times interpolate the measured "
+        "table";
     if (fit.max_fraction > 0) profile.gemm = fit;
   }
   double best_copy = 0;
@@ -226,8 +253,11 @@ int run(int argc, char** argv) {
     std::vector<std::pair<double, double>> pts;
     for (const auto& row : r.rows) pts.emplace_back(row.bytes, row.time_s);
     const auto fit = cs::calib::fit_alpha_beta(pts);
-    const double factor = r.op == "allreduce" ? 2.0 * (r.gpus - 1) / r.gpus : r.op == "sendrecv" ? 1.0 : (r.gpus - 1.0) / r.gpus;
-    profile.collectives.push_back({r.op, r.gpus, fit.alpha_s, fit.bytes_per_s * factor, cs::calib::Provenance::kMeasured,
+    const double factor = r.op == "allreduce"  ? 2.0 * (r.gpus - 1) / r.gpus
+                          : r.op == "sendrecv" ? 1.0
+                                               : (r.gpus - 1.0) / r.gpus;
+    profile.collectives.push_back({r.op, r.gpus, fit.alpha_s, fit.bytes_per_s * factor,
+                                   cs::calib::Provenance::kMeasured,
                                    "NCCL " + nccl_version + " in one process, fitted alpha-beta (max error " +
                                        cs::fixed(fit.max_relative_error * 100, 1) + "%)",
                                    pts});
@@ -243,9 +273,10 @@ int run(int argc, char** argv) {
   std::filesystem::rename(tmp, out);
 
   // One-screen summary.
-  std::cout << "clustersim-probe " << kProbeVersion << ": " << gpus.size() << "x " << p0.name << " (CC " << p0.major << "."
-            << p0.minor << ", " << p0.multiProcessorCount << " SMs, " << cs::human_bytes(static_cast<double>(p0.totalGlobalMem))
-            << "), driver " << driver << ", runtime " << runtime << ", NCCL " << nccl_version << "\n";
+  std::cout << "clustersim-probe " << kProbeVersion << ": " << gpus.size() << "x " << p0.name << " (CC " << p0.major
+            << "." << p0.minor << ", " << p0.multiProcessorCount << " SMs, "
+            << cs::human_bytes(static_cast<double>(p0.totalGlobalMem)) << "), driver " << driver << ", runtime "
+            << runtime << ", NCCL " << nccl_version << "\n";
   for (const std::string dt : {"bf16", "fp16", "tf32", "fp8"}) {
     double best = 0;
     for (const auto& g : gemm) {
@@ -255,11 +286,13 @@ int run(int argc, char** argv) {
     cs::calib::Dtype d{};
     (void)cs::calib::parse_dtype(dt, d);
     const double peak = profile.matrix_peak.count(d) ? profile.matrix_peak.at(d).value : 0;
-    std::cout << "  GEMM " << std::left << std::setw(5) << dt << std::right << " best " << std::setw(8) << cs::fixed(best / 1e12, 1)
-              << " TFLOP/s" << (peak > 0 ? " (" + cs::fixed(100 * best / peak, 0) + "% of datasheet)" : "") << "\n";
+    std::cout << "  GEMM " << std::left << std::setw(5) << dt << std::right << " best " << std::setw(8)
+              << cs::fixed(best / 1e12, 1) << " TFLOP/s"
+              << (peak > 0 ? " (" + cs::fixed(100 * best / peak, 0) + "% of datasheet)" : "") << "\n";
   }
-  std::cout << "  HBM copy     " << cs::fixed(best_copy / 1e9, 0) << " GB/s (" << cs::fixed(100 * profile.hbm_fraction.value, 0)
-            << "% of " << cs::fixed(profile.hbm_bandwidth.value / 1e9, 0) << ")\n"
+  std::cout << "  HBM copy     " << cs::fixed(best_copy / 1e9, 0) << " GB/s ("
+            << cs::fixed(100 * profile.hbm_fraction.value, 0) << "% of "
+            << cs::fixed(profile.hbm_bandwidth.value / 1e9, 0) << ")\n"
             << "  kernel       " << cs::fixed(launch.median * 1e6, 2) << " us per back-to-back kernel\n"
             << "  host copies  H2D " << cs::fixed(host.h2d_bytes_per_s / 1e9, 1) << " GB/s, D2H "
             << cs::fixed(host.d2h_bytes_per_s / 1e9, 1) << " GB/s\n";
@@ -267,7 +300,8 @@ int run(int argc, char** argv) {
     std::cout << "  NCCL " << std::left << std::setw(14) << c.op << std::right << " x" << c.gpus << "  busbw "
               << cs::fixed(c.busbw_bytes_per_s / 1e9, 1) << " GB/s, alpha " << cs::fixed(c.alpha_s * 1e6, 1) << " us\n";
   }
-  std::cout << "  wrote " << out << " in " << cs::fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(), 1)
+  std::cout << "  wrote " << out << " in "
+            << cs::fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(), 1)
             << " s\n";
   return 0;
 }

@@ -26,6 +26,7 @@ struct Stats {
 
 /// Runs `body` `warmup` times untimed, then `iters` times, each bracketed by CUDA events on
 /// `stream`; returns the per-iteration times.
-[[nodiscard]] Stats time_on_stream(const std::function<void()>& body, cudaStream_t stream, int gpu, int warmup, int iters);
+[[nodiscard]] Stats time_on_stream(const std::function<void()>& body, cudaStream_t stream, int gpu, int warmup,
+                                   int iters);
 
 }  // namespace cs::probe

@@ -57,7 +57,9 @@ double GemmEfficiency::shape_factor(double half_rate_dim, double m, double n, do
   return f(m) * f(n) * f(k);
 }
 
-double GemmEfficiency::at(double m, double n, double k) const { return max_fraction * shape_factor(half_rate_dim, m, n, k); }
+double GemmEfficiency::at(double m, double n, double k) const {
+  return max_fraction * shape_factor(half_rate_dim, m, n, k);
+}
 
 double HardwareProfile::gemm_fraction(Dtype d, double m, double n, double k) const {
   // Inverse-distance weighting in log2(m, n, k) over the four nearest measured shapes.
@@ -97,8 +99,9 @@ const CollectiveCurve* HardwareProfile::collective_curve(const std::string& op, 
 const Rate& HardwareProfile::peak(Dtype d) const {
   auto it = matrix_peak.find(d);
   if (it == matrix_peak.end()) {
-    throw InputError(id, "/matrix_peak", std::string("this GPU (") + gpu_name + ") has no " + dtype_name(d) +
-                                             " matrix rate; choose another dtype");
+    throw InputError(
+        id, "/matrix_peak",
+        std::string("this GPU (") + gpu_name + ") has no " + dtype_name(d) + " matrix rate; choose another dtype");
   }
   return it->second;
 }

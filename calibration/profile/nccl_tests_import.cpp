@@ -18,9 +18,11 @@ bool to_double(const std::string& s, double& out) {
 }
 
 std::string op_from_name(const std::string& text) {
-  static const std::vector<std::pair<std::string, std::string>> names{
-      {"all_reduce", "allreduce"}, {"all_gather", "allgather"}, {"reduce_scatter", "reducescatter"},
-      {"alltoall", "alltoall"},    {"sendrecv", "sendrecv"}};
+  static const std::vector<std::pair<std::string, std::string>> names{{"all_reduce", "allreduce"},
+                                                                      {"all_gather", "allgather"},
+                                                                      {"reduce_scatter", "reducescatter"},
+                                                                      {"alltoall", "alltoall"},
+                                                                      {"sendrecv", "sendrecv"}};
   for (const auto& [needle, op] : names) {
     if (text.find(needle) != std::string::npos) return op;
   }
@@ -91,9 +93,12 @@ NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& file, 
   if (run.rows.empty()) throw InputError(file, "", "no result rows: is this the output of an nccl-tests binary?");
   if (run.op.empty()) run.op = op_from_name(file);
   if (run.op.empty()) {
-    throw InputError(file, "", "cannot tell which collective this is (no *_perf name in the file or its name); pass --op");
+    throw InputError(file, "",
+                     "cannot tell which collective this is (no *_perf name in the file or its name); pass --op");
   }
-  run.gpus = gpus_hint > 0 ? gpus_hint : !run.devices.empty() ? static_cast<int>(run.devices.size()) : ngpus_header * nthreads;
+  run.gpus = gpus_hint > 0          ? gpus_hint
+             : !run.devices.empty() ? static_cast<int>(run.devices.size())
+                                    : ngpus_header * nthreads;
   if (run.gpus < 2) throw InputError(file, "", "cannot tell how many GPUs ran this (no '#  Rank' lines); pass --gpus");
   return run;
 }

@@ -29,8 +29,9 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
   nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
   for (const auto& [d, r] : p.matrix_peak) peaks[dtype_name(d)] = rate(flops(r.value), r.provenance, r.source);
   j["matrix_peak"] = peaks;
-  j["hbm"] = {{"capacity", rate(bytes(p.hbm_capacity.value), p.hbm_capacity.provenance, p.hbm_capacity.source)},
-              {"bandwidth", rate(bandwidth(p.hbm_bandwidth.value), p.hbm_bandwidth.provenance, p.hbm_bandwidth.source)}};
+  j["hbm"] = {
+      {"capacity", rate(bytes(p.hbm_capacity.value), p.hbm_capacity.provenance, p.hbm_capacity.source)},
+      {"bandwidth", rate(bandwidth(p.hbm_bandwidth.value), p.hbm_bandwidth.provenance, p.hbm_bandwidth.source)}};
   j["achieved"] = {
       {"gemm_efficiency",
        {{"max_fraction", p.gemm.max_fraction},
@@ -39,17 +40,20 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
         {"source", p.gemm.source}}},
       {"attention_forward_fraction", rate(p.attention_forward_fraction.value, p.attention_forward_fraction.provenance,
                                           p.attention_forward_fraction.source)},
-      {"attention_backward_fraction", rate(p.attention_backward_fraction.value, p.attention_backward_fraction.provenance,
-                                           p.attention_backward_fraction.source)},
+      {"attention_backward_fraction",
+       rate(p.attention_backward_fraction.value, p.attention_backward_fraction.provenance,
+            p.attention_backward_fraction.source)},
       {"hbm_fraction", rate(p.hbm_fraction.value, p.hbm_fraction.provenance, p.hbm_fraction.source)},
-      {"kernel_overhead", rate(seconds(p.kernel_overhead.value), p.kernel_overhead.provenance, p.kernel_overhead.source)},
+      {"kernel_overhead",
+       rate(seconds(p.kernel_overhead.value), p.kernel_overhead.provenance, p.kernel_overhead.source)},
       {"collective_latency",
        rate(seconds(p.collective_latency.value), p.collective_latency.provenance, p.collective_latency.source)},
-      {"graph_kernel_overhead",
-       rate(seconds(p.graph_kernel_overhead.value), p.graph_kernel_overhead.provenance, p.graph_kernel_overhead.source)},
-      {"serving_step_overhead",
-       rate(seconds(p.serving_step_overhead.value), p.serving_step_overhead.provenance, p.serving_step_overhead.source)}};
-  j["runtime_reserved"] = rate(bytes(p.runtime_reserved.value), p.runtime_reserved.provenance, p.runtime_reserved.source);
+      {"graph_kernel_overhead", rate(seconds(p.graph_kernel_overhead.value), p.graph_kernel_overhead.provenance,
+                                     p.graph_kernel_overhead.source)},
+      {"serving_step_overhead", rate(seconds(p.serving_step_overhead.value), p.serving_step_overhead.provenance,
+                                     p.serving_step_overhead.source)}};
+  j["runtime_reserved"] =
+      rate(bytes(p.runtime_reserved.value), p.runtime_reserved.provenance, p.runtime_reserved.source);
   if (!p.device.empty()) {
     nlohmann::ordered_json dev = nlohmann::ordered_json::object();
     for (const auto& [k, v] : p.device) dev[k] = v;
@@ -70,7 +74,8 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
     auto curves = nlohmann::ordered_json::array();
     for (const auto& c : p.collectives) {
       auto points = nlohmann::ordered_json::array();
-      for (const auto& [b, t] : c.points) points.push_back({{"bytes", static_cast<std::int64_t>(b)}, {"time", seconds(t)}});
+      for (const auto& [b, t] : c.points)
+        points.push_back({{"bytes", static_cast<std::int64_t>(b)}, {"time", seconds(t)}});
       curves.push_back({{"op", c.op},
                         {"gpus", c.gpus},
                         {"alpha", seconds(c.alpha_s)},

@@ -22,7 +22,8 @@ struct UnionFind {
   std::vector<int> parent;
   explicit UnionFind(int n) : parent(static_cast<std::size_t>(n)) { std::iota(parent.begin(), parent.end(), 0); }
   int find(int x) {
-    while (parent[static_cast<std::size_t>(x)] != x) x = parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+    while (parent[static_cast<std::size_t>(x)] != x)
+      x = parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
     return x;
   }
   void unite(int a, int b) {
@@ -40,7 +41,8 @@ const char* kNvlinkEff =
     "NCCL maintainer (F-nccl-a100-8gpu-allreduce-expected): SM-driven transfers carry ~20 of 25 GB/s per link; "
     "latency assumed 0.5 us per hop";
 const char* kPcieEff =
-    "p2pBandwidthLatencyTest (F-p2p-rtx6000ada-pcie): 26.3 of 31.5 GB/s on PCIe 4.0 x16 = 0.83; latency ~1.1 us over two hops";
+    "p2pBandwidthLatencyTest (F-p2p-rtx6000ada-pcie): 26.3 of 31.5 GB/s on PCIe 4.0 x16 = 0.83; latency ~1.1 us over "
+    "two hops";
 
 }  // namespace
 
@@ -93,8 +95,9 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
   }
   if (!header) throw InputError(file, "", "no header row with GPU0: is this the output of `nvidia-smi topo -m`?");
   if (static_cast<int>(m.gpus.size()) != ngpu) {
-    throw InputError(file, "", "the header names " + std::to_string(ngpu) + " GPUs but " +
-                                   std::to_string(m.gpus.size()) + " GPU rows follow (truncated?)");
+    throw InputError(file, "",
+                     "the header names " + std::to_string(ngpu) + " GPUs but " + std::to_string(m.gpus.size()) +
+                         " GPU rows follow (truncated?)");
   }
   return m;
 }
@@ -112,8 +115,10 @@ nlohmann::ordered_json topo_to_cluster(const TopoMatrix& m, const std::string& f
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
       if (a == b) continue;
-      if (nv(a, b) > 0) counts.insert(nv(a, b));
-      else all_nv = false;
+      if (nv(a, b) > 0)
+        counts.insert(nv(a, b));
+      else
+        all_nv = false;
     }
   }
   const bool nvswitch = all_nv && n >= 3 && counts.size() == 1;
@@ -132,12 +137,14 @@ nlohmann::ordered_json topo_to_cluster(const TopoMatrix& m, const std::string& f
                    {"source", gen5 ? "PCI Express 5.0 x16: 63.0 GB/s per direction after 128b/130b"
                                    : "PCI Express 4.0 x16: 31.5 GB/s per direction after 128b/130b"},
                    {"efficiency_source", kPcieEff}};
-  types["socket"] = {{"bandwidth", gen5 ? "37 GB/s" : "22.2 GB/s"},
-                     {"efficiency", 1.0},
-                     {"latency", "9 us"},
-                     {"source", gen5 ? "host-staged GPU-to-GPU across sockets, measured 36-38 GB/s on Gen5 (F-p2p-h100-uni note)"
-                                     : "host-staged GPU-to-GPU, measured 22.2 GB/s on Gen4 (F-p2p-rtx6000ada-pcie)"},
-                     {"efficiency_source", "a measured rate (efficiency 1); latency from F-p2p-rtx6000ada-pcie's ~10.5 us host-staged"}};
+  types["socket"] = {
+      {"bandwidth", gen5 ? "37 GB/s" : "22.2 GB/s"},
+      {"efficiency", 1.0},
+      {"latency", "9 us"},
+      {"source", gen5 ? "host-staged GPU-to-GPU across sockets, measured 36-38 GB/s on Gen5 (F-p2p-h100-uni note)"
+                      : "host-staged GPU-to-GPU, measured 22.2 GB/s on Gen4 (F-p2p-rtx6000ada-pcie)"},
+      {"efficiency_source",
+       "a measured rate (efficiency 1); latency from F-p2p-rtx6000ada-pcie's ~10.5 us host-staged"}};
   std::map<int, int> nv_types;  // link count -> used
   auto nv_type = [&](int k) {
     const std::string name = "nvlink" + std::to_string(k);
@@ -222,7 +229,8 @@ nlohmann::ordered_json topo_to_cluster(const TopoMatrix& m, const std::string& f
     std::vector<std::string> cpus;
     for (const auto& [root, id] : cpu_of_root) cpus.push_back(id);
     for (std::size_t a = 0; a < cpus.size(); ++a) {
-      for (std::size_t b = a + 1; b < cpus.size(); ++b) links.push_back({{"a", cpus[a]}, {"b", cpus[b]}, {"type", "socket"}});
+      for (std::size_t b = a + 1; b < cpus.size(); ++b)
+        links.push_back({{"a", cpus[a]}, {"b", cpus[b]}, {"type", "socket"}});
     }
   } else {
     types.erase("pcie");

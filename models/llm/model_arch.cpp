@@ -33,20 +33,63 @@ std::int64_t ModelArch::params_total() const {
 namespace {
 
 // Keys Hugging Face configs carry that change neither FLOPs, bytes nor parameter counts.
-constexpr std::array<std::string_view, 44> kIgnoredKeys{
-    "architectures", "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "transformers_version",
-    "use_cache", "rope_theta", "rope_scaling", "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps",
-    "initializer_range", "pretraining_tp", "mlp_bias", "auto_map", "sliding_window",
-    "use_sliding_window", "max_window_layers", "model_name", "name", "description", "source", "_name_or_path",
-    "embd_pdrop", "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
-    "summary_first_dropout", "scale_attn_weights", "n_ctx", "task_specific_params", "use_return_dict",
-    "gradient_checkpointing", "bias", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "rotary_dim",
-    "rotary_pct", "use_parallel_residual", "tokenizer_class", "dtype", "qk_layernorm"};
+constexpr std::array<std::string_view, 44> kIgnoredKeys{"architectures",
+                                                        "bos_token_id",
+                                                        "eos_token_id",
+                                                        "pad_token_id",
+                                                        "torch_dtype",
+                                                        "transformers_version",
+                                                        "use_cache",
+                                                        "rope_theta",
+                                                        "rope_scaling",
+                                                        "rms_norm_eps",
+                                                        "layer_norm_epsilon",
+                                                        "layer_norm_eps",
+                                                        "initializer_range",
+                                                        "pretraining_tp",
+                                                        "mlp_bias",
+                                                        "auto_map",
+                                                        "sliding_window",
+                                                        "use_sliding_window",
+                                                        "max_window_layers",
+                                                        "model_name",
+                                                        "name",
+                                                        "description",
+                                                        "source",
+                                                        "_name_or_path",
+                                                        "embd_pdrop",
+                                                        "summary_type",
+                                                        "summary_use_proj",
+                                                        "summary_activation",
+                                                        "summary_proj_to_labels",
+                                                        "summary_first_dropout",
+                                                        "scale_attn_weights",
+                                                        "n_ctx",
+                                                        "task_specific_params",
+                                                        "use_return_dict",
+                                                        "gradient_checkpointing",
+                                                        "bias",
+                                                        "scale_attn_by_inverse_layer_idx",
+                                                        "reorder_and_upcast_attn",
+                                                        "rotary_dim",
+                                                        "rotary_pct",
+                                                        "use_parallel_residual",
+                                                        "tokenizer_class",
+                                                        "dtype",
+                                                        "qk_layernorm"};
 
-constexpr std::array<std::string_view, 12> kMoeKeys{
-    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
-    "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "router_aux_loss_coef",
-    "shared_expert_intermediate_size", "moe_layer_freq"};
+constexpr std::array<std::string_view, 12> kMoeKeys{"num_local_experts",
+                                                    "num_experts",
+                                                    "n_routed_experts",
+                                                    "num_experts_per_tok",
+                                                    "moe_intermediate_size",
+                                                    "n_shared_experts",
+                                                    "first_k_dense_replace",
+                                                    "kv_lora_rank",
+                                                    "q_lora_rank",
+                                                    "router_aux_loss_coef",
+                                                    "shared_expert_intermediate_size",
+                                                    "moe_layer_freq"};
 
 }  // namespace
 
@@ -84,7 +127,8 @@ ModelArch parse_model(const config::JsonDoc& doc, const std::string& id) {
     m.vocab = r.req_int("vocab_size", 1, 1 << 24);
     m.max_positions = r.req_int("n_positions", 1, 1 << 24);
     m.tied_embeddings = r.opt_bool("tie_word_embeddings", true);
-    const auto act = r.opt_enum("activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh"}, "gelu_new");
+    const auto act =
+        r.opt_enum("activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh"}, "gelu_new");
     (void)act;
     m.activation = Activation::kGelu;
     m.norm = NormKind::kLayer;
@@ -114,9 +158,9 @@ ModelArch parse_model(const config::JsonDoc& doc, const std::string& id) {
   problems.throw_if_any();
   if (m.head_dim == 0) {
     if (m.hidden % m.heads != 0) {
-      throw InputError(doc.path, gpt_style ? "/n_head" : "/num_attention_heads",
-                       "hidden size " + std::to_string(m.hidden) + " is not divisible by " +
-                           std::to_string(m.heads) + " heads");
+      throw InputError(
+          doc.path, gpt_style ? "/n_head" : "/num_attention_heads",
+          "hidden size " + std::to_string(m.hidden) + " is not divisible by " + std::to_string(m.heads) + " heads");
     }
     m.head_dim = m.hidden / m.heads;
   }

@@ -33,13 +33,13 @@ double layer_activation_bytes(const ModelArch& m, const StepShape& s) {
   const double r = d.norm_tokens / d.tokens;  // 1/TP under sequence parallelism
   const double a = d.act_bytes;
   double bytes = 0;
-  bytes += 2 * a * T * d.hidden * r;  // attention-norm input, QKV input
-  bytes += a * T * (d.q + 2 * d.kv);  // Q, K, V
-  bytes += a * T * d.q;               // attention output (out_proj input)
-  bytes += core_attention_bytes(m, s);  // flash: the softmax log-sum-exp; unfused: the score matrices
-  bytes += 2 * a * T * d.hidden * r;  // MLP-norm input, MLP-up input
-  bytes += a * T * d.up;              // activation-function inputs
-  bytes += a * T * d.ffn;             // MLP-down input
+  bytes += 2 * a * T * d.hidden * r;                    // attention-norm input, QKV input
+  bytes += a * T * (d.q + 2 * d.kv);                    // Q, K, V
+  bytes += a * T * d.q;                                 // attention output (out_proj input)
+  bytes += core_attention_bytes(m, s);                  // flash: the softmax log-sum-exp; unfused: the score matrices
+  bytes += 2 * a * T * d.hidden * r;                    // MLP-norm input, MLP-up input
+  bytes += a * T * d.up;                                // activation-function inputs
+  bytes += a * T * d.ffn;                               // MLP-down input
   if (m.hidden_dropout) bytes += 2 * T * d.hidden * r;  // two dropout masks, one byte per element
   return bytes;
 }
@@ -66,8 +66,9 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
   const double vocab = static_cast<double>((m.vocab + tp - 1) / tp * m.hidden);
   const double pos = m.learned_positions ? static_cast<double>(m.max_positions * m.hidden) : 0.0;
   const double norm = static_cast<double>((m.norm == NormKind::kLayer ? 2 : 1) * m.hidden);
-  const double outer_here = in.first_stage && in.last_stage ? outer
-                                                             : (in.first_stage ? vocab + pos : 0.0) + (in.last_stage ? vocab + norm : 0.0);
+  const double outer_here = in.first_stage && in.last_stage
+                                ? outer
+                                : (in.first_stage ? vocab + pos : 0.0) + (in.last_stage ? vocab + norm : 0.0);
   const double p = static_cast<double>(n) * per_layer + outer_here;
   // ZeRO-1 shards the optimizer state over DP, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
   // weights as well, keeping two layers gathered (the one running and the one prefetched).
@@ -81,11 +82,11 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
     b.gradients = adapters * 4.0;
     b.optimizer = adapters * 12.0 / (in.zero >= 1 ? dp : 1);
   } else {
-  // FP8 training (weight_bytes 1) keeps the bf16 weights and an FP8 copy with its scaling factors.
-  const double wb = in.shape.weight_bytes < 2 ? 2.0 + in.shape.weight_bytes : in.shape.weight_bytes;
-  b.weights = in.zero >= 3 ? p * wb / dp + 2 * per_layer * wb : p * wb;
-  b.gradients = in.zero >= 2 ? p * 4.0 / dp : p * 4.0;
-  b.optimizer = p * 12.0 / (in.zero >= 1 ? dp : 1);
+    // FP8 training (weight_bytes 1) keeps the bf16 weights and an FP8 copy with its scaling factors.
+    const double wb = in.shape.weight_bytes < 2 ? 2.0 + in.shape.weight_bytes : in.shape.weight_bytes;
+    b.weights = in.zero >= 3 ? p * wb / dp + 2 * per_layer * wb : p * wb;
+    b.gradients = in.zero >= 2 ? p * 4.0 / dp : p * 4.0;
+    b.optimizer = p * 12.0 / (in.zero >= 1 ? dp : 1);
   }
   // Per micro-batch in flight: every layer's saved tensors, or with full recompute only each
   // layer's input (plus one layer's full set while it is recomputed); selective recompute drops
@@ -97,7 +98,8 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
   if (in.recompute == 1) per_layer_kept = layer - d.act_bytes * d.tokens * d.q - core_attention_bytes(m, in.shape);
   if (in.recompute == 2) per_layer_kept = input_only;
   const double head = in.last_stage ? head_activation_bytes(m, in.shape) : 0.0;
-  b.activations = in.micro_batches_in_flight * (static_cast<double>(n) * per_layer_kept + head) + (in.recompute == 2 ? layer : 0.0);
+  b.activations =
+      in.micro_batches_in_flight * (static_cast<double>(n) * per_layer_kept + head) + (in.recompute == 2 ? layer : 0.0);
   b.other = in.runtime_reserved;
   b.total = b.weights + b.gradients + b.optimizer + b.activations + b.other;
   b.capacity = in.capacity;

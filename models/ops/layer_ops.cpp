@@ -32,7 +32,8 @@ Item gemm(std::string_view name, double m, double n, double k, const StepShape& 
 /// the dequantisation of the 4-bit weight (4 operations per element per 128-row tile).
 void base_gemm(std::vector<Item>& out, std::string_view name, double m, double n, double k, const StepShape& s) {
   out.push_back(gemm(name, m, n, k, s));
-  if (s.base_4bit) out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * std::ceil(m / 128.0), 0}});
+  if (s.base_4bit)
+    out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * std::ceil(m / 128.0), 0}});
   if (s.lora_rank > 0) {
     const double r = s.lora_rank;
     out.push_back(gemm("lora_a", m, r, k, s));
@@ -43,10 +44,11 @@ void base_gemm(std::vector<Item>& out, std::string_view name, double m, double n
 /// Backward of y = x W (x: m x k, W: k x n): dgrad dx = dy W^T (m x k from n), wgrad dW = x^T dy.
 /// Under LoRA the base weight is frozen (dgrad only, plus QLoRA's dequantisation) and the
 /// adapter's two small GEMMs get their dgrad and wgrad.
-void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_view wgrad, double m, double n,
-                   double k, const StepShape& s) {
+void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_view wgrad, double m, double n, double k,
+                   const StepShape& s) {
   out.push_back(gemm(dgrad, m, k, n, s));
-  if (s.base_4bit) out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * std::ceil(m / 128.0), 0}});
+  if (s.base_4bit)
+    out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * std::ceil(m / 128.0), 0}});
   if (s.lora_rank > 0) {
     const double r = s.lora_rank;
     for (auto [a, b] : {std::pair{n, r}, std::pair{r, k}}) {  // B (r -> n), then A (k -> r)
@@ -121,7 +123,8 @@ void unfused_attention_forward(std::vector<Item>& out, const ModelArch& m, const
   out.push_back(attention_gemm("attention.scores", batches, queries, keys, dh, qkv * 2 / 3 + N * a));
   out.push_back(attention_memory_op("attention.softmax", 2 * N * a));
   if (m.attention_dropout) out.push_back(attention_memory_op("attention.dropout", N * (2 * a + 1)));  // + a 1-byte mask
-  out.push_back(attention_gemm("attention.context", batches, queries, dh, keys, N * a + qkv / 3 + batches * queries * dh * a));
+  out.push_back(
+      attention_gemm("attention.context", batches, queries, dh, keys, N * a + qkv / 3 + batches * queries * dh * a));
 }
 
 /// Its backward: dP = dO V^T, dV = P^T dO, dropout and softmax backward, dQ = dS K, dK = dS^T Q.
@@ -154,10 +157,16 @@ void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape&
   }
   const auto d = layer_dims(m, s);
   const double T = d.tokens, a = d.act_bytes;
-  const Op attn = backward ? Op{"attention.bwd", OpKind::kAttentionBackward, 0, 0, 0, 2.5 * attention_flops(m, s),
-                                T * (4 * d.q + 4 * d.kv) * a, true}
-                           : Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s),
-                                T * (2 * d.q + 2 * d.kv) * a, true};
+  const Op attn = backward ? Op{"attention.bwd",
+                                OpKind::kAttentionBackward,
+                                0,
+                                0,
+                                0,
+                                2.5 * attention_flops(m, s),
+                                T * (4 * d.q + 4 * d.kv) * a,
+                                true}
+                           : Op{"attention",           OpKind::kAttentionForward,    0,   0, 0,
+                                attention_flops(m, s), T * (2 * d.q + 2 * d.kv) * a, true};
   if (ring_attention_used(s)) {
     ring_attention(out, attn, s.cp, T * 2 * d.kv * a, backward);
   } else {
@@ -187,13 +196,15 @@ LayerDims layer_dims(const ModelArch& m, const StepShape& s) {
 
 std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
   const auto d = layer_dims(m, s);
-  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up, a = d.act_bytes;
+  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up,
+               a = d.act_bytes;
   std::vector<Item> out;
   out.push_back(memory_op("attn_norm", 2 * Tn * h * a));
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   base_gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
   if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
-  if (s.cp > 1 && !ring_attention_used(s)) out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
+  if (s.cp > 1 && !ring_attention_used(s))
+    out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
   core_attention(out, m, s, false);
   base_gemm(out, "out_proj", T, h, q, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
@@ -210,7 +221,8 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
 
 std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
   const auto d = layer_dims(m, s);
-  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up, a = d.act_bytes;
+  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up,
+               a = d.act_bytes;
   // The conjugates of the forward collectives: an all-reduce's backward is an all-reduce of the
   // input gradient; SP's all-gather becomes a reduce-scatter and vice versa.
   std::vector<Item> out;
@@ -225,7 +237,8 @@ std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
   gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
   core_attention(out, m, s, true);
-  if (s.cp > 1 && !ring_attention_used(s)) out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV to their owners
+  if (s.cp > 1 && !ring_attention_used(s))
+    out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV to their owners
   if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (q + kv) * a));
   gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);
   if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
@@ -248,7 +261,8 @@ std::vector<Item> embedding_backward(const ModelArch& m, const StepShape& s) {
   const double h = static_cast<double>(m.hidden);
   std::vector<Item> out;
   if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * s.act_bytes));
-  if (s.lora_rank == 0) out.push_back(memory_op("embedding.bwd", T * h * (s.act_bytes + 2 * 4.0)));  // scatter-add into fp32 grads
+  if (s.lora_rank == 0)
+    out.push_back(memory_op("embedding.bwd", T * h * (s.act_bytes + 2 * 4.0)));  // scatter-add into fp32 grads
   return out;
 }
 

@@ -48,9 +48,9 @@ struct StepShape {
   std::int64_t micro_batch = 1;
   std::int64_t seq = 0;
   int tp = 1;
-  bool sp = false;           ///< sequence parallelism: norms/dropout on seq/tp tokens; AG + RS instead of AR
-  double act_bytes = 2;      ///< bytes per activation element (bf16)
-  double weight_bytes = 2;   ///< bytes per weight element used by the matmuls
+  bool sp = false;          ///< sequence parallelism: norms/dropout on seq/tp tokens; AG + RS instead of AR
+  double act_bytes = 2;     ///< bytes per activation element (bf16)
+  double weight_bytes = 2;  ///< bytes per weight element used by the matmuls
   /// LoRA fine-tuning: rank of the adapters on every decoder linear layer (0: full training).
   /// The base weights are frozen: no weight gradients for them, only the adapters'.
   int lora_rank = 0;
@@ -58,7 +58,7 @@ struct StepShape {
   /// CP communication: ring attention (K/V blocks passed to the next CP rank, overlapped with the
   /// attention of the block in hand), or one all-gather of K/V before attention (Megatron-core).
   bool cp_ring = true;
-  bool base_4bit = false;    ///< QLoRA: base weights stored in 4 bits, dequantised per use
+  bool base_4bit = false;  ///< QLoRA: base weights stored in 4 bits, dequantised per use
   /// Attention as one fused flash-attention kernel (true), or unfused as Megatron-LM ran it before
   /// FlashAttention (2022): batched QK^T, a fused scale-mask-softmax, dropout and probabilities x V,
   /// with the b a s^2 score matrix written to and read from HBM.
@@ -79,10 +79,10 @@ struct LayerDims {
   double tokens = 0;       ///< b * s
   double norm_tokens = 0;  ///< tokens the norms and residuals see (s/TP of them under SP)
   double hidden = 0;
-  double q = 0;            ///< query width on this rank (heads x head dim)
-  double kv = 0;           ///< K (or V) width on this rank
-  double ffn = 0;          ///< MLP width on this rank
-  double up = 0;           ///< MLP-up output width: 2 ffn for SwiGLU (gate and up), ffn for GELU
+  double q = 0;    ///< query width on this rank (heads x head dim)
+  double kv = 0;   ///< K (or V) width on this rank
+  double ffn = 0;  ///< MLP width on this rank
+  double up = 0;   ///< MLP-up output width: 2 ffn for SwiGLU (gate and up), ffn for GELU
   double act_bytes = 2;
 };
 [[nodiscard]] LayerDims layer_dims(const ModelArch& m, const StepShape& s);

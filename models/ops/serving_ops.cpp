@@ -48,7 +48,8 @@ Item memory_op(std::string_view name, double bytes) { return {Op{name, OpKind::k
 }  // namespace
 
 double kv_bytes_per_token(const ModelArch& m, const ServingShape& s) {
-  return 2.0 * static_cast<double>(m.layers) * static_cast<double>(kv_heads_per_rank(m, s.tp) * m.head_dim) * s.kv_bytes;
+  return 2.0 * static_cast<double>(m.layers) * static_cast<double>(kv_heads_per_rank(m, s.tp) * m.head_dim) *
+         s.kv_bytes;
 }
 
 double serving_weight_bytes(const ModelArch& m, const ServingShape& s) {

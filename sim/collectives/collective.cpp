@@ -47,7 +47,8 @@ bool parse_op(const std::string& s, CollectiveOp& out) {
 }
 
 bool parse_algorithm(const std::string& s, Algorithm& out) {
-  for (auto a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kDirect, Algorithm::kHierarchical}) {
+  for (auto a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kDirect,
+                 Algorithm::kHierarchical}) {
     if (s == algorithm_name(a)) {
       out = a;
       return true;
@@ -110,9 +111,7 @@ std::vector<Algorithm> available_algorithms(const net::Topology& topo, Collectiv
 
 namespace {
 
-double hop_latency(const net::Topology& topo, net::VertexId a, net::VertexId b) {
-  return topo.route(a, b).latency_s;
-}
+double hop_latency(const net::Topology& topo, net::VertexId a, net::VertexId b) { return topo.route(a, b).latency_s; }
 
 CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, Algorithm algo) {
   CollectivePlan p;
@@ -175,8 +174,8 @@ CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, A
       for (int i = 0; i < g; ++i) {
         for (int k = 0; k < nn; ++k) {
           add(topo.gpu(groups[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]),
-              topo.gpu(groups[static_cast<std::size_t>((k + 1) % nn)][static_cast<std::size_t>(i)]), 2.0 * (nn - 1) / nn * S / g,
-              net::kUncapped);
+              topo.gpu(groups[static_cast<std::size_t>((k + 1) % nn)][static_cast<std::size_t>(i)]),
+              2.0 * (nn - 1) / nn * S / g, net::kUncapped);
         }
       }
       p.steps = 2 * (g - 1) + 2 * (nn - 1);
@@ -214,7 +213,8 @@ double estimate_seconds(const net::Topology& topo, const CollectivePlan& plan) {
     if (std::isfinite(f.rate_cap)) capped = std::max(capped, f.bytes / f.rate_cap);
   }
   double t = capped;
-  for (const auto& [l, bytes] : load) t = std::max(t, bytes / topo.link(static_cast<net::LinkId>(l)).bandwidth_bytes_per_s);
+  for (const auto& [l, bytes] : load)
+    t = std::max(t, bytes / topo.link(static_cast<net::LinkId>(l)).bandwidth_bytes_per_s);
   return plan.latency_s + t;
 }
 

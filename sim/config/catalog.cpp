@@ -46,8 +46,8 @@ std::vector<std::string> Catalog::ids(CatalogKind kind) const {
 
 std::string Catalog::locate(CatalogKind kind, const std::string& id_or_path, const std::string& referrer,
                             const std::string& pointer) const {
-  const bool is_path = id_or_path.find('/') != std::string::npos ||
-                       (id_or_path.size() > 5 && id_or_path.ends_with(".json"));
+  const bool is_path =
+      id_or_path.find('/') != std::string::npos || (id_or_path.size() > 5 && id_or_path.ends_with(".json"));
   if (is_path) {
     if (!fs::is_regular_file(id_or_path)) {
       throw InputError(referrer, pointer, std::string("no ") + kind_name(kind) + " file '" + id_or_path + "'");

@@ -25,8 +25,7 @@ JsonDoc parse_text(const std::string& text, const std::string& origin) {
     }
     std::string what = e.what();
     if (auto pos = what.find("syntax error"); pos != std::string::npos) what = what.substr(pos);
-    throw InputError(origin + ":" + std::to_string(line) + ":" + std::to_string(col), "",
-                     "malformed JSON: " + what);
+    throw InputError(origin + ":" + std::to_string(line) + ":" + std::to_string(col), "", "malformed JSON: " + what);
   }
 }
 

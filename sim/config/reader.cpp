@@ -13,9 +13,12 @@ constexpr std::size_t kMaxProblems = 20;
 std::string escape_pointer_token(const std::string& key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -295,7 +298,8 @@ std::vector<std::string> Reader::opt_string_list(const std::string& key) {
   }
   for (std::size_t i = 0; i < v->size(); ++i) {
     if (!(*v)[i].is_string()) {
-      problems_->add({file_, pointer_of(key) + "/" + std::to_string(i), "expected a string; got " + json_type_name((*v)[i])});
+      problems_->add(
+          {file_, pointer_of(key) + "/" + std::to_string(i), "expected a string; got " + json_type_name((*v)[i])});
       continue;
     }
     out.push_back((*v)[i].get<std::string>());
@@ -309,8 +313,10 @@ void Reader::finish() {
   for (auto it = value_.begin(); it != value_.end(); ++it) {
     if (consumed_.count(it.key())) continue;
     std::string msg = "unknown key '" + it.key() + "'";
-    if (auto m = closest_match(it.key(), known)) msg += "; did you mean '" + *m + "'?";
-    else if (!known.empty()) msg += "; expected one of " + quoted_list(known);
+    if (auto m = closest_match(it.key(), known))
+      msg += "; did you mean '" + *m + "'?";
+    else if (!known.empty())
+      msg += "; expected one of " + quoted_list(known);
     fail_at(it.key(), msg);
   }
 }

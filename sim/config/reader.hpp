@@ -82,7 +82,8 @@ class Reader {
 };
 
 /// The closest of `candidates` to `word` by edit distance, if close enough to suggest.
-[[nodiscard]] std::optional<std::string> closest_match(const std::string& word, const std::vector<std::string>& candidates);
+[[nodiscard]] std::optional<std::string> closest_match(const std::string& word,
+                                                       const std::vector<std::string>& candidates);
 /// Human description of a JSON value's type ("a string", "a number").
 [[nodiscard]] std::string json_type_name(const nlohmann::json& v);
 

@@ -15,7 +15,9 @@ FabricSpec parse_fabric(const config::JsonDoc& doc, const std::string& id) {
   f.name = r.req_string("name");
   f.source = r.req_string("source");
   const auto kind = r.req_enum("topology", {"single_switch", "rail", "fat_tree"});
-  f.kind = kind == "single_switch" ? FabricKind::kSingleSwitch : kind == "rail" ? FabricKind::kRail : FabricKind::kFatTree;
+  f.kind = kind == "single_switch" ? FabricKind::kSingleSwitch
+           : kind == "rail"        ? FabricKind::kRail
+                                   : FabricKind::kFatTree;
   f.nics_per_node = static_cast<int>(r.req_int("nics_per_node", 1, 64));
   if (const auto* m = r.raw("gpu_nic")) {
     if (!m->is_array()) {

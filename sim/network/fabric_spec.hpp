@@ -29,8 +29,8 @@ struct FabricSpec {
   double nic_latency_s = 0;
   double gpu_nic_bandwidth = 0;  ///< the PCIe path from a GPU to its NIC, bytes/s
   double switch_latency_s = 0;
-  int nodes_per_leaf = 1;        ///< fat tree: nodes whose NICs share a leaf
-  double oversubscription = 1;   ///< leaf downlink over uplink bandwidth (1 = full bisection)
+  int nodes_per_leaf = 1;       ///< fat tree: nodes whose NICs share a leaf
+  double oversubscription = 1;  ///< leaf downlink over uplink bandwidth (1 = full bisection)
   /// Fat tree, third tier: leaves grouped into pods (0: two tiers, leaves straight under the
   /// spine); a pod's uplink to the core carries its leaves' uplinks over `pod_oversubscription`.
   int leaves_per_pod = 0;

@@ -152,7 +152,8 @@ class FlowModel final : public FluidModel {
     auto slot = [&](LinkId l) {
       return static_cast<std::size_t>(std::lower_bound(links.begin(), links.end(), index(l)) - links.begin());
     };
-    for (std::size_t k = 0; k < links.size(); ++k) residual[k] = topo_.link(static_cast<LinkId>(links[k])).bandwidth_bytes_per_s;
+    for (std::size_t k = 0; k < links.size(); ++k)
+      residual[k] = topo_.link(static_cast<LinkId>(links[k])).bandwidth_bytes_per_s;
     for (auto i : comp) {
       for (auto l : flows_[i].route->links) ++count[slot(l)];
     }

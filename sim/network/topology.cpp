@@ -48,8 +48,9 @@ Topology Topology::build(const ClusterSpec& spec, int gpus) {
     t.compute_source(index(t.gpu(a)));
     for (int b = 0; b < gpus; ++b) {
       if (a != b && t.pred_[index(t.gpu(a))][index(t.gpu(b))] < 0) {
-        throw InputError(spec.id, "/links", "gpu" + std::to_string(a) + " cannot reach gpu" + std::to_string(b) +
-                                                " (with the first " + std::to_string(gpus) + " GPUs)");
+        throw InputError(spec.id, "/links",
+                         "gpu" + std::to_string(a) + " cannot reach gpu" + std::to_string(b) + " (with the first " +
+                             std::to_string(gpus) + " GPUs)");
       }
     }
   }
@@ -90,7 +91,8 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       node_gpus[static_cast<std::size_t>(n)].push_back(v);
       t.gpu_vertices_.push_back(v);
     }
-    for (const auto& sw : spec.switches) by_name[sw.id] = add_vertex({pre + sw.id, sw.kind, sw.nvls_bandwidth_bytes_per_s, n});
+    for (const auto& sw : spec.switches)
+      by_name[sw.id] = add_vertex({pre + sw.id, sw.kind, sw.nvls_bandwidth_bytes_per_s, n});
     for (const auto& l : spec.links) {
       auto a = by_name.find(l.a);
       auto b = by_name.find(l.b);
@@ -103,7 +105,8 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
   if (nodes > 1) {
     t.has_fabric_ = true;
     t.node_count_ = nodes;
-    CS_ASSERT(t.vertices_.size() == std::size_t{t.vertices_per_node_} * nodes && t.links_.size() == std::size_t{t.links_per_node_} * nodes,
+    CS_ASSERT(t.vertices_.size() == std::size_t{t.vertices_per_node_} * nodes &&
+                  t.links_.size() == std::size_t{t.links_per_node_} * nodes,
               "nodes are identical, contiguous copies");
     // Joins a child to its parent in the tree above the GPUs (GPU - NIC - switch tiers).
     auto attach = [&](VertexId child, VertexId parent, double bw, double latency, const std::string& type) {
@@ -138,10 +141,11 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
             std::string known;
             for (const auto& sw : spec.switches) known += (known.empty() ? "" : ", ") + sw.id;
             throw InputError(fabric.id, "/nic_switch/" + std::to_string(k),
-                             "NIC " + std::to_string(k) + " hangs off '" + name + "', which is not a switch of cluster " + spec.id +
-                                 " (its switches: " + known + ")");
+                             "NIC " + std::to_string(k) + " hangs off '" + name +
+                                 "', which is not a switch of cluster " + spec.id + " (its switches: " + known + ")");
           }
-          const auto sw = static_cast<VertexId>(index(it->second) + static_cast<std::uint32_t>(n) * t.vertices_per_node_);
+          const auto sw =
+              static_cast<VertexId>(index(it->second) + static_cast<std::uint32_t>(n) * t.vertices_per_node_);
           const auto nic = nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)];
           const auto up = static_cast<std::int64_t>(t.links_.size());
           add_duplex(sw, nic, fabric.gpu_nic_bandwidth, fabric.nic_latency_s, "nic_pcie");
@@ -180,12 +184,15 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
         // With pods (a third tier) leaves hang off their pod and pods off the spine (the core).
         const int per_pod = fabric.leaves_per_pod > 0 ? fabric.leaves_per_pod : leaves;
         for (int p0 = 0; p0 < leaves; p0 += per_pod) {
-          const auto parent = fabric.leaves_per_pod > 0 ? add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kNic, {}, -1}) : spine;
+          const auto parent = fabric.leaves_per_pod > 0
+                                  ? add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kNic, {}, -1})
+                                  : spine;
           double pod_uplinks = 0;
           for (int l = p0; l < std::min(leaves, p0 + per_pod); ++l) {
             const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kNic, {}, -1});
             int in_leaf = 0;
-            for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf); ++n, ++in_leaf) {
+            for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf);
+                 ++n, ++in_leaf) {
               for (auto nic : nics[static_cast<std::size_t>(n)]) attach(nic, leaf, nic_bw, lat, "nic");
             }
             const double up = nic_bw * fabric.nics_per_node * in_leaf / fabric.oversubscription;

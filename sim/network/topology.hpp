@@ -76,7 +76,8 @@ class Topology {
   /// Links below this id are the nodes' own (node n's: [n, n + 1) x links per node); the rest join
   /// GPUs or node switches to NICs, and NICs to the fabric.
   [[nodiscard]] std::size_t node_link_end() const {
-    return has_fabric_ ? static_cast<std::size_t>(vertices_per_node_ ? links_per_node_ : 0) * static_cast<std::size_t>(node_count_)
+    return has_fabric_ ? static_cast<std::size_t>(vertices_per_node_ ? links_per_node_ : 0) *
+                             static_cast<std::size_t>(node_count_)
                        : links_.size();
   }
 
@@ -110,11 +111,11 @@ class Topology {
   std::vector<TreeLinks> tree_;  ///< several nodes: per vertex (GPUs, NICs, fabric switches)
   /// NICs behind a node switch (fabric `nic_switch`): each GPU's NIC, and each NIC's switch and
   /// links (`tree_` then starts at the NICs; a GPU reaches its NIC through the node).
-  std::vector<std::int64_t> gpu_nic_;                      ///< by GPU vertex
-  std::map<std::uint32_t, TreeLinks> nic_attach_;          ///< by NIC vertex: parent = its node switch
+  std::vector<std::int64_t> gpu_nic_;                    ///< by GPU vertex
+  std::map<std::uint32_t, TreeLinks> nic_attach_;        ///< by NIC vertex: parent = its node switch
   mutable std::vector<std::vector<std::int64_t>> pred_;  ///< per source: predecessor link of each vertex
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> routes_;
-  std::unique_ptr<std::mutex> route_mutex_ = std::make_unique<std::mutex>();  ///< guards the route caches
+  std::unique_ptr<std::mutex> route_mutex_ = std::make_unique<std::mutex>();       ///< guards the route caches
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> node0_routes_;  ///< intra-node template
   std::vector<std::vector<LinkId>> out_links_;
 };

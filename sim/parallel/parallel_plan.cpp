@@ -22,7 +22,8 @@ bool ParallelPlan::parse_order(const std::string& text, std::array<char, 4>& out
     const auto dash = text.find('-', pos);
     const std::string part = text.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
     char c = part == "tp" ? 't' : part == "cp" ? 'c' : part == "dp" ? 'd' : part == "pp" ? 'p' : 0;
-    if (!c || std::find(o.begin(), o.begin() + static_cast<long>(n), c) != o.begin() + static_cast<long>(n)) return false;
+    if (!c || std::find(o.begin(), o.begin() + static_cast<long>(n), c) != o.begin() + static_cast<long>(n))
+      return false;
     o[n++] = c;
     if (dash == std::string::npos) break;
     pos = dash + 1;

@@ -19,7 +19,8 @@ struct Interval {
 
 /// Total length of a union of intervals (sorts `v`).
 std::int64_t union_length(std::vector<Interval>& v) {
-  std::sort(v.begin(), v.end(), [](const Interval& x, const Interval& y) { return x.a < y.a || (x.a == y.a && x.b < y.b); });
+  std::sort(v.begin(), v.end(),
+            [](const Interval& x, const Interval& y) { return x.a < y.a || (x.a == y.a && x.b < y.b); });
   std::int64_t total = 0, cur_a = 0, cur_b = -1;
   bool open = false;
   for (const auto& i : v) {
@@ -40,7 +41,8 @@ std::int64_t union_length(std::vector<Interval>& v) {
 /// means below are over these; the others are identical replicas).
 int simulated_gpus(const workload::WorkloadGraph& g) {
   int n = 0;
-  for (int r = 0; r < g.gpus(); ++r) n += g.stream_order(static_cast<std::size_t>(r) * workload::kStreamsPerGpu).empty() ? 0 : 1;
+  for (int r = 0; r < g.gpus(); ++r)
+    n += g.stream_order(static_cast<std::size_t>(r) * workload::kStreamsPerGpu).empty() ? 0 : 1;
   return std::max(n, 1);
 }
 
@@ -164,7 +166,9 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
     in.stage_layers = layers[static_cast<std::size_t>(st)];
     in.first_stage = st == 0;
     in.last_stage = st == s.plan.pp - 1;
-    in.recompute = s.plan.recompute == plan::Recompute::kFull ? 2 : s.plan.recompute == plan::Recompute::kSelective ? 1 : 0;
+    in.recompute = s.plan.recompute == plan::Recompute::kFull        ? 2
+                   : s.plan.recompute == plan::Recompute::kSelective ? 1
+                                                                     : 0;
     const auto m = models::training_memory(s.model, in);
     if (st == 0 || m.total > worst.total) worst = m;
   }
@@ -251,9 +255,11 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.hfu = step.hardware_flops / (r.step_time_s * s.gpus * compute.peak_flops());
   r.stage_layers = step.stage_layers;
   // Eq. 3 describes GPT layers (4h MLP, GELU, full multi-head attention) only.
-  if (s.model.activation == models::Activation::kGelu && s.model.ffn == 4 * s.model.hidden && s.model.kv_heads == s.model.heads) {
-    const double B = static_cast<double>(s.global_batch), seq = static_cast<double>(s.seq), l = static_cast<double>(s.model.layers),
-                 h = static_cast<double>(s.model.hidden), V = static_cast<double>(s.model.vocab);
+  if (s.model.activation == models::Activation::kGelu && s.model.ffn == 4 * s.model.hidden &&
+      s.model.kv_heads == s.model.heads) {
+    const double B = static_cast<double>(s.global_batch), seq = static_cast<double>(s.seq),
+                 l = static_cast<double>(s.model.layers), h = static_cast<double>(s.model.hidden),
+                 V = static_cast<double>(s.model.vocab);
     const double eq3 = 96.0 * B * seq * l * h * h * (1 + seq / (6 * h) + V / (16 * l * h));
     r.megatron_tflops_per_gpu = eq3 / r.step_time_s / s.gpus / 1e12;
   }
@@ -287,23 +293,27 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
 
   const auto& p = s.profile;
   const auto& peak = p.peak(s.dtype);
-  r.rates.emplace_back(std::string("matrix peak ") + calib::dtype_name(s.dtype), rate_text(peak.value / 1e12, " TFLOP/s", peak.provenance));
+  r.rates.emplace_back(std::string("matrix peak ") + calib::dtype_name(s.dtype),
+                       rate_text(peak.value / 1e12, " TFLOP/s", peak.provenance));
   if (s.profile.gemm_provenance(s.dtype) == calib::Provenance::kMeasured) {
     r.rates.emplace_back("GEMM efficiency", "interpolated from the measured table (measured)");
   } else {
     r.rates.emplace_back("GEMM efficiency (max)", rate_text(p.gemm.max_fraction, "", p.gemm.provenance));
   }
   r.rates.emplace_back("attention fwd/bwd fraction",
-                       shortest(p.attention_forward_fraction.value) + " / " + shortest(p.attention_backward_fraction.value) +
-                           " (" + calib::provenance_name(p.attention_forward_fraction.provenance) + ")");
+                       shortest(p.attention_forward_fraction.value) + " / " +
+                           shortest(p.attention_backward_fraction.value) + " (" +
+                           calib::provenance_name(p.attention_forward_fraction.provenance) + ")");
   r.rates.emplace_back("HBM bandwidth", rate_text(p.hbm_bandwidth.value / 1e12, " TB/s", p.hbm_bandwidth.provenance));
   r.rates.emplace_back("HBM efficiency", rate_text(p.hbm_fraction.value, "", p.hbm_fraction.provenance));
-  r.rates.emplace_back("kernel overhead", rate_text(p.kernel_overhead.value * 1e6, " us", p.kernel_overhead.provenance));
-  r.rates.emplace_back("collective latency", rate_text(p.collective_latency.value * 1e6, " us", p.collective_latency.provenance));
+  r.rates.emplace_back("kernel overhead",
+                       rate_text(p.kernel_overhead.value * 1e6, " us", p.kernel_overhead.provenance));
+  r.rates.emplace_back("collective latency",
+                       rate_text(p.collective_latency.value * 1e6, " us", p.collective_latency.provenance));
   for (const auto& c : p.collectives) {
     r.rates.emplace_back("collective " + c.op + " x" + std::to_string(c.gpus),
-                         "alpha " + shortest(c.alpha_s * 1e6) + " us, busbw " + shortest(c.busbw_bytes_per_s / 1e9) + " GB/s (" +
-                             calib::provenance_name(c.provenance) + ")");
+                         "alpha " + shortest(c.alpha_s * 1e6) + " us, busbw " + shortest(c.busbw_bytes_per_s / 1e9) +
+                             " GB/s (" + calib::provenance_name(c.provenance) + ")");
   }
   for (const auto& [name, t] : s.cluster.link_types) {
     r.rates.emplace_back("link " + name, shortest(t.bandwidth_bytes_per_s / 1e9) + " GB/s x " + shortest(t.efficiency) +

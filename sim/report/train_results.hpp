@@ -12,11 +12,11 @@ namespace cs::report {
 
 /// Mean over GPUs of where a step's time went (seconds). compute + exposed_comm + idle = step.
 struct Breakdown {
-  double compute = 0;       ///< kernels running on the compute stream
-  double exposed_comm = 0;  ///< communication not hidden behind compute
-  double idle = 0;          ///< neither (waiting for peers or dependencies)
+  double compute = 0;          ///< kernels running on the compute stream
+  double exposed_comm = 0;     ///< communication not hidden behind compute
+  double idle = 0;             ///< neither (waiting for peers or dependencies)
   double pipeline_bubble = 0;  ///< with PP > 1: the idle time (the schedule's bubble, as simulated)
-  double comm_total = 0;    ///< all communication, hidden or not
+  double comm_total = 0;       ///< all communication, hidden or not
   bool operator==(const Breakdown&) const = default;
 };
 
@@ -49,7 +49,7 @@ struct TrainResults {
   plan::ParallelPlan plan;
   std::int64_t micro_batches = 0;
   std::vector<int> stage_layers;
-  bool dp_symmetry = false;   ///< one data-parallel replica was simulated (an explicit approximation)
+  bool dp_symmetry = false;  ///< one data-parallel replica was simulated (an explicit approximation)
   bool flash_attention = true;
   bool cp_ring = true;  ///< context parallelism by ring attention (else one K/V all-gather)
   double step_time_s = 0;

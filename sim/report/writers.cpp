@@ -15,8 +15,9 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["profile"] = r.profile;
   j["profile_origin"] = r.profile_origin;
   j["gpus"] = r.gpus;
-  j["parallel"] = {{"tp", r.plan.tp}, {"dp", r.plan.dp}, {"pp", r.plan.pp}, {"vpp", r.plan.vpp},
-                   {"cp", r.plan.cp}, {"cp_comm", r.cp_ring ? "ring" : "allgather"}, {"sp", r.plan.sp}, {"zero", r.plan.zero}};
+  j["parallel"] = {{"tp", r.plan.tp},   {"dp", r.plan.dp},    {"pp", r.plan.pp},
+                   {"vpp", r.plan.vpp}, {"cp", r.plan.cp},    {"cp_comm", r.cp_ring ? "ring" : "allgather"},
+                   {"sp", r.plan.sp},   {"zero", r.plan.zero}};
   j["attention"] = r.flash_attention ? "flash" : "unfused";
   j["symmetry"] = r.dp_symmetry ? "dp" : "none";
   j["stage_layers"] = r.stage_layers;
@@ -27,16 +28,16 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["mfu"] = r.mfu;
   j["hw_tflops_per_gpu"] = r.hw_tflops_per_gpu;
   j["hfu"] = r.hfu;
-  j["megatron_tflops_per_gpu"] =
-      r.megatron_tflops_per_gpu > 0 ? nlohmann::ordered_json(r.megatron_tflops_per_gpu) : nlohmann::ordered_json(nullptr);
+  j["megatron_tflops_per_gpu"] = r.megatron_tflops_per_gpu > 0 ? nlohmann::ordered_json(r.megatron_tflops_per_gpu)
+                                                               : nlohmann::ordered_json(nullptr);
   j["breakdown_s"] = {{"compute", r.breakdown.compute},
                       {"exposed_comm", r.breakdown.exposed_comm},
                       {"idle", r.breakdown.idle},
                       {"pipeline_bubble", r.breakdown.pipeline_bubble},
                       {"comm_total", r.breakdown.comm_total}};
-  j["memory_per_gpu"] = {{"weights", r.memory.weights},   {"gradients", r.memory.gradients},
+  j["memory_per_gpu"] = {{"weights", r.memory.weights},     {"gradients", r.memory.gradients},
                          {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
-                         {"other", r.memory.other},       {"total", r.memory.total},
+                         {"other", r.memory.other},         {"total", r.memory.total},
                          {"capacity", r.memory.capacity}};
   j["fits"] = r.fits;
   j["single_gpu_step_time_s"] = r.single_gpu_step_time_s;
@@ -65,7 +66,8 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["events"] = r.events;
   j["flows"] = r.flows;
   if (with_run_info) {
-    j["run_info"] = {{"version", "0.1.0"}, {"wall_s", r.wall_s}, {"engine_partitions", r.partitions}, {"engine_windows", r.windows}};
+    j["run_info"] = {
+        {"version", "0.1.0"}, {"wall_s", r.wall_s}, {"engine_partitions", r.partitions}, {"engine_windows", r.windows}};
   }
   return j;
 }
@@ -86,14 +88,16 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
     for (const auto& r : results) cells.push_back(f(r));
     rows.emplace_back(label, cells);
   };
-  auto section = [&](const std::string& label) { rows.emplace_back(label, std::vector<std::string>(results.size(), "")); };
+  auto section = [&](const std::string& label) {
+    rows.emplace_back(label, std::vector<std::string>(results.size(), ""));
+  };
   row("model", [](const TrainResults& r) { return r.model; });
   row("cluster", [](const TrainResults& r) { return r.cluster; });
   row("GPUs (TP x DP x PP)", [](const TrainResults& r) {
     return std::to_string(r.gpus) + " (" + std::to_string(r.plan.tp) + " x " + std::to_string(r.plan.dp) + " x " +
            std::to_string(r.plan.pp) + ")" + (r.plan.cp > 1 ? " CP " + std::to_string(r.plan.cp) : "") +
-           (r.plan.vpp > 1 ? " VPP " + std::to_string(r.plan.vpp) : "") +
-           (r.plan.sp ? " +SP" : "") + (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "");
+           (r.plan.vpp > 1 ? " VPP " + std::to_string(r.plan.vpp) : "") + (r.plan.sp ? " +SP" : "") +
+           (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "");
   });
   row("micro-batches per step", [](const TrainResults& r) { return std::to_string(r.micro_batches); });
   bool any_symmetry = false;
@@ -108,13 +112,18 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   row("tokens/s", [](const TrainResults& r) { return fixed(r.tokens_per_s, 0); });
   row("model TFLOP/s per GPU", [](const TrainResults& r) { return fixed(r.tflops_per_gpu, 1); });
   row("MFU", [](const TrainResults& r) { return pct(r.mfu); });
-  row("hardware TFLOP/s per GPU (HFU)", [](const TrainResults& r) { return fixed(r.hw_tflops_per_gpu, 1) + " (" + pct(r.hfu) + ")"; });
+  row("hardware TFLOP/s per GPU (HFU)",
+      [](const TrainResults& r) { return fixed(r.hw_tflops_per_gpu, 1) + " (" + pct(r.hfu) + ")"; });
   section("-- where the time goes (mean per GPU)");
-  row("compute", [](const TrainResults& r) { return secs(r.breakdown.compute) + " (" + pct(r.breakdown.compute / r.step_time_s) + ")"; });
+  row("compute", [](const TrainResults& r) {
+    return secs(r.breakdown.compute) + " (" + pct(r.breakdown.compute / r.step_time_s) + ")";
+  });
   row("exposed communication", [](const TrainResults& r) {
     return secs(r.breakdown.exposed_comm) + " (" + pct(r.breakdown.exposed_comm / r.step_time_s) + ")";
   });
-  row("idle (pipeline bubble when PP > 1)", [](const TrainResults& r) { return secs(r.breakdown.idle) + " (" + pct(r.breakdown.idle / r.step_time_s) + ")"; });
+  row("idle (pipeline bubble when PP > 1)", [](const TrainResults& r) {
+    return secs(r.breakdown.idle) + " (" + pct(r.breakdown.idle / r.step_time_s) + ")";
+  });
   row("all communication", [](const TrainResults& r) { return secs(r.breakdown.comm_total); });
   // One row per collective kind seen in any result.
   std::vector<std::string> labels;
@@ -127,8 +136,8 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
     row("  " + label, [&](const TrainResults& r) -> std::string {
       for (const auto& c : r.collectives) {
         if (c.label != label) continue;
-        return secs(c.seconds_per_gpu) + ", " + std::to_string(c.calls_per_gpu) + " x " + human_bytes(c.bytes_per_call) +
-               " " + c.algorithm;
+        return secs(c.seconds_per_gpu) + ", " + std::to_string(c.calls_per_gpu) + " x " +
+               human_bytes(c.bytes_per_call) + " " + c.algorithm;
       }
       return "-";
     });
@@ -143,9 +152,8 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
     return gib(r.memory.total) + " / " + gib(r.memory.capacity) + (r.fits ? "" : "  DOES NOT FIT");
   });
   section("-- scaling against one GPU");
-  row("one-GPU step time", [](const TrainResults& r) {
-    return secs(r.single_gpu_step_time_s) + (r.single_gpu_fits ? "" : " (*)");
-  });
+  row("one-GPU step time",
+      [](const TrainResults& r) { return secs(r.single_gpu_step_time_s) + (r.single_gpu_fits ? "" : " (*)"); });
   row("speedup", [](const TrainResults& r) { return fixed(r.speedup, 2) + "x"; });
   row("scaling efficiency", [](const TrainResults& r) { return pct(r.scaling_efficiency); });
   bool any_cost = false;
@@ -155,7 +163,8 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
     row("price per hour", [](const TrainResults& r) {
       return r.cost ? fixed(r.cost->price_per_hour, 2) + " " + r.cost->currency + " (" + r.cost->offer + ")" : "-";
     });
-    row("cost per step", [](const TrainResults& r) { return r.cost ? fixed(r.cost->per_step, 4) + " " + r.cost->currency : "-"; });
+    row("cost per step",
+        [](const TrainResults& r) { return r.cost ? fixed(r.cost->per_step, 4) + " " + r.cost->currency : "-"; });
     row("cost per million tokens", [](const TrainResults& r) {
       return r.cost ? fixed(r.cost->per_million_tokens, 2) + " " + r.cost->currency : "-";
     });
@@ -185,7 +194,7 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
     for (std::size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
   }
   std::ostringstream out;
-  out << std::left << std::setw(static_cast<int>(w0)) << "" ;
+  out << std::left << std::setw(static_cast<int>(w0)) << "";
   for (std::size_t i = 0; i < results.size(); ++i) {
     out << "  " << std::setw(static_cast<int>(widths[i])) << (names.empty() ? results[i].name : names[i]);
   }
@@ -208,11 +217,19 @@ nlohmann::ordered_json chrome_trace(const workload::WorkloadGraph& g, const work
                                     const net::Topology& topo) {
   auto events = nlohmann::ordered_json::array();
   for (int r = 0; r < g.gpus(); ++r) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", "GPU " + std::to_string(r)}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute stream"}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "comm stream"}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 2}, {"args", {{"name", "context-parallel stream"}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 3}, {"args", {{"name", "pipeline transfers"}}}});
+    events.push_back(
+        {{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", "GPU " + std::to_string(r)}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute stream"}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "comm stream"}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"tid", 2},
+                      {"args", {{"name", "context-parallel stream"}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 3}, {"args", {{"name", "pipeline transfers"}}}});
   }
   for (std::size_t i = 0; i < g.tasks().size(); ++i) {
     const auto& t = g.tasks()[i];

@@ -36,8 +36,9 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
     s.rank_order = p.opt_string("rank_order", "tp-cp-dp-pp");
     std::array<char, 4> order{};
     if (!plan::ParallelPlan::parse_order(s.rank_order, order)) {
-      p.fail_at("rank_order", "expected the four of tp, cp, dp, pp, innermost first, joined by '-' (e.g. tp-cp-dp-pp); got \"" +
-                                  s.rank_order + "\"");
+      p.fail_at("rank_order",
+                "expected the four of tp, cp, dp, pp, innermost first, joined by '-' (e.g. tp-cp-dp-pp); got \"" +
+                    s.rank_order + "\"");
     }
     s.schedule = p.opt_enum("schedule", {"1f1b", "gpipe"}, "1f1b");
     s.sp = p.opt_bool("sp", false);
@@ -76,7 +77,8 @@ std::string pointer_from_path(const std::string& path) {
 
 std::string spec_order(const std::array<char, 4>& o) {
   std::string out;
-  for (char c : o) out += std::string(out.empty() ? "" : "-") + (c == 't' ? "tp" : c == 'c' ? "cp" : c == 'd' ? "dp" : "pp");
+  for (char c : o)
+    out += std::string(out.empty() ? "" : "-") + (c == 't' ? "tp" : c == 'c' ? "cp" : c == 'd' ? "dp" : "pp");
   return out;
 }
 
@@ -136,7 +138,8 @@ std::vector<std::pair<std::string, config::JsonDoc>> expand_variants(const confi
     nlohmann::json copy = base;
     if (auto set = v.opt_child("set")) {
       for (const auto& key : set->keys()) {
-        set_path(copy, key, doc.json.at(nlohmann::json::json_pointer(set->pointer_of(key))), doc.path + ": " + set->pointer_of(key));
+        set_path(copy, key, doc.json.at(nlohmann::json::json_pointer(set->pointer_of(key))),
+                 doc.path + ": " + set->pointer_of(key));
       }
     }
     v.finish();
@@ -197,7 +200,8 @@ Machine resolve_machine(const config::Catalog& catalog, const std::string& file,
     const auto path = catalog.locate(config::CatalogKind::kProfile, id, profile.empty() ? cpath : file, "/profile");
     m.profile = calib::parse_profile(config::load(path), std::filesystem::path(path).stem().string());
   }
-  if (!offer.empty()) m.offer = parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, offer, file, "/offer")), offer);
+  if (!offer.empty())
+    m.offer = parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, offer, file, "/offer")), offer);
   return m;
 }
 
@@ -214,20 +218,23 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   }
   s.gpus_per_node = spec.gpus == 0 ? s.cluster.gpus : spec.gpus;
   if (s.gpus_per_node > s.cluster.gpus) {
-    throw InputError(file, "/gpus", "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) +
-                                        " GPUs; got " + std::to_string(s.gpus_per_node));
+    throw InputError(file, "/gpus",
+                     "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) + " GPUs; got " +
+                         std::to_string(s.gpus_per_node));
   }
   s.nodes = spec.nodes;
   if (s.nodes > 1) {
     if (spec.fabric.empty()) {
       throw InputError(file, "/fabric", "a fabric is required with more than one node (see `clustersim list fabrics`)");
     }
-    s.fabric = net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, spec.fabric, file, "/fabric")), spec.fabric);
+    s.fabric = net::parse_fabric(
+        config::load(catalog.locate(config::CatalogKind::kFabric, spec.fabric, file, "/fabric")), spec.fabric);
   }
   s.gpus = s.gpus_per_node * s.nodes;
   if (s.offer && s.offer->gpus < s.gpus) {
-    throw InputError(file, "/offer", "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) +
-                                         " GPUs; this run uses " + std::to_string(s.gpus));
+    throw InputError(file, "/offer",
+                     "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) + " GPUs; this run uses " +
+                         std::to_string(s.gpus));
   }
   (void)calib::parse_dtype(spec.dtype, s.dtype);  // checked by the parser
   (void)s.profile.peak(s.dtype);
@@ -243,8 +250,8 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
                      : spec.recompute == "selective" ? plan::Recompute::kSelective
                                                      : plan::Recompute::kNone;
   if (spec.pp > s.model.layers) {
-    infeasible(file, "PP " + std::to_string(spec.pp) + " is larger than the " + std::to_string(s.model.layers) + " layers of " +
-                         s.model.id);
+    infeasible(file, "PP " + std::to_string(spec.pp) + " is larger than the " + std::to_string(s.model.layers) +
+                         " layers of " + s.model.id);
   }
   if (s.gpus % (spec.tp * spec.pp * spec.cp) != 0) {
     infeasible(file, "TP " + std::to_string(spec.tp) + " x PP " + std::to_string(spec.pp) +
@@ -253,7 +260,8 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   }
   s.plan.dp = spec.dp == 0 ? s.gpus / (spec.tp * spec.pp * spec.cp) : spec.dp;
   if (s.plan.gpus() != s.gpus) {
-    infeasible(file, "TP " + std::to_string(s.plan.tp) + " x DP " + std::to_string(s.plan.dp) + " x PP " + std::to_string(s.plan.pp) +
+    infeasible(file, "TP " + std::to_string(s.plan.tp) + " x DP " + std::to_string(s.plan.dp) + " x PP " +
+                         std::to_string(s.plan.pp) +
                          (s.plan.cp > 1 ? " x CP " + std::to_string(s.plan.cp) : std::string()) + " = " +
                          std::to_string(s.plan.gpus()) + " GPUs, but " + std::to_string(s.gpus) +
                          " GPUs are selected (--gpus / /gpus)");
@@ -264,8 +272,8 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
                          " attention heads of " + m.id);
   }
   if (m.kv_heads % s.plan.tp != 0 && s.plan.tp % m.kv_heads != 0) {
-    infeasible(file, "TP " + std::to_string(s.plan.tp) + " and the " + std::to_string(m.kv_heads) +
-                         " KV heads of " + m.id + " neither divide the other");
+    infeasible(file, "TP " + std::to_string(s.plan.tp) + " and the " + std::to_string(m.kv_heads) + " KV heads of " +
+                         m.id + " neither divide the other");
   }
   if (m.ffn % s.plan.tp != 0) {
     infeasible(file, "TP " + std::to_string(s.plan.tp) + " does not divide the MLP width " + std::to_string(m.ffn));
@@ -282,11 +290,13 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
                          std::to_string(s.plan.tp) + " ways; it does not divide");
   }
   if (s.plan.vpp > 1) {
-    if (s.plan.pp == 1) infeasible(file, "an interleaved schedule (VPP " + std::to_string(s.plan.vpp) + ") needs PP > 1");
-    if (s.plan.schedule != plan::PipelineSchedule::kOneFOneB) infeasible(file, "VPP > 1 is the interleaved 1F1B schedule; set schedule 1f1b");
+    if (s.plan.pp == 1)
+      infeasible(file, "an interleaved schedule (VPP " + std::to_string(s.plan.vpp) + ") needs PP > 1");
+    if (s.plan.schedule != plan::PipelineSchedule::kOneFOneB)
+      infeasible(file, "VPP > 1 is the interleaved 1F1B schedule; set schedule 1f1b");
     if (s.plan.pp * s.plan.vpp > s.model.layers) {
-      infeasible(file, "PP " + std::to_string(s.plan.pp) + " x VPP " + std::to_string(s.plan.vpp) + " model chunks exceed the " +
-                           std::to_string(s.model.layers) + " layers");
+      infeasible(file, "PP " + std::to_string(s.plan.pp) + " x VPP " + std::to_string(s.plan.vpp) +
+                           " model chunks exceed the " + std::to_string(s.model.layers) + " layers");
     }
     if (s.global_batch % (s.plan.dp * s.micro_batch) == 0 && s.micro_batches() % s.plan.pp != 0) {
       infeasible(file, "the interleaved schedule needs the " + std::to_string(s.micro_batches()) +
@@ -294,7 +304,8 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
     }
   }
   if (s.plan.zero == 3 && s.plan.pp > 1) {
-    infeasible(file, "ZeRO-3 (fully sharded parameters) with pipeline parallelism is not supported; use ZeRO-1 with PP");
+    infeasible(file,
+               "ZeRO-3 (fully sharded parameters) with pipeline parallelism is not supported; use ZeRO-1 with PP");
   }
   if (s.global_batch % (s.plan.dp * s.micro_batch) != 0) {
     infeasible(file, "global batch " + std::to_string(s.global_batch) + " is not a multiple of DP " +
@@ -302,14 +313,16 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
                          std::to_string(s.plan.dp * s.micro_batch));
   }
   s.grad_bucket_params = spec.grad_bucket_params;
-  s.network_model = spec.network_model == "analytical" ? net::NetworkModelKind::kAnalytical : net::NetworkModelKind::kFlow;
+  s.network_model =
+      spec.network_model == "analytical" ? net::NetworkModelKind::kAnalytical : net::NetworkModelKind::kFlow;
   s.dp_symmetry = spec.symmetry == "dp";
   s.allow_oom = spec.allow_oom;
   s.lora_rank = spec.lora_rank;
   s.qlora = spec.qlora;
   s.flash_attention = spec.attention == "flash";
   s.cp_ring = spec.cp_comm == "ring";
-  if (s.qlora && s.lora_rank == 0) throw InputError(file, "/training/qlora", "QLoRA needs LoRA adapters: set lora_rank (--lora-rank)");
+  if (s.qlora && s.lora_rank == 0)
+    throw InputError(file, "/training/qlora", "QLoRA needs LoRA adapters: set lora_rank (--lora-rank)");
   return s;
 }
 

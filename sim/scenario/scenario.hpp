@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "calibration/profile/hardware_profile.hpp"
-#include "sim/config/json_doc.hpp"
 #include "models/llm/model_arch.hpp"
 #include "sim/config/catalog.hpp"
+#include "sim/config/json_doc.hpp"
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/fabric_spec.hpp"
 #include "sim/network/network_model.hpp"
@@ -41,11 +41,11 @@ struct ScenarioSpec {
   std::string description;
   std::string model;
   std::string cluster;
-  int gpus = 0;  ///< 0: all GPUs of the cluster
+  int gpus = 0;         ///< 0: all GPUs of the cluster
   std::string profile;  ///< empty: the cluster's profile
   std::string offer;    ///< empty: no cost
   int nodes = 1;
-  std::string fabric;   ///< required when nodes > 1
+  std::string fabric;  ///< required when nodes > 1
   int tp = 1;
   int dp = 0;  ///< 0: GPUs / (TP x PP)
   int pp = 1;
@@ -78,7 +78,7 @@ struct Scenario {
   models::ModelArch model;
   calib::HardwareProfile profile;
   net::ClusterSpec cluster;
-  int gpus = 0;           ///< all GPUs: gpus_per_node x nodes
+  int gpus = 0;  ///< all GPUs: gpus_per_node x nodes
   int gpus_per_node = 0;
   int nodes = 1;
   std::optional<net::FabricSpec> fabric;

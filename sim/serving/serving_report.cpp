@@ -10,7 +10,9 @@ namespace cs::serving {
 
 namespace {
 
-nlohmann::ordered_json pct(const Percentiles& p) { return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}}; }
+nlohmann::ordered_json pct(const Percentiles& p) {
+  return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
+}
 std::string ms(double s) { return fixed(s * 1e3, 1) + " ms"; }
 std::string gib(double b) { return fixed(b / 1073741824.0, 1) + " GiB"; }
 
@@ -40,11 +42,13 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   j["output_tokens_per_s_per_gpu"] = r.output_tokens_per_s_per_gpu;
   j["input_tokens_per_s"] = r.input_tokens_per_s;
   j["requests_per_s"] = r.requests_per_s;
-  j["goodput_requests_per_s"] = r.goodput_requests_per_s ? nlohmann::ordered_json(*r.goodput_requests_per_s) : nlohmann::ordered_json(nullptr);
+  j["goodput_requests_per_s"] =
+      r.goodput_requests_per_s ? nlohmann::ordered_json(*r.goodput_requests_per_s) : nlohmann::ordered_json(nullptr);
   j["max_concurrency"] = r.max_concurrency;
   j["fits"] = r.fits;
-  j["memory_per_gpu"] = {{"weights", r.memory.weights}, {"activations", r.memory.activations}, {"other", r.memory.other},
-                         {"kv_cache", r.memory.kv_cache}, {"total", r.memory.total}, {"capacity", r.memory.capacity}};
+  j["memory_per_gpu"] = {{"weights", r.memory.weights}, {"activations", r.memory.activations},
+                         {"other", r.memory.other},     {"kv_cache", r.memory.kv_cache},
+                         {"total", r.memory.total},     {"capacity", r.memory.capacity}};
   j["kv_blocks"] = r.kv_blocks;
   j["kv_utilisation"] = {{"mean", r.kv_utilisation_mean}, {"max", r.kv_utilisation_max}};
   j["steps"] = r.steps;
@@ -66,27 +70,33 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
 std::string serving_table(const ServingResults& r) {
   std::ostringstream o;
   o << r.model << " on " << r.gpus << " GPUs of " << r.cluster << " (TP " << r.tp << ", " << r.replicas << " replica"
-    << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype << " KV, " << r.scheduler << " batching)\n\n";
+    << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype << " KV, " << r.scheduler
+    << " batching)\n\n";
   auto row = [&](const std::string& k, const std::string& v) { o << std::left << std::setw(30) << k << v << "\n"; };
-  row("requests", std::to_string(r.requests) + " (" + std::to_string(r.input_tokens) + " input, " + std::to_string(r.output_tokens) +
-                      " output tokens)");
-  row("makespan", fixed(r.makespan_s, 3) + " s, " + std::to_string(r.steps) + " engine steps, " + std::to_string(r.preemptions) +
-                      " preemptions");
-  o << std::left << std::setw(30) << "" << std::right << std::setw(11) << "mean" << std::setw(11) << "p50" << std::setw(11) << "p90"
-    << std::setw(11) << "p99" << "\n";
-  for (const auto& [k, p] : {std::pair{"TTFT", r.ttft}, std::pair{"TPOT (inter-token)", r.tpot}, std::pair{"end-to-end", r.e2e}}) {
-    o << std::left << std::setw(30) << k << std::right << std::setw(11) << ms(p.mean) << std::setw(11) << ms(p.p50) << std::setw(11)
-      << ms(p.p90) << std::setw(11) << ms(p.p99) << "\n";
+  row("requests", std::to_string(r.requests) + " (" + std::to_string(r.input_tokens) + " input, " +
+                      std::to_string(r.output_tokens) + " output tokens)");
+  row("makespan", fixed(r.makespan_s, 3) + " s, " + std::to_string(r.steps) + " engine steps, " +
+                      std::to_string(r.preemptions) + " preemptions");
+  o << std::left << std::setw(30) << "" << std::right << std::setw(11) << "mean" << std::setw(11) << "p50"
+    << std::setw(11) << "p90" << std::setw(11) << "p99"
+    << "\n";
+  for (const auto& [k, p] :
+       {std::pair{"TTFT", r.ttft}, std::pair{"TPOT (inter-token)", r.tpot}, std::pair{"end-to-end", r.e2e}}) {
+    o << std::left << std::setw(30) << k << std::right << std::setw(11) << ms(p.mean) << std::setw(11) << ms(p.p50)
+      << std::setw(11) << ms(p.p90) << std::setw(11) << ms(p.p99) << "\n";
   }
-  row("output tokens/s", fixed(r.output_tokens_per_s, 0) + " (" + fixed(r.output_tokens_per_s_per_gpu, 0) + " per GPU)");
+  row("output tokens/s",
+      fixed(r.output_tokens_per_s, 0) + " (" + fixed(r.output_tokens_per_s_per_gpu, 0) + " per GPU)");
   row("input tokens/s", fixed(r.input_tokens_per_s, 0));
   row("requests/s", fixed(r.requests_per_s, 2));
   if (r.goodput_requests_per_s) row("goodput (within SLOs)", fixed(*r.goodput_requests_per_s, 2) + " requests/s");
-  row("max concurrency that fits", std::to_string(r.max_concurrency) + " sequences (" + std::to_string(r.kv_blocks) +
-                                       " KV blocks per replica)");
-  row("KV cache utilisation", fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");
-  row("memory per GPU", "weights " + gib(r.memory.weights) + ", activations " + gib(r.memory.activations) + ", runtime " +
-                            gib(r.memory.other) + ", KV cache " + gib(r.memory.kv_cache) + " of " + gib(r.memory.capacity));
+  row("max concurrency that fits",
+      std::to_string(r.max_concurrency) + " sequences (" + std::to_string(r.kv_blocks) + " KV blocks per replica)");
+  row("KV cache utilisation",
+      fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");
+  row("memory per GPU", "weights " + gib(r.memory.weights) + ", activations " + gib(r.memory.activations) +
+                            ", runtime " + gib(r.memory.other) + ", KV cache " + gib(r.memory.kv_cache) + " of " +
+                            gib(r.memory.capacity));
   if (r.cost) {
     row("cost", fixed(r.cost->per_million_output_tokens, 2) + " " + r.cost->currency + " per million output tokens (" +
                     fixed(r.cost->per_million_tokens, 2) + " per million tokens in+out; " + r.cost->offer + ", " +
@@ -99,19 +109,35 @@ std::string serving_table(const ServingResults& r) {
 nlohmann::ordered_json serving_trace(const ServingResults& r) {
   auto ev = nlohmann::ordered_json::array();
   for (int i = 0; i < r.replicas; ++i) {
-    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", i}, {"args", {{"name", "replica " + std::to_string(i)}}}});
+    ev.push_back(
+        {{"name", "process_name"}, {"ph", "M"}, {"pid", i}, {"args", {{"name", "replica " + std::to_string(i)}}}});
   }
   for (const auto& s : r.step_spans) {
-    ev.push_back({{"name", "step"}, {"ph", "X"}, {"ts", s.start * 1e6}, {"dur", (s.end - s.start) * 1e6}, {"pid", s.replica}, {"tid", 0},
+    ev.push_back({{"name", "step"},
+                  {"ph", "X"},
+                  {"ts", s.start * 1e6},
+                  {"dur", (s.end - s.start) * 1e6},
+                  {"pid", s.replica},
+                  {"tid", 0},
                   {"args", {{"tokens", s.tokens}, {"sequences", s.sequences}}}});
   }
   const int req_pid = r.replicas;
   ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", req_pid}, {"args", {{"name", "requests"}}}});
   for (const auto& q : r.request_spans) {
-    ev.push_back({{"name", "waiting+prefill"}, {"ph", "X"}, {"ts", q.arrival * 1e6}, {"dur", (q.first_token - q.arrival) * 1e6},
-                  {"pid", req_pid}, {"tid", q.id}, {"args", {{"replica", q.replica}}}});
-    ev.push_back({{"name", "decode"}, {"ph", "X"}, {"ts", q.first_token * 1e6}, {"dur", (q.finish - q.first_token) * 1e6},
-                  {"pid", req_pid}, {"tid", q.id}, {"args", {{"replica", q.replica}}}});
+    ev.push_back({{"name", "waiting+prefill"},
+                  {"ph", "X"},
+                  {"ts", q.arrival * 1e6},
+                  {"dur", (q.first_token - q.arrival) * 1e6},
+                  {"pid", req_pid},
+                  {"tid", q.id},
+                  {"args", {{"replica", q.replica}}}});
+    ev.push_back({{"name", "decode"},
+                  {"ph", "X"},
+                  {"ts", q.first_token * 1e6},
+                  {"dur", (q.finish - q.first_token) * 1e6},
+                  {"pid", req_pid},
+                  {"tid", q.id},
+                  {"args", {{"replica", q.replica}}}});
   }
   nlohmann::ordered_json j;
   j["traceEvents"] = ev;
@@ -121,12 +147,14 @@ nlohmann::ordered_json serving_trace(const ServingResults& r) {
 
 std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& points) {
   std::ostringstream o;
-  o << std::right << std::setw(10) << "rate(r/s)" << std::setw(12) << "out tok/s" << std::setw(12) << "TTFT p50" << std::setw(12)
-    << "TTFT p99" << std::setw(12) << "TPOT p50" << std::setw(12) << "TPOT p99" << std::setw(12) << "e2e p50" << "\n";
+  o << std::right << std::setw(10) << "rate(r/s)" << std::setw(12) << "out tok/s" << std::setw(12) << "TTFT p50"
+    << std::setw(12) << "TTFT p99" << std::setw(12) << "TPOT p50" << std::setw(12) << "TPOT p99" << std::setw(12)
+    << "e2e p50"
+    << "\n";
   for (const auto& [rate, r] : points) {
-    o << std::setw(10) << fixed(rate, 2) << std::setw(12) << fixed(r.output_tokens_per_s, 0) << std::setw(12) << ms(r.ttft.p50)
-      << std::setw(12) << ms(r.ttft.p99) << std::setw(12) << ms(r.tpot.p50) << std::setw(12) << ms(r.tpot.p99) << std::setw(12)
-      << ms(r.e2e.p50) << "\n";
+    o << std::setw(10) << fixed(rate, 2) << std::setw(12) << fixed(r.output_tokens_per_s, 0) << std::setw(12)
+      << ms(r.ttft.p50) << std::setw(12) << ms(r.ttft.p99) << std::setw(12) << ms(r.tpot.p50) << std::setw(12)
+      << ms(r.tpot.p99) << std::setw(12) << ms(r.e2e.p50) << "\n";
   }
   return o.str();
 }
@@ -135,9 +163,9 @@ std::string sweep_csv(const std::vector<std::pair<double, ServingResults>>& poin
   std::ostringstream o;
   o << "rate_rps,output_tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,e2e_p99_s\n";
   for (const auto& [rate, r] : points) {
-    o << shortest(rate) << "," << shortest(r.output_tokens_per_s) << "," << shortest(r.ttft.p50) << "," << shortest(r.ttft.p99)
-      << "," << shortest(r.tpot.p50) << "," << shortest(r.tpot.p99) << "," << shortest(r.e2e.p50) << "," << shortest(r.e2e.p99)
-      << "\n";
+    o << shortest(rate) << "," << shortest(r.output_tokens_per_s) << "," << shortest(r.ttft.p50) << ","
+      << shortest(r.ttft.p99) << "," << shortest(r.tpot.p50) << "," << shortest(r.tpot.p99) << ","
+      << shortest(r.e2e.p50) << "," << shortest(r.e2e.p99) << "\n";
   }
   return o.str();
 }
@@ -153,17 +181,22 @@ std::string sweep_svg(const std::vector<std::pair<double, ServingResults>>& poin
   auto X = [&](double v) { return ml + v / xmax * (w - ml - mr); };
   auto Y = [&](double v) { return h - mb - v / ymax * (h - mb - mt); };
   std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<text x=\"" << ml << "\" y=\"20\" font-size=\"14\">" << title << ": latency against throughput</text>\n"
-    << "<line x1=\"" << ml << "\" y1=\"" << h - mb << "\" x2=\"" << w - mr << "\" y2=\"" << h - mb << "\" stroke=\"black\"/>\n"
+    << "<line x1=\"" << ml << "\" y1=\"" << h - mb << "\" x2=\"" << w - mr << "\" y2=\"" << h - mb
+    << "\" stroke=\"black\"/>\n"
     << "<line x1=\"" << ml << "\" y1=\"" << mt << "\" x2=\"" << ml << "\" y2=\"" << h - mb << "\" stroke=\"black\"/>\n"
     << "<text x=\"" << (w / 2) << "\" y=\"" << h - 12 << "\">output tokens/s (max " << fixed(xmax, 0) << ")</text>\n"
     << "<text x=\"8\" y=\"" << mt - 8 << "\">ms (max " << fixed(ymax, 1) << ")</text>\n";
-  for (const auto& [name, color, tpot] : {std::tuple{"TPOT p50", "steelblue", true}, std::tuple{"TTFT p50", "darkorange", false}}) {
+  for (const auto& [name, color, tpot] :
+       {std::tuple{"TPOT p50", "steelblue", true}, std::tuple{"TTFT p50", "darkorange", false}}) {
     s << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
-    for (const auto& [rate, r] : points) s << X(r.output_tokens_per_s) << "," << Y((tpot ? r.tpot.p50 : r.ttft.p50) * 1e3) << " ";
+    for (const auto& [rate, r] : points)
+      s << X(r.output_tokens_per_s) << "," << Y((tpot ? r.tpot.p50 : r.ttft.p50) * 1e3) << " ";
     s << "\"/>\n";
-    s << "<text x=\"" << w - mr - 90 << "\" y=\"" << (tpot ? mt + 10 : mt + 26) << "\" fill=\"" << color << "\">" << name << "</text>\n";
+    s << "<text x=\"" << w - mr - 90 << "\" y=\"" << (tpot ? mt + 10 : mt + 26) << "\" fill=\"" << color << "\">"
+      << name << "</text>\n";
   }
   s << "</svg>\n";
   return s.str();

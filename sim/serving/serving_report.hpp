@@ -18,6 +18,7 @@ namespace cs::serving {
 /// The latency-throughput curve of a rate sweep.
 [[nodiscard]] std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& points);
 [[nodiscard]] std::string sweep_csv(const std::vector<std::pair<double, ServingResults>>& points);
-[[nodiscard]] std::string sweep_svg(const std::vector<std::pair<double, ServingResults>>& points, const std::string& title);
+[[nodiscard]] std::string sweep_svg(const std::vector<std::pair<double, ServingResults>>& points,
+                                    const std::string& title);
 
 }  // namespace cs::serving

@@ -31,8 +31,8 @@ LengthDist read_length(config::Reader& r, const std::string& key) {
     if (dash != std::string::npos) {
       auto a = std::from_chars(s.data(), s.data() + dash, lo);
       auto b = std::from_chars(s.data() + dash + 1, s.data() + s.size(), hi);
-      if (a.ec == std::errc{} && b.ec == std::errc{} && a.ptr == s.data() + dash && b.ptr == s.data() + s.size() && lo >= 1 &&
-          hi >= lo) {
+      if (a.ec == std::errc{} && b.ec == std::errc{} && a.ptr == s.data() + dash && b.ptr == s.data() + s.size() &&
+          lo >= 1 && hi >= lo) {
         return {lo, hi};
       }
     }
@@ -57,9 +57,11 @@ std::vector<RequestSpec> read_trace(const std::string& path) {
   std::vector<std::string> header;
   std::vector<InputProblem> problems;
   auto check = [&](double arrival, double in, double outn, const std::string& where) {
-    if (!(arrival >= 0) || !std::isfinite(arrival)) problems.push_back({where, "/arrival_s", "expected a time >= 0 in seconds"});
+    if (!(arrival >= 0) || !std::isfinite(arrival))
+      problems.push_back({where, "/arrival_s", "expected a time >= 0 in seconds"});
     if (!(in >= 1) || in != std::floor(in)) problems.push_back({where, "/input_tokens", "expected a positive integer"});
-    if (!(outn >= 1) || outn != std::floor(outn)) problems.push_back({where, "/output_tokens", "expected a positive integer"});
+    if (!(outn >= 1) || outn != std::floor(outn))
+      problems.push_back({where, "/output_tokens", "expected a positive integer"});
     out.push_back({arrival, static_cast<std::int64_t>(in), static_cast<std::int64_t>(outn)});
   };
   while (std::getline(f, line) && problems.size() < 20) {
@@ -80,7 +82,8 @@ std::vector<RequestSpec> read_trace(const std::string& path) {
           ok = false;
         }
       }
-      if (ok) check(j["arrival_s"].get<double>(), j["input_tokens"].get<double>(), j["output_tokens"].get<double>(), where);
+      if (ok)
+        check(j["arrival_s"].get<double>(), j["input_tokens"].get<double>(), j["output_tokens"].get<double>(), where);
       continue;
     }
     std::vector<std::string> cells;
@@ -94,7 +97,8 @@ std::vector<RequestSpec> read_trace(const std::string& path) {
       header = cells;
       for (const char* k : {"arrival_s", "input_tokens", "output_tokens"}) {
         if (std::find(header.begin(), header.end(), k) == header.end()) {
-          problems.push_back({where, std::string("/") + k, "the CSV header must name arrival_s, input_tokens and output_tokens"});
+          problems.push_back(
+              {where, std::string("/") + k, "the CSV header must name arrival_s, input_tokens and output_tokens"});
         }
       }
       if (!problems.empty()) break;
@@ -117,7 +121,8 @@ std::vector<RequestSpec> read_trace(const std::string& path) {
   }
   if (!problems.empty()) throw InputError(problems);
   if (out.empty()) throw InputError(path, "", "no requests in this trace");
-  std::stable_sort(out.begin(), out.end(), [](const RequestSpec& a, const RequestSpec& b) { return a.arrival_s < b.arrival_s; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RequestSpec& a, const RequestSpec& b) { return a.arrival_s < b.arrival_s; });
   return out;
 }
 
@@ -144,7 +149,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   if (auto q = r.opt_child("quantization")) {
     const auto w = q->opt_enum("weights", {"bf16", "fp8", "int8", "int4"}, "bf16");
-    s.weights = w == "fp8" ? models::WeightFormat::kFp8
+    s.weights = w == "fp8"    ? models::WeightFormat::kFp8
                 : w == "int8" ? models::WeightFormat::kInt8
                 : w == "int4" ? models::WeightFormat::kInt4
                               : models::WeightFormat::kBf16;
@@ -152,14 +157,16 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     q->finish();
   }
   if (auto e = r.opt_child("engine")) {
-    s.scheduler = e->opt_enum("scheduler", {"continuous", "static"}, "continuous") == "static" ? Scheduler::kStatic : Scheduler::kContinuous;
+    s.scheduler = e->opt_enum("scheduler", {"continuous", "static"}, "continuous") == "static" ? Scheduler::kStatic
+                                                                                               : Scheduler::kContinuous;
     s.max_batch = e->opt_int("max_batch", 1, 1 << 20, 256);
     s.max_tokens = e->opt_int("max_tokens", 1, 1 << 24, 8192);
     s.chunked_prefill = e->opt_int("chunked_prefill", 0, 1 << 24, 0);
     s.kv_fraction = e->opt_number("kv_fraction", 0.05, 1.0, 0.9);
     s.block_size = e->opt_int("block_size", 1, 4096, 16);
-    s.router = e->opt_enum("router", {"round_robin", "least_loaded"}, "round_robin") == "least_loaded" ? Router::kLeastLoaded
-                                                                                                      : Router::kRoundRobin;
+    s.router = e->opt_enum("router", {"round_robin", "least_loaded"}, "round_robin") == "least_loaded"
+                   ? Router::kLeastLoaded
+                   : Router::kRoundRobin;
     s.cuda_graphs = e->opt_bool("cuda_graphs", true);
     e->finish();
   }
@@ -168,8 +175,9 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     auto w = r.child("workload");
     const bool has_trace = w.has("trace_file"), has_conc = w.has("concurrency"), has_rate = w.has("rate");
     if (static_cast<int>(has_trace) + static_cast<int>(has_conc) + static_cast<int>(has_rate) != 1) {
-      w.fail("expected exactly one of 'rate' (a number of requests/s, or \"inf\" for all queued at once), 'concurrency' "
-             "(a closed loop) or 'trace_file'");
+      w.fail(
+          "expected exactly one of 'rate' (a number of requests/s, or \"inf\" for all queued at once), 'concurrency' "
+          "(a closed loop) or 'trace_file'");
     }
     if (has_trace) {
       trace_file = w.req_string("trace_file");
@@ -189,7 +197,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
           s.arrivals = Arrivals::kPoisson;
           s.rate = v->get<double>();
         } else {
-          w.fail_at("rate", "expected a positive number of requests per second or \"inf\"; got " + config::json_type_name(*v));
+          w.fail_at("rate",
+                    "expected a positive number of requests per second or \"inf\"; got " + config::json_type_name(*v));
         }
       }
     }
@@ -232,27 +241,32 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   s.gpus = gpus == 0 ? needed : gpus;
   if (s.gpus > s.cluster.gpus) {
-    throw InputError(doc.path, "/gpus", "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) + " GPUs; this plan needs " +
-                                            std::to_string(s.gpus));
+    throw InputError(doc.path, "/gpus",
+                     "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) +
+                         " GPUs; this plan needs " + std::to_string(s.gpus));
   }
   if (s.gpus != needed) {
-    infeasible(doc.path, "TP " + std::to_string(s.tp) + " x PP " + std::to_string(s.pp) + " x " + std::to_string(pools) +
-                             " replicas = " + std::to_string(needed) + " GPUs, but " + std::to_string(s.gpus) + " are selected");
+    infeasible(doc.path, "TP " + std::to_string(s.tp) + " x PP " + std::to_string(s.pp) + " x " +
+                             std::to_string(pools) + " replicas = " + std::to_string(needed) + " GPUs, but " +
+                             std::to_string(s.gpus) + " are selected");
   }
   if (pp > s.model.layers) {
-    infeasible(doc.path, "PP " + std::to_string(pp) + " is larger than the " + std::to_string(s.model.layers) + " layers");
+    infeasible(doc.path,
+               "PP " + std::to_string(pp) + " is larger than the " + std::to_string(s.model.layers) + " layers");
   }
   if (pp > 1 && s.scheduler == Scheduler::kStatic) {
     infeasible(doc.path, "static batching with PP > 1 is not modelled; use continuous batching");
   }
   for (int t : {s.tp, s.prefill_tp, s.decode_tp}) {
     if (t > 0 && s.model.heads % t != 0) {
-      infeasible(doc.path, "TP " + std::to_string(t) + " does not divide the " + std::to_string(s.model.heads) + " attention heads");
+      infeasible(doc.path, "TP " + std::to_string(t) + " does not divide the " + std::to_string(s.model.heads) +
+                               " attention heads");
     }
   }
   if (s.offer && s.offer->gpus < s.gpus) {
-    throw InputError(doc.path, "/offer", "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) + " GPUs; this run uses " +
-                                             std::to_string(s.gpus));
+    throw InputError(doc.path, "/offer",
+                     "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) + " GPUs; this run uses " +
+                         std::to_string(s.gpus));
   }
   const std::int64_t longest_prompt = s.trace.empty() ? s.input.hi : [&] {
     std::int64_t m = 0;
@@ -260,8 +274,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     return m;
   }();
   if (s.chunked_prefill == 0 && longest_prompt > s.max_tokens) {
-    infeasible(doc.path, "a prompt of " + std::to_string(longest_prompt) + " tokens exceeds max_tokens " + std::to_string(s.max_tokens) +
-                             " per step; raise max_tokens or enable chunked prefill");
+    infeasible(doc.path, "a prompt of " + std::to_string(longest_prompt) + " tokens exceeds max_tokens " +
+                             std::to_string(s.max_tokens) + " per step; raise max_tokens or enable chunked prefill");
   }
   return s;
 }

@@ -48,7 +48,7 @@ struct Replica {
   std::deque<int> waiting;
   std::vector<int> running;  ///< in admission order
   std::int64_t free_blocks = 0;
-  std::map<double, double> allreduce_s, allgather_s;  ///< collective time by size
+  std::map<double, double> allreduce_s, allgather_s;       ///< collective time by size
   std::vector<std::map<double, double>> stage_transfer_s;  ///< per stage boundary, activation transfer time by size
 };
 
@@ -92,7 +92,8 @@ class Simulation final : public engine::EventHandler {
       : s_(s),
         trace_(trace),
         topo_(net::Topology::build(s.cluster, s.gpus)),
-        gemm_(s.profile, s.weights == models::WeightFormat::kFp8 ? calib::Dtype::kFp8 : calib::Dtype::kBf16, s.cuda_graphs),
+        gemm_(s.profile, s.weights == models::WeightFormat::kFp8 ? calib::Dtype::kFp8 : calib::Dtype::kBf16,
+              s.cuda_graphs),
         other_(s.profile, calib::Dtype::kBf16, s.cuda_graphs),
         rng_(s.seed) {
     shape_.tp = s.tp;
@@ -133,7 +134,6 @@ class Simulation final : public engine::EventHandler {
       replicas_.push_back(std::move(r));
     }
     kv_area_.assign(replicas_.size(), 0.0);
-
   }
 
   ServingResults run() {
@@ -150,10 +150,12 @@ class Simulation final : public engine::EventHandler {
         add_request(t, draw(s_.input, rng_), draw(s_.output, rng_));
       }
     } else {
-      for (std::int64_t i = 0; i < std::min(s_.concurrency, s_.requests); ++i) add_request(0.0, draw(s_.input, rng_), draw(s_.output, rng_));
+      for (std::int64_t i = 0; i < std::min(s_.concurrency, s_.requests); ++i)
+        add_request(0.0, draw(s_.input, rng_), draw(s_.output, rng_));
     }
     events_ = engine_.run(*this);
-    for (const auto& r : reqs_) CS_ASSERT(r.finish >= 0, "every request finishes (the KV pool admits at least one request)");
+    for (const auto& r : reqs_)
+      CS_ASSERT(r.finish >= 0, "every request finishes (the KV pool admits at least one request)");
     auto res = results();
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     return res;
@@ -191,8 +193,8 @@ class Simulation final : public engine::EventHandler {
     r.output = output;
     r.prompt = input;
     reqs_.push_back(r);
-    engine_.schedule(SimTime::from_seconds(arrival), engine::Phase::kTaskStart, static_cast<std::uint32_t>(replicas_.size()),
-                     kArrival, static_cast<std::uint64_t>(r.id));
+    engine_.schedule(SimTime::from_seconds(arrival), engine::Phase::kTaskStart,
+                     static_cast<std::uint32_t>(replicas_.size()), kArrival, static_cast<std::uint64_t>(r.id));
   }
 
   int route(bool decode_pool) {
@@ -208,7 +210,10 @@ class Simulation final : public engine::EventHandler {
     }
     int best = pool.front();
     for (int i : pool) {
-      const auto load = [&](int k) { return replicas_[static_cast<std::size_t>(k)].waiting.size() + replicas_[static_cast<std::size_t>(k)].running.size(); };
+      const auto load = [&](int k) {
+        return replicas_[static_cast<std::size_t>(k)].waiting.size() +
+               replicas_[static_cast<std::size_t>(k)].running.size();
+      };
       if (load(i) < load(best)) best = i;
     }
     return best;
@@ -239,7 +244,8 @@ class Simulation final : public engine::EventHandler {
 
   void plan_continuous(Replica& rep, std::vector<Planned>& plan, models::StepMix& mix) {
     std::int64_t budget = s_.max_tokens;
-    const std::int64_t chunk_cap = s_.chunked_prefill > 0 ? s_.chunked_prefill : std::numeric_limits<std::int64_t>::max();
+    const std::int64_t chunk_cap =
+        s_.chunked_prefill > 0 ? s_.chunked_prefill : std::numeric_limits<std::int64_t>::max();
     for (std::size_t i = 0; i < rep.running.size() && budget > 0; ++i) {
       const int id = rep.running[i];
       auto& r = reqs_[static_cast<std::size_t>(id)];
@@ -323,7 +329,8 @@ class Simulation final : public engine::EventHandler {
       }
     }
     bool prefill = false;
-    for (int id : rep.running) prefill = prefill || reqs_[static_cast<std::size_t>(id)].prefilled < reqs_[static_cast<std::size_t>(id)].prompt;
+    for (int id : rep.running)
+      prefill = prefill || reqs_[static_cast<std::size_t>(id)].prefilled < reqs_[static_cast<std::size_t>(id)].prompt;
     for (int id : rep.running) {
       auto& r = reqs_[static_cast<std::size_t>(id)];
       if (prefill) {
@@ -344,8 +351,9 @@ class Simulation final : public engine::EventHandler {
     auto& cache = op == coll::CollectiveOp::kAllReduce ? rep.allreduce_s : rep.allgather_s;
     auto it = cache.find(bytes);
     if (it != cache.end()) return it->second;
-    const double t = workload::time_collective(topo_, op, coll::Algorithm::kAuto, rep.ranks, bytes, s_.profile.collective_latency.value,
-                                               net::NetworkModelKind::kFlow, &s_.profile.collectives)
+    const double t = workload::time_collective(topo_, op, coll::Algorithm::kAuto, rep.ranks, bytes,
+                                               s_.profile.collective_latency.value, net::NetworkModelKind::kFlow,
+                                               &s_.profile.collectives)
                          .seconds;
     cache.emplace(bytes, t);
     return t;
@@ -354,10 +362,14 @@ class Simulation final : public engine::EventHandler {
   double items_seconds(Replica& rep, const std::vector<models::Item>& items) {
     double t = 0;
     for (const auto& it : items) {
-      if (it.comm == models::TpComm::kAllReduce) t += collective_s(rep, coll::CollectiveOp::kAllReduce, it.comm_bytes);
-      else if (it.comm == models::TpComm::kAllGather) t += collective_s(rep, coll::CollectiveOp::kAllGather, it.comm_bytes);
-      else if (it.op.kind == models::OpKind::kGemm) t += gemm_.seconds(it.op);
-      else t += other_.seconds(it.op);
+      if (it.comm == models::TpComm::kAllReduce)
+        t += collective_s(rep, coll::CollectiveOp::kAllReduce, it.comm_bytes);
+      else if (it.comm == models::TpComm::kAllGather)
+        t += collective_s(rep, coll::CollectiveOp::kAllGather, it.comm_bytes);
+      else if (it.op.kind == models::OpKind::kGemm)
+        t += gemm_.seconds(it.op);
+      else
+        t += other_.seconds(it.op);
     }
     return t;
   }
@@ -376,7 +388,8 @@ class Simulation final : public engine::EventHandler {
       const double start = std::max(t, rep.stage_free[static_cast<std::size_t>(k)] - now);
       t = start + stage;
       rep.stage_free[static_cast<std::size_t>(k)] = now + t;
-      if (k + 1 < rep.pp) t += stage_transfer_s(rep, k, mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / rep.shape.tp);
+      if (k + 1 < rep.pp)
+        t += stage_transfer_s(rep, k, mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / rep.shape.tp);
     }
     return t;
   }
@@ -399,8 +412,10 @@ class Simulation final : public engine::EventHandler {
     while (rep.inflight < rep.pp) {
       plan_.clear();
       models::StepMix mix;
-      if (s_.scheduler == Scheduler::kStatic) plan_static(rep, plan_, mix);
-      else plan_continuous(rep, plan_, mix);
+      if (s_.scheduler == Scheduler::kStatic)
+        plan_static(rep, plan_, mix);
+      else
+        plan_continuous(rep, plan_, mix);
       if (plan_.empty()) return;  // idle until an arrival or a batch leaves the pipeline
       CS_ASSERT(rep.free_blocks >= 0, "every admitted token's KV fits in the replica's blocks");
       ++rep.inflight;
@@ -410,13 +425,14 @@ class Simulation final : public engine::EventHandler {
       const auto batch = next_batch_++;
       plans_[batch] = plan_;
       batch_replica_[batch] = rep.index;
-      const double used = 1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, rep.blocks));
+      const double used =
+          1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, rep.blocks));
       kv_area_[static_cast<std::size_t>(rep.index)] += used * dt / rep.pp;
       kv_max_ = std::max(kv_max_, used);
       ++steps_;
       if (trace_) step_spans_.push_back({rep.index, now, end, mix.tokens, static_cast<double>(plan_.size())});
-      engine_.schedule(engine_.now() + SimTime::from_seconds(dt), engine::Phase::kTaskEnd, static_cast<std::uint32_t>(rep.index),
-                       kStepDone, batch);
+      engine_.schedule(engine_.now() + SimTime::from_seconds(dt), engine::Phase::kTaskEnd,
+                       static_cast<std::uint32_t>(rep.index), kStepDone, batch);
     }
   }
 
@@ -441,7 +457,8 @@ class Simulation final : public engine::EventHandler {
           r.transferred = true;
           // The prompt's KV, all TP ranks' shards, moved by as many GPU pairs as the smaller pool has.
           const int pairs = std::min(rep.shape.tp, replicas_.back().shape.tp);
-          const double bytes = static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, rep.shape) * rep.shape.tp / pairs;
+          const double bytes =
+              static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, rep.shape) * rep.shape.tp / pairs;
           engine_.schedule(engine_.now() + SimTime::from_seconds(kv_transfer_s(bytes)), engine::Phase::kTaskStart,
                            static_cast<std::uint32_t>(replicas_.size()), kKvArrived, static_cast<std::uint64_t>(r.id));
           continue;
@@ -508,9 +525,11 @@ class Simulation final : public engine::EventHandler {
       e2e.push_back(q.finish - q.arrival);
       const double per_token = q.output > 1 ? (q.finish - q.first_token) / static_cast<double>(q.output - 1) : 0.0;
       if (q.output > 1) tpot.push_back(per_token);
-      const bool ok = (!s_.slo_ttft_s || q.first_token - q.arrival <= *s_.slo_ttft_s) && (!s_.slo_tpot_s || per_token <= *s_.slo_tpot_s);
+      const bool ok = (!s_.slo_ttft_s || q.first_token - q.arrival <= *s_.slo_ttft_s) &&
+                      (!s_.slo_tpot_s || per_token <= *s_.slo_tpot_s);
       goodput += ok ? 1 : 0;
-      if (trace_ && r.request_spans.size() < 5000) r.request_spans.push_back({q.id, q.arrival, q.first_token, q.finish, q.replica});
+      if (trace_ && r.request_spans.size() < 5000)
+        r.request_spans.push_back({q.id, q.arrival, q.first_token, q.finish, q.replica});
     }
     r.makespan_s = last - first;
     r.ttft = summarise(ttft);
@@ -527,7 +546,8 @@ class Simulation final : public engine::EventHandler {
       for (const auto& t : s_.trace) sum += static_cast<double>(t.input + t.output);
       return sum / static_cast<double>(s_.trace.size());
     }();
-    r.max_concurrency = std::min<std::int64_t>(s_.max_batch, blocks_ / std::max<std::int64_t>(1, blocks_for(static_cast<std::int64_t>(std::ceil(mean_len)))));
+    r.max_concurrency = std::min<std::int64_t>(
+        s_.max_batch, blocks_ / std::max<std::int64_t>(1, blocks_for(static_cast<std::int64_t>(std::ceil(mean_len)))));
     if (s_.prefill_replicas == 0) r.max_concurrency *= static_cast<std::int64_t>(replicas_.size());
     double area = 0;
     for (double a : kv_area_) area += a;
@@ -585,7 +605,8 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   // embedding on the first stage, the LM head on the last).
   const double layers = static_cast<double>(s.model.layers);
   const double share = std::ceil(layers / s.pp) / layers;
-  const double vocab = static_cast<double>((s.model.vocab + s.tp - 1) / s.tp) * static_cast<double>(s.model.hidden) * 2.0;
+  const double vocab =
+      static_cast<double>((s.model.vocab + s.tp - 1) / s.tp) * static_cast<double>(s.model.hidden) * 2.0;
   const double tables = vocab * (s.model.tied_embeddings ? 1.0 : 2.0);
   const double whole = models::serving_weight_bytes(s.model, shape);
   m.weights = s.pp > 1 ? (whole - tables) * share + vocab : whole;
@@ -630,10 +651,11 @@ ServingResults simulate_serving(const ServingScenario& s, bool record_trace) {
   const std::int64_t need = (longest + s.block_size - 1) / s.block_size;
   if (blocks < need) {
     const double gib = 1073741824.0;
-    const std::string msg = "does not fit: " + s.model.id + " needs " + fixed(mem.weights / gib, 1) + " GiB of weights, " +
-                            fixed(mem.activations / gib, 1) + " GiB of activations and " + fixed(mem.other / gib, 1) +
-                            " GiB of runtime per GPU (TP " + std::to_string(s.tp) + ", " + models::weight_format_name(s.weights) +
-                            " weights), leaving " + fixed(mem.kv_cache / gib, 2) + " GiB of KV cache (" + std::to_string(blocks) +
+    const std::string msg = "does not fit: " + s.model.id + " needs " + fixed(mem.weights / gib, 1) +
+                            " GiB of weights, " + fixed(mem.activations / gib, 1) + " GiB of activations and " +
+                            fixed(mem.other / gib, 1) + " GiB of runtime per GPU (TP " + std::to_string(s.tp) + ", " +
+                            models::weight_format_name(s.weights) + " weights), leaving " +
+                            fixed(mem.kv_cache / gib, 2) + " GiB of KV cache (" + std::to_string(blocks) +
                             " blocks) on a " + fixed(mem.capacity / gib, 1) + " GiB GPU; the longest request needs " +
                             std::to_string(need) + " blocks. Try a larger TP, quantised weights or shorter requests";
     if (!s.allow_oom) throw InfeasibleError(s.name.empty() ? msg : s.name + ": " + msg);

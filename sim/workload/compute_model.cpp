@@ -25,8 +25,12 @@ double ComputeModel::seconds(const models::Op& op) const {
         matrix_rate *= profile_.gemm_fraction(dtype_, op.m, op.n, op.k);
       }
       break;
-    case models::OpKind::kAttentionForward: matrix_rate = attention_peak_ * profile_.attention_forward_fraction.value; break;
-    case models::OpKind::kAttentionBackward: matrix_rate = attention_peak_ * profile_.attention_backward_fraction.value; break;
+    case models::OpKind::kAttentionForward:
+      matrix_rate = attention_peak_ * profile_.attention_forward_fraction.value;
+      break;
+    case models::OpKind::kAttentionBackward:
+      matrix_rate = attention_peak_ * profile_.attention_backward_fraction.value;
+      break;
     case models::OpKind::kMemoryBound: return memory_seconds(op.bytes);
     case models::OpKind::kVectorFlops: {
       const auto& fp32 = profile_.peak(calib::Dtype::kFp32);

@@ -130,7 +130,8 @@ class Partition final : public engine::EventHandler {
   [[nodiscard]] std::uint32_t local_lp(std::uint32_t gpu) const { return gpu - first_gpu_; }
 
   void schedule_end(std::uint32_t t, SimTime at) {
-    engine_.schedule(at, engine::Phase::kTaskEnd, is_fabric() ? 0 : local_lp(sh_.g.task(static_cast<TaskId>(t)).gpu), kTaskEnd, t);
+    engine_.schedule(at, engine::Phase::kTaskEnd, is_fabric() ? 0 : local_lp(sh_.g.task(static_cast<TaskId>(t)).gpu),
+                     kTaskEnd, t);
   }
 
   void network_wake(std::uint64_t version) {
@@ -253,7 +254,8 @@ class Partition final : public engine::EventHandler {
   };
 
   const CachedPlan& plan_for(const Task& task) {
-    const auto key = std::make_tuple(task.flow_group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm), task.bytes);
+    const auto key =
+        std::make_tuple(task.flow_group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm), task.bytes);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     const auto cache = [&](coll::CollectivePlan plan) -> const CachedPlan& {
@@ -385,7 +387,8 @@ double partition(Shared& sh) {
   if (!sh.opt.partition || nodes < 2 || sh.opt.record_links || gpus % nodes != 0) return 0.0;
   sh.gpus_per_partition = static_cast<std::uint32_t>(gpus / nodes);
   for (int r = 0; r < gpus; ++r) {
-    if (static_cast<std::uint32_t>(sh.topo.node_of_rank(r)) != static_cast<std::uint32_t>(r) / sh.gpus_per_partition) return 0.0;
+    if (static_cast<std::uint32_t>(sh.topo.node_of_rank(r)) != static_cast<std::uint32_t>(r) / sh.gpus_per_partition)
+      return 0.0;
   }
   sh.partitioned = true;
   sh.fabric = static_cast<std::uint32_t>(nodes);
@@ -437,7 +440,8 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   double lookahead = partition(sh);
   std::vector<std::unique_ptr<Partition>> parts;
   if (sh.partitioned) {
-    for (std::uint32_t p = 0; p < sh.fabric; ++p) parts.push_back(std::make_unique<Partition>(sh, p, p * sh.gpus_per_partition, sh.gpus_per_partition));
+    for (std::uint32_t p = 0; p < sh.fabric; ++p)
+      parts.push_back(std::make_unique<Partition>(sh, p, p * sh.gpus_per_partition, sh.gpus_per_partition));
     parts.push_back(std::make_unique<Partition>(sh, sh.fabric, 0, 0));
     // The lookahead: the smallest latency of a fabric task (its plan is cached for the run). Its
     // flows must stay off the nodes' own links (a hierarchical all-reduce's rings inside each node,
@@ -459,12 +463,14 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
       parts.clear();
     }
   }
-  if (!sh.partitioned) parts.push_back(std::make_unique<Partition>(sh, kSerial, 0, static_cast<std::uint32_t>(graph.gpus())));
+  if (!sh.partitioned)
+    parts.push_back(std::make_unique<Partition>(sh, kSerial, 0, static_cast<std::uint32_t>(graph.gpus())));
 
   RunLog log;
   const auto& tasks = graph.tasks();
   for (std::size_t t = 0; t < tasks.size(); ++t) {
-    if (tasks[t].stream == Stream::kNone && sh.preds_left[t] == 0) parts[sh.owner(tasks[t])]->prime_unordered(static_cast<TaskId>(t));
+    if (tasks[t].stream == Stream::kNone && sh.preds_left[t] == 0)
+      parts[sh.owner(tasks[t])]->prime_unordered(static_cast<TaskId>(t));
   }
   for (auto& p : parts) p->prime();
   std::vector<std::uint64_t> events(parts.size(), 0);

@@ -59,7 +59,9 @@ void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& ite
     if (it.comm != models::TpComm::kNone) {
       const bool cp = it.comm == models::TpComm::kCpAllGather || it.comm == models::TpComm::kCpReduceScatter ||
                       it.comm == models::TpComm::kCpShift;
-      ProgramItem p{true, cp, tp_label(it.comm), Category::kTpComm, layer, 0, to_op(it.comm), it.comm_bytes, 0, Stream::kCompute, {}};
+      ProgramItem p{
+          true, cp, tp_label(it.comm), Category::kTpComm, layer, 0, to_op(it.comm), it.comm_bytes, 0, Stream::kCompute,
+          {}};
       if (it.async) {
         p.stream = Stream::kCp;
         for (auto k = static_cast<int>(prog.size()) - 1; k >= 0; --k) {
@@ -178,14 +180,19 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   const double flops_per_micro = models::model_flops(emb_f) + models::model_flops(emb_b) +
                                  layers * (models::model_flops(lay_f) + models::model_flops(lay_b)) +
                                  models::model_flops(head_f) + models::model_flops(head_b);
-  const double recompute_per_micro = plan.recompute == plan::Recompute::kFull        ? layers * models::model_flops(lay_f)
-                                     : plan.recompute == plan::Recompute::kSelective ? layers * models::model_flops(attn_f)
-                                                                                     : 0.0;
+  const double recompute_per_micro = plan.recompute == plan::Recompute::kFull ? layers * models::model_flops(lay_f)
+                                     : plan.recompute == plan::Recompute::kSelective
+                                         ? layers * models::model_flops(attn_f)
+                                         : 0.0;
   const auto micro = s.micro_batches();
   const double replicas_x_tp = static_cast<double>(plan.tp * plan.dpcp()) * static_cast<double>(micro);
 
-  TrainingStep step{WorkloadGraph(s.gpus), flops_per_micro * replicas_x_tp, (flops_per_micro + recompute_per_micro) * replicas_x_tp,
-                    static_cast<double>(s.global_batch * s.seq), micro, split_layers(static_cast<int>(m.layers), plan.pp)};
+  TrainingStep step{WorkloadGraph(s.gpus),
+                    flops_per_micro * replicas_x_tp,
+                    (flops_per_micro + recompute_per_micro) * replicas_x_tp,
+                    static_cast<double>(s.global_batch * s.seq),
+                    micro,
+                    split_layers(static_cast<int>(m.layers), plan.pp)};
   auto& g = step.graph;
 
   // Parameters per GPU, for DP buckets and the optimizer.
@@ -194,8 +201,8 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   const double outer_params = models::params_per_gpu(no_layers, plan.tp);
   const bool lora = s.lora_rank > 0;
   // Trainable parameters per GPU (LoRA: the adapters only; the frozen base has no gradients).
-  const double per_layer_params =
-      lora ? models::lora_params_per_layer(m, plan.tp, s.lora_rank) : (models::params_per_gpu(m, plan.tp) - outer_params) / layers;
+  const double per_layer_params = lora ? models::lora_params_per_layer(m, plan.tp, s.lora_rank)
+                                       : (models::params_per_gpu(m, plan.tp) - outer_params) / layers;
   const double vocab_params = lora ? 0.0 : static_cast<double>((m.vocab + plan.tp - 1) / plan.tp * m.hidden);
   const int P = plan.pp;
   const int V = plan.vpp;
@@ -228,12 +235,15 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
       const double pos = m.learned_positions ? static_cast<double>(m.max_positions * m.hidden) : 0.0;
       const double norm = static_cast<double>((m.norm == models::NormKind::kLayer ? 2 : 1) * m.hidden);
       const double outer_here = lora ? 0.0
-                                : first && last ? outer_params
-                                                : (first ? vocab_params + pos : 0.0) + (last ? vocab_params + norm : 0.0);
+                                : first && last
+                                    ? outer_params
+                                    : (first ? vocab_params + pos : 0.0) + (last ? vocab_params + norm : 0.0);
       if (last) append(b, head_b, compute, "head.bwd", Category::kBackward, -1);
       for (int l = n - 1; l >= 0; --l) {
-        if (plan.recompute == plan::Recompute::kFull) append(b, lay_f, compute, "layer.recompute", Category::kRecompute, l);
-        if (plan.recompute == plan::Recompute::kSelective) append(b, attn_f, compute, "attention.recompute", Category::kRecompute, l);
+        if (plan.recompute == plan::Recompute::kFull)
+          append(b, lay_f, compute, "layer.recompute", Category::kRecompute, l);
+        if (plan.recompute == plan::Recompute::kSelective)
+          append(b, attn_f, compute, "attention.recompute", Category::kRecompute, l);
         append(b, lay_b, compute, "layer.bwd", Category::kBackward, l);
         if (pass == 1) mark_last_compute(b, per_layer_params);
       }
@@ -248,7 +258,8 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   // task per GPU (for pipeline transfers) and the last backward's tasks (for DP buckets).
   const std::size_t Mu = static_cast<std::size_t>(micro), Vu = static_cast<std::size_t>(V);
   auto key = [&](int rank, bool fwd, int mb, int chunk) {
-    return ((static_cast<std::size_t>(rank) * 2 + (fwd ? 0 : 1)) * Mu + static_cast<std::size_t>(mb)) * Vu + static_cast<std::size_t>(chunk);
+    return ((static_cast<std::size_t>(rank) * 2 + (fwd ? 0 : 1)) * Mu + static_cast<std::size_t>(mb)) * Vu +
+           static_cast<std::size_t>(chunk);
   };
   std::vector<TaskId> first_task(static_cast<std::size_t>(s.gpus) * 2 * Mu * Vu), last_task(first_task.size());
   std::vector<std::vector<ProgramItem>> dp_items(static_cast<std::size_t>(P));  // each stage's last backwards, in order
@@ -313,8 +324,8 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
             for (int t = 0; t < plan.tp; ++t) {
               std::vector<int> members;
               for (int c = 0; c < plan.cp; ++c) members.push_back(plan.rank(st, dpi * plan.cp + c, t));
-              cp_ids.push_back(g.add_collective(g.add_group(members), item.stream, item.category, item.label, item.layer,
-                                                blk.micro, item.op, item.bytes));
+              cp_ids.push_back(g.add_collective(g.add_group(members), item.stream, item.category, item.label,
+                                                item.layer, blk.micro, item.op, item.bytes));
             }
           }
         }
@@ -322,10 +333,11 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
           const auto& ranks = group_ranks[static_cast<std::size_t>(d)];
           std::vector<TaskId> ids;
           if (item.comm && item.cp) {
-            for (int t = 0; t < plan.tp; ++t) ids.push_back(cp_ids[static_cast<std::size_t>((d / plan.cp) * plan.tp + t)]);
+            for (int t = 0; t < plan.tp; ++t)
+              ids.push_back(cp_ids[static_cast<std::size_t>((d / plan.cp) * plan.tp + t)]);
           } else if (item.comm) {
-            const auto id = g.add_collective(gids[static_cast<std::size_t>(d)], item.stream, item.category, item.label, item.layer,
-                                             blk.micro, item.op, item.bytes);
+            const auto id = g.add_collective(gids[static_cast<std::size_t>(d)], item.stream, item.category, item.label,
+                                             item.layer, blk.micro, item.op, item.bytes);
             ids.assign(ranks.size(), id);
           } else {
             for (int r : ranks) {
@@ -345,7 +357,8 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
             const auto kk = key(ranks[k], blk.forward, blk.micro, blk.chunk);
             if (i == 0) first_task[kk] = ids[k];
             last_task[kk] = ids[k];
-            if (!blk.forward && blk.micro + 1 == micro) last_b_tasks[static_cast<std::size_t>(ranks[k])].push_back(ids[k]);
+            if (!blk.forward && blk.micro + 1 == micro)
+              last_b_tasks[static_cast<std::size_t>(ranks[k])].push_back(ids[k]);
             if (!edges) continue;
             const std::size_t slot = static_cast<std::size_t>(d) * static_cast<std::size_t>(plan.tp) + k;
             item_ids[i * per_item + slot] = ids[k];
@@ -389,19 +402,19 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   // this layer's compute), and its gradients reduce-scattered after each backward.
   if (zero3) {
     const double layer_bytes = per_layer_params * shape.weight_bytes;  // the whole layer, gathered
-    const double grad_bytes = per_layer_params * 4.0;  // fp32 gradients of the whole layer, scattered
+    const double grad_bytes = per_layer_params * 4.0;                  // fp32 gradients of the whole layer, scattered
     for (int t = 0; t < plan.tp; ++t) {
       const auto [group, gid, flow_gid] = dp_groups(0, t);
       const int n = step.stage_layers[0];
       for (const auto& blk : schedule(plan.schedule, 0, 1, static_cast<int>(micro))) {
         for (int i = 0; i < n; ++i) {
           const int l = blk.forward ? i : n - 1 - i;
-          const auto ag = g.add_collective_on(gid, flow_gid, Stream::kComm, Category::kDpComm, "dp.param_allgather", l, blk.micro,
-                                              coll::CollectiveOp::kAllGather, layer_bytes);
+          const auto ag = g.add_collective_on(gid, flow_gid, Stream::kComm, Category::kDpComm, "dp.param_allgather", l,
+                                              blk.micro, coll::CollectiveOp::kAllGather, layer_bytes);
           for (int r : group) g.depend(ag, layer_span.at({r, blk.forward, blk.micro, l}).first);
           if (blk.forward) continue;
-          const auto rs = g.add_collective_on(gid, flow_gid, Stream::kNone, Category::kDpComm, "dp.grad_reducescatter", l,
-                                              blk.micro, coll::CollectiveOp::kReduceScatter, grad_bytes);
+          const auto rs = g.add_collective_on(gid, flow_gid, Stream::kNone, Category::kDpComm, "dp.grad_reducescatter",
+                                              l, blk.micro, coll::CollectiveOp::kReduceScatter, grad_bytes);
           for (int r : group) g.depend(layer_span.at({r, false, blk.micro, l}).last, rs);
           zero3_rs_[static_cast<std::size_t>(t)].push_back(rs);
         }
@@ -426,10 +439,10 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
           bucket += prog[i].grad_params;
           const bool flush = bucket >= s.grad_bucket_params || (i + 1 == prog.size() && bucket > 0);
           if (!flush) continue;
-          const auto id = g.add_collective_on(gid, flow_gid, Stream::kComm, Category::kDpComm,
-                                              zero1 ? "dp.grad_reducescatter" : "dp.grad_allreduce", -1, -1,
-                                              zero1 ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
-                                              bucket * 4.0);  // fp32 main gradients
+          const auto id = g.add_collective_on(
+              gid, flow_gid, Stream::kComm, Category::kDpComm, zero1 ? "dp.grad_reducescatter" : "dp.grad_allreduce",
+              -1, -1, zero1 ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
+              bucket * 4.0);  // fp32 main gradients
           for (int r : group) g.depend(last_b_tasks[static_cast<std::size_t>(r)][i], id);
           dp_tasks.push_back(id);
           bucket = 0;
@@ -439,7 +452,8 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
       const double opt_params = stage_params / (zero1 || zero3 ? plan.dpcp() : 1);
       const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
       for (int r : group) {
-        const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1, SimTime::from_seconds(opt_seconds));
+        const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1,
+                                      SimTime::from_seconds(opt_seconds));
         for (auto dt : dp_tasks) g.depend(dt, id);
       }
       if (zero1) {

@@ -28,8 +28,8 @@ std::uint32_t WorkloadGraph::add_group(const std::vector<int>& ranks) {
   return id;
 }
 
-TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, const char* label, int layer,
-                                  int micro, SimTime duration) {
+TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, const char* label, int layer, int micro,
+                                  SimTime duration) {
   CS_ASSERT(gpu >= 0 && gpu < gpus_, "compute task on an existing GPU");
   const auto id = static_cast<TaskId>(tasks_.size());
   Task t;
@@ -41,7 +41,8 @@ TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, con
   t.gpu = static_cast<std::uint32_t>(gpu);
   t.duration = duration;
   tasks_.push_back(t);
-  if (stream != Stream::kNone) streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+  if (stream != Stream::kNone)
+    streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   return id;
 }
 
@@ -65,7 +66,8 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
   t.gpu = static_cast<std::uint32_t>(groups_[group].front());
   tasks_.push_back(t);
   if (stream != Stream::kNone) {
-    for (int r : groups_[group]) streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+    for (int r : groups_[group])
+      streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   }
   return id;
 }

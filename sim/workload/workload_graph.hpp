@@ -60,9 +60,8 @@ class WorkloadGraph {
   /// `label` must be static text (a literal): tasks keep the pointer.
   TaskId add_compute(int gpu, Stream stream, Category category, const char* label, int layer, int micro,
                      SimTime duration);
-  TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label, int layer,
-                        int micro, coll::CollectiveOp op, double bytes,
-                        coll::Algorithm algorithm = coll::Algorithm::kAuto);
+  TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label, int layer, int micro,
+                        coll::CollectiveOp op, double bytes, coll::Algorithm algorithm = coll::Algorithm::kAuto);
   /// A collective run by `group` whose traffic is that of `flow_group` (a superset): the other
   /// members are identical replicas that are not simulated (data-parallel symmetry).
   TaskId add_collective_on(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,

@@ -22,8 +22,8 @@ TEST_CASE("alpha-beta fitting recovers a synthetic latency and bandwidth exactly
 }
 
 TEST_CASE("nccl-tests output (12- and 13-column layouts) is read into op, GPU count, devices and rows") {
-  const auto syn = calib::parse_nccl_tests(test::slurp(test::data_path("tests/data/nccl-tests/all_reduce_perf-h100-synthetic.txt")),
-                                           "syn.txt", "", 0);
+  const auto syn = calib::parse_nccl_tests(
+      test::slurp(test::data_path("tests/data/nccl-tests/all_reduce_perf-h100-synthetic.txt")), "syn.txt", "", 0);
   CHECK(syn.op == "allreduce");
   CHECK(syn.gpus == 8);
   CHECK(syn.devices.front() == "NVIDIA H100 80GB HBM3");
@@ -35,27 +35,30 @@ TEST_CASE("nccl-tests output (12- and 13-column layouts) is read into op, GPU co
   // The fixture's times are printed with 0.01 us resolution, so the fit is good to ~0.1%.
   CHECK(fit.alpha_s == doctest::Approx(20e-6).epsilon(0.002));
   CHECK(fit.bytes_per_s * 1.75 == doctest::Approx(480e9).epsilon(0.002));
-  const auto pub = calib::parse_nccl_tests(test::slurp(test::data_path("tests/data/nccl-tests/all_reduce_perf-a100-published.txt")),
-                                           "pub.txt", "", 0);
+  const auto pub = calib::parse_nccl_tests(
+      test::slurp(test::data_path("tests/data/nccl-tests/all_reduce_perf-a100-published.txt")), "pub.txt", "", 0);
   REQUIRE(pub.rows.size() == 4);
   CHECK(pub.rows[3].busbw == doctest::Approx(234.89e9).epsilon(1e-4));
 }
 
 TEST_CASE("a truncated or foreign nccl-tests file is bad input naming file and line") {
   const auto trunc = test::slurp(test::data_path("tests/data/nccl-tests/truncated_all_reduce_perf.txt"));
-  CHECK_THROWS_WITH_AS((void)calib::parse_nccl_tests(trunc, "t.txt", "", 0),
-                       "t.txt:20: truncated or unknown result row: expected 12 or 13 columns (size count type redop [root] "
-                       "time algbw busbw #wrong, then in-place); got 3",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      (void)calib::parse_nccl_tests(trunc, "t.txt", "", 0),
+      "t.txt:20: truncated or unknown result row: expected 12 or 13 columns (size count type redop [root] "
+      "time algbw busbw #wrong, then in-place); got 3",
+      InputError);
   CHECK_THROWS_AS((void)calib::parse_nccl_tests("# only comments\n", "c.txt", "allreduce", 8), InputError);
-  CHECK_THROWS_WITH_AS((void)calib::parse_nccl_tests("  8  2 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n", "mystery.txt", "", 8),
-                       "mystery.txt: cannot tell which collective this is (no *_perf name in the file or its name); pass --op",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      (void)calib::parse_nccl_tests("  8  2 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n", "mystery.txt", "", 8),
+      "mystery.txt: cannot tell which collective this is (no *_perf name in the file or its name); pass --op",
+      InputError);
 }
 
 TEST_CASE("an imported profile round-trips through the writer and reader, and its curve sets collective times") {
   auto p = test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8},
-    "training": {"seq": 1024, "global_batch": 1}})").profile;
+    "training": {"seq": 1024, "global_batch": 1}})")
+               .profile;
   calib::CollectiveCurve c;
   c.op = "allreduce";
   c.gpus = 8;
@@ -73,8 +76,9 @@ TEST_CASE("an imported profile round-trips through the writer and reader, and it
   CHECK(back.gemm_fraction(calib::Dtype::kBf16, 8192, 8192, 8192) == doctest::Approx(700e12 / 989.4e12));
   CHECK(back.gemm_provenance(calib::Dtype::kBf16) == calib::Provenance::kMeasured);
   const auto topo = net::Topology::build(test::shipped_cluster("hgx-h100"), 8);
-  const auto t = workload::time_collective(topo, coll::CollectiveOp::kAllReduce, coll::Algorithm::kAuto,
-                                           {0, 1, 2, 3, 4, 5, 6, 7}, 1e9, 6e-6, net::NetworkModelKind::kFlow, &back.collectives);
+  const auto t =
+      workload::time_collective(topo, coll::CollectiveOp::kAllReduce, coll::Algorithm::kAuto, {0, 1, 2, 3, 4, 5, 6, 7},
+                                1e9, 6e-6, net::NetworkModelKind::kFlow, &back.collectives);
   CHECK(t.algorithm == coll::Algorithm::kMeasured);
   CHECK(t.seconds == doctest::Approx(20e-6 + 1e9 * 1.75 / 480e9).epsilon(1e-9));
 }
@@ -85,7 +89,8 @@ TEST_CASE("GEMM-efficiency fitting recovers the model that generated the points"
   truth.half_rate_dim = 96;
   std::vector<calib::GemmPoint> pts;
   for (double m : {1.0, 16.0, 256.0, 4096.0, 32768.0}) {
-    for (double nk : {1024.0, 4096.0, 16384.0}) pts.push_back({calib::Dtype::kBf16, m, nk, nk, truth.at(m, nk, nk) * 989e12});
+    for (double nk : {1024.0, 4096.0, 16384.0})
+      pts.push_back({calib::Dtype::kBf16, m, nk, nk, truth.at(m, nk, nk) * 989e12});
   }
   const auto fit = calib::fit_gemm_efficiency(pts, calib::Dtype::kBf16, 989e12);
   CHECK(fit.max_fraction == doctest::Approx(0.72).epsilon(0.005));
@@ -124,8 +129,10 @@ TEST_CASE("nvidia-smi topo -m of a two-socket PCIe server becomes switch pairs u
   const auto topo = net::Topology::build(spec, 8);
   const auto shipped = net::Topology::build(test::shipped_cluster("pcie-h100x8"), 8);
   const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
-  const auto a = workload::time_collective(topo, coll::CollectiveOp::kAllReduce, coll::Algorithm::kRing, all, 1e9, 6e-6);
-  const auto b = workload::time_collective(shipped, coll::CollectiveOp::kAllReduce, coll::Algorithm::kRing, all, 1e9, 6e-6);
+  const auto a =
+      workload::time_collective(topo, coll::CollectiveOp::kAllReduce, coll::Algorithm::kRing, all, 1e9, 6e-6);
+  const auto b =
+      workload::time_collective(shipped, coll::CollectiveOp::kAllReduce, coll::Algorithm::kRing, all, 1e9, 6e-6);
   CHECK(a.seconds == doctest::Approx(b.seconds).epsilon(1e-12));
 }
 

@@ -46,8 +46,8 @@ TEST_CASE("GEMM efficiency saturates with size and never exceeds its maximum") {
 }
 
 TEST_CASE("a profile of another schema version is rejected, saying which") {
-  CHECK_THROWS_WITH_AS(
-      (void)calib::parse_profile(config::parse_text(R"({"schema_version": 7})", "p.json"), "p"),
-      "p.json: /schema_version: expected schema version 1 or 2; got 7 (written by a different clustersim; re-run calibration)",
-      InputError);
+  CHECK_THROWS_WITH_AS((void)calib::parse_profile(config::parse_text(R"({"schema_version": 7})", "p.json"), "p"),
+                       "p.json: /schema_version: expected schema version 1 or 2; got 7 (written by a different "
+                       "clustersim; re-run calibration)",
+                       InputError);
 }

@@ -7,7 +7,8 @@
 using namespace cs;
 using namespace cs::models;
 
-TEST_CASE("activation memory of a GPT layer is 34 s b h bytes without TP (Korthikanti et al. 2022 Eq. 2, flash attention)") {
+TEST_CASE(
+    "activation memory of a GPT layer is 34 s b h bytes without TP (Korthikanti et al. 2022 Eq. 2, flash attention)") {
   const auto m = test::shipped_model("megatron-gpt-7.5b");
   StepShape s;
   s.micro_batch = 2;
@@ -91,7 +92,9 @@ TEST_CASE("LoRA: adapter counts match PEFT's, and a frozen base needs no base gr
   CHECK(lora.total < 80e9 * 0.7);
 }
 
-TEST_CASE("unfused attention keeps the score matrices: 34 s b h + 5 a s^2 b bytes per layer (Korthikanti et al. 2022, Eq. 1)") {
+TEST_CASE(
+    "unfused attention keeps the score matrices: 34 s b h + 5 a s^2 b bytes per layer (Korthikanti et al. 2022, Eq. "
+    "1)") {
   const auto m = test::shipped_model("megatron-gpt-7.5b");  // 32 heads, GPT attention dropout
   REQUIRE(m.attention_dropout);
   StepShape s;

@@ -11,9 +11,8 @@ using namespace cs;
 TEST_CASE("parameter counts match published totals within 0.5%") {
   // Model cards (Meta, Qwen) and Brown et al. 2020 / Narayanan et al. SC'21 Table 1.
   const std::vector<std::pair<const char*, double>> published{
-      {"llama3.1-8b", 8.03e9},          {"llama3.1-70b", 70.55e9},        {"llama3.1-405b", 405.9e9},
-      {"qwen2.5-7b", 7.61e9},           {"qwen2.5-14b", 14.7e9},          {"qwen2.5-72b", 72.7e9},
-      {"gpt3-175b", 174.6e9}};
+      {"llama3.1-8b", 8.03e9}, {"llama3.1-70b", 70.55e9}, {"llama3.1-405b", 405.9e9}, {"qwen2.5-7b", 7.61e9},
+      {"qwen2.5-14b", 14.7e9}, {"qwen2.5-72b", 72.7e9},   {"gpt3-175b", 174.6e9}};
   for (const auto& [id, params] : published) {
     CAPTURE(id);
     const auto m = test::shipped_model(id);
@@ -21,14 +20,16 @@ TEST_CASE("parameter counts match published totals within 0.5%") {
   }
 }
 
-TEST_CASE("Megatron-LM SC'21 Table 1 models: P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)) exactly, and the table's rounded labels") {
+TEST_CASE(
+    "Megatron-LM SC'21 Table 1 models: P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)) exactly, and the table's rounded "
+    "labels") {
   // Narayanan et al. 2021, Section 5.1 (their Eq. for the parameter count, V = 51200, s = 2048).
   // The table prints two or three significant digits (1.7B is 1.65B by the formula), so labels get 3%.
   const std::vector<std::tuple<const char*, double, double, double>> table{
-      {"megatron-gpt-1.7b", 24, 2304, 1.7e9},      {"megatron-gpt-3.6b", 30, 3072, 3.6e9},
-      {"megatron-gpt-7.5b", 36, 4096, 7.5e9},      {"megatron-gpt-18.4b", 40, 6144, 18.4e9},
-      {"megatron-gpt-39.1b", 48, 8192, 39.1e9},    {"megatron-gpt-76.1b", 60, 10240, 76.1e9},
-      {"megatron-gpt-145.6b", 80, 12288, 145.6e9}, {"megatron-gpt-310.1b", 96, 16384, 310.1e9},
+      {"megatron-gpt-1.7b", 24, 2304, 1.7e9},       {"megatron-gpt-3.6b", 30, 3072, 3.6e9},
+      {"megatron-gpt-7.5b", 36, 4096, 7.5e9},       {"megatron-gpt-18.4b", 40, 6144, 18.4e9},
+      {"megatron-gpt-39.1b", 48, 8192, 39.1e9},     {"megatron-gpt-76.1b", 60, 10240, 76.1e9},
+      {"megatron-gpt-145.6b", 80, 12288, 145.6e9},  {"megatron-gpt-310.1b", 96, 16384, 310.1e9},
       {"megatron-gpt-529.6b", 105, 20480, 529.6e9}, {"megatron-gpt-1008b", 128, 25600, 1008.0e9}};
   for (const auto& [id, l, h, label] : table) {
     CAPTURE(id);
@@ -39,7 +40,8 @@ TEST_CASE("Megatron-LM SC'21 Table 1 models: P = 12 l h^2 (1 + 13/(12h) + (V+s)/
   }
 }
 
-TEST_CASE("a GPT-2/3 style config is read with its defaults: n_inner null means 4h, tied embeddings, learned positions") {
+TEST_CASE(
+    "a GPT-2/3 style config is read with its defaults: n_inner null means 4h, tied embeddings, learned positions") {
   const auto m = models::parse_model(
       config::parse_text(R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_inner": null,
                             "vocab_size": 50257, "n_positions": 1024})",
@@ -54,21 +56,26 @@ TEST_CASE("a GPT-2/3 style config is read with its defaults: n_inner null means 
 
 TEST_CASE("MoE configs are recognised and rejected") {
   CHECK_THROWS_WITH_AS(
-      (void)models::parse_model(config::parse_text(R"({"model_type": "mixtral", "hidden_size": 4096, "num_local_experts": 8})", "m.json"), "m"),
+      (void)models::parse_model(
+          config::parse_text(R"({"model_type": "mixtral", "hidden_size": 4096, "num_local_experts": 8})", "m.json"),
+          "m"),
       "m.json: /num_local_experts: MoE models are not supported yet (this config has mixture-of-experts or MLA fields)",
       InputError);
 }
 
 TEST_CASE("KV heads must divide the attention heads") {
-  CHECK_THROWS_WITH_AS(
-      (void)models::parse_model(config::parse_text(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
+  CHECK_THROWS_WITH_AS((void)models::parse_model(
+                           config::parse_text(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
         "num_attention_heads": 32, "num_key_value_heads": 5, "intermediate_size": 11008, "vocab_size": 32000, "hidden_act": "silu"})",
-                                                   "m.json"),
-                                "m"),
-      "m.json: /num_key_value_heads: expected a divisor of num_attention_heads (32); got 5", InputError);
+                                              "m.json"),
+                           "m"),
+                       "m.json: /num_key_value_heads: expected a divisor of num_attention_heads (32); got 5",
+                       InputError);
 }
 
-TEST_CASE("unfused attention: four batched GEMMs of 2 s^2 d per head forward, the softmax and dropout over b a s^2 elements") {
+TEST_CASE(
+    "unfused attention: four batched GEMMs of 2 s^2 d per head forward, the softmax and dropout over b a s^2 "
+    "elements") {
   const auto m = test::shipped_model("megatron-gpt-1.7b");  // 24 heads of 96
   models::StepShape s;
   s.seq = 2048;
@@ -82,8 +89,8 @@ TEST_CASE("unfused attention: four batched GEMMs of 2 s^2 d per head forward, th
     if (it.op.name == "attention.dropout") dropout_bytes = it.op.bytes;
   }
   CHECK(gemm_flops == doctest::Approx(2 * 2 * N * 96));  // QK^T and PV over the full square
-  CHECK(softmax_bytes == doctest::Approx(2 * 2 * N));     // read and write, bf16
-  CHECK(dropout_bytes == doctest::Approx(N * 5));         // read, write and a one-byte mask
+  CHECK(softmax_bytes == doctest::Approx(2 * 2 * N));    // read and write, bf16
+  CHECK(dropout_bytes == doctest::Approx(N * 5));        // read, write and a one-byte mask
   // Backward: four GEMMs of the same size.
   double bwd_flops = 0;
   for (const auto& it : models::layer_backward(m, s)) {

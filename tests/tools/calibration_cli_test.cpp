@@ -30,7 +30,8 @@ TEST_CASE("inspect passes a genuine HGX H100 against its offer") {
 }
 
 TEST_CASE("inspect flags each of the seed's pitfalls on a fake 8-GPU A100 40G PCIe box sold as 8x A100 80G SXM") {
-  const auto r = run_cli("inspect tests/data/box-fake8.measured.json --offer cn-8x-a100-80g-sxm --json --svg /tmp/cs-heat.svg");
+  const auto r =
+      run_cli("inspect tests/data/box-fake8.measured.json --offer cn-8x-a100-80g-sxm --json --svg /tmp/cs-heat.svg");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   std::map<std::string, bool> ok;
@@ -50,9 +51,11 @@ TEST_CASE("inspect flags each of the seed's pitfalls on a fake 8-GPU A100 40G PC
 
 TEST_CASE("a training run on an imported profile says the collective rates were imported") {
   const std::string out = "/tmp/cs-imported-h100.json";
-  const auto imp = run_cli("import nccl-tests tests/data/nccl-tests/all_reduce_perf-h100-synthetic.txt --base h100-sxm --out " + out);
+  const auto imp = run_cli(
+      "import nccl-tests tests/data/nccl-tests/all_reduce_perf-h100-synthetic.txt --base h100-sxm --out " + out);
   REQUIRE(imp.exit_code == 0);
-  const auto r = run_cli("train --model llama3.1-8b --cluster hgx-h100 --profile " + out + " --tp 8 --seq 2048 --global-batch 2 --json");
+  const auto r = run_cli("train --model llama3.1-8b --cluster hgx-h100 --profile " + out +
+                         " --tp 8 --seq 2048 --global-batch 2 --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["profile_origin"] == "imported");

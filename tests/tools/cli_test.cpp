@@ -35,8 +35,8 @@ TEST_CASE("run --json prints one document per variant with the contract's fields
   const auto ja = nlohmann::json::parse(a.out);
   REQUIRE(ja["variants"].size() == 2);
   for (const auto& v : ja["variants"]) {
-    for (const char* key : {"name", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown_s", "memory_per_gpu",
-                            "fits", "speedup", "scaling_efficiency", "run_info"}) {
+    for (const char* key : {"name", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown_s",
+                            "memory_per_gpu", "fits", "speedup", "scaling_efficiency", "run_info"}) {
       CHECK_MESSAGE(v.contains(key), key);
     }
     for (const char* key : {"compute", "exposed_comm", "idle"}) CHECK(v["breakdown_s"].contains(key));
@@ -51,8 +51,9 @@ TEST_CASE("run --json prints one document per variant with the contract's fields
 TEST_CASE("train from flags equals the same scenario from a file") {
   const auto flags = run_cli("train --model llama3.1-8b --cluster hgx-h100 --tp 8 --seq 4096 --global-batch 8 --json");
   REQUIRE(flags.exit_code == 0);
-  const auto file = run_cli("run scenarios/default.json --set training.seq=4096 "
-                            "--set training.global_batch=8 --json");
+  const auto file = run_cli(
+      "run scenarios/default.json --set training.seq=4096 "
+      "--set training.global_batch=8 --json");
   REQUIRE(file.exit_code == 0);
   const auto jf = nlohmann::json::parse(flags.out);
   const auto jv = nlohmann::json::parse(file.out)["variants"][0];
@@ -61,7 +62,8 @@ TEST_CASE("train from flags equals the same scenario from a file") {
 }
 
 TEST_CASE("--set overrides a field before parsing, --dump-resolved shows every default") {
-  const auto r = run_cli("train --model qwen2.5-7b --cluster pcie-h100x8 --gpus 4 --tp 2 --seq 2048 --global-batch 8 --dump-resolved");
+  const auto r = run_cli(
+      "train --model qwen2.5-7b --cluster pcie-h100x8 --gpus 4 --tp 2 --seq 2048 --global-batch 8 --dump-resolved");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["parallel"]["dp"] == 2);
@@ -99,7 +101,8 @@ TEST_CASE("list prints the catalogs, --json has id, params_total, layers and hid
     }
   }
   CHECK(found);
-  for (const char* what : {"clusters", "profiles", "offers"}) CHECK(run_cli(std::string("list ") + what).exit_code == 0);
+  for (const char* what : {"clusters", "profiles", "offers"})
+    CHECK(run_cli(std::string("list ") + what).exit_code == 0);
 }
 
 TEST_CASE("validate checks a scenario without simulating") {
@@ -110,8 +113,8 @@ TEST_CASE("validate checks a scenario without simulating") {
 }
 
 TEST_CASE("every shipped scenario either runs or explains why not (exit 4 for plans that do not fit)") {
-  for (const char* s : {"scenarios/default.json", "scenarios/claim6-scaling-8b-dp8.json", "scenarios/claim3-gpt3-175b-tp8.json",
-                        "scenarios/claim5-qwen72b-tp2-nvlink-vs-pcie.json"}) {
+  for (const char* s : {"scenarios/default.json", "scenarios/claim6-scaling-8b-dp8.json",
+                        "scenarios/claim3-gpt3-175b-tp8.json", "scenarios/claim5-qwen72b-tp2-nvlink-vs-pcie.json"}) {
     CAPTURE(s);
     CHECK(run_cli(std::string("validate ") + s).exit_code == 0);
   }
@@ -123,7 +126,8 @@ TEST_CASE("every shipped scenario either runs or explains why not (exit 4 for pl
 
 TEST_CASE("--trace writes a Chrome trace with both streams of every GPU and link counters") {
   const std::string path = "/tmp/cs_trace_test.json";
-  const auto r = run_cli("train --model llama3.1-8b --cluster pcie-h100x8 --gpus 4 --tp 4 --seq 1024 --global-batch 2 --trace " + path);
+  const auto r = run_cli(
+      "train --model llama3.1-8b --cluster pcie-h100x8 --gpus 4 --tp 4 --seq 1024 --global-batch 2 --trace " + path);
   REQUIRE(r.exit_code == 0);
   std::ifstream f(path);
   const auto j = nlohmann::json::parse(f);
@@ -144,8 +148,9 @@ TEST_CASE("help exits 0 and a missing subcommand is bad input") {
 }
 
 TEST_CASE("infer --json has the contract's fields, run handles infer scenarios with variants") {
-  const auto r = run_cli("infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 256 --output-len 64 --rate inf "
-                         "--requests 50 --offer cn-8x-h100-sxm --json");
+  const auto r = run_cli(
+      "infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 256 --output-len 64 --rate inf "
+      "--requests 50 --offer cn-8x-h100-sxm --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"ttft_s", "tpot_s", "e2e_s"}) {
@@ -160,12 +165,14 @@ TEST_CASE("infer --json has the contract's fields, run handles infer scenarios w
   const auto jv = nlohmann::json::parse(v.out);
   REQUIRE(jv["variants"].size() == 3);
   // NVLink (bridge) against PCIe on the same H100 PCIe cards: TP all-reduces are faster.
-  CHECK(jv["variants"][1]["output_tokens_per_s"].get<double>() > jv["variants"][2]["output_tokens_per_s"].get<double>());
+  CHECK(jv["variants"][1]["output_tokens_per_s"].get<double>() >
+        jv["variants"][2]["output_tokens_per_s"].get<double>());
 }
 
 TEST_CASE("infer-sweep prints the latency-throughput curve and writes CSV and SVG") {
-  const auto r = run_cli("infer-sweep --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 128 --requests 200 "
-                         "--rates 1,4,16 --csv /tmp/cs-sweep.csv --svg /tmp/cs-sweep.svg");
+  const auto r = run_cli(
+      "infer-sweep --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 128 --requests 200 "
+      "--rates 1,4,16 --csv /tmp/cs-sweep.csv --svg /tmp/cs-sweep.svg");
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("TTFT p99") != std::string::npos);
   const auto csv = cs::test::slurp("/tmp/cs-sweep.csv");

@@ -56,11 +56,13 @@ TEST_CASE("the same bytes with 1, 2 and 4 worker threads: golden scenarios and a
   for (const auto& c : golden_cases()) runs.push_back(args_of(c));
   runs.push_back("validate-published scenarios/validation/g-trtllm.json --json");
   // Sweep points on the workers (a table, compared as text).
-  runs.push_back("infer-sweep --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 128 --requests 100 "
-                 "--rates 2,8,32");
+  runs.push_back(
+      "infer-sweep --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 128 --requests 100 "
+      "--rates 2,8,32");
   // A multi-node step that the parallel engine splits (eight nodes and the fabric).
-  runs.push_back("train --model llama3.1-8b --cluster hgx-h100 --nodes 8 --fabric ib-ndr-rail --tp 8 --pp 2 --zero 1 --seq 4096 "
-                 "--global-batch 32 --json");
+  runs.push_back(
+      "train --model llama3.1-8b --cluster hgx-h100 --nodes 8 --fabric ib-ndr-rail --tp 8 --pp 2 --zero 1 --seq 4096 "
+      "--global-batch 32 --json");
   runs.push_back("validate-published scenarios/validation/a-megatron.json --ids '*t1-3*' --json");
   for (const auto& args : runs) {
     CAPTURE(args);

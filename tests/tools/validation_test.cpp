@@ -62,7 +62,8 @@ TEST_CASE("TensorRT-LLM H100 throughput (G- cases): median error at most 10%, ev
 TEST_CASE("Megatron-LM SC'21 Table 1 (all 10 rows, 32 to 3,072 GPUs): median within 10%, every case within 20%") {
   // The scale-out issue's aim, with the datasheet A100 profile and SC'21's unfused attention; cases
   // above 512 GPUs simulate one data-parallel replica (docs/accuracy.md, docs/performance.md).
-  const auto r = cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t1-*' --json");
+  const auto r =
+      cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t1-*' --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["scored_cases"] == 10);
@@ -71,7 +72,8 @@ TEST_CASE("Megatron-LM SC'21 Table 1 (all 10 rows, 32 to 3,072 GPUs): median wit
 }
 
 TEST_CASE("Megatron-LM SC'21 Table 2, PTD-P rows (TP8 x PP12 and PP35, 384 to 2,240 GPUs): every case within 15%") {
-  const auto r = cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-ptdp-*' --json");
+  const auto r = cs::test::run_cli(
+      "validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-ptdp-*' --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["scored_cases"] == 6);
@@ -82,7 +84,8 @@ TEST_CASE("Megatron-LM SC'21 Table 2, ZeRO-3 without model parallelism: the comm
   // At 768+ GPUs (174.6B) and 1,120+ GPUs (529.6B) the step is dominated by the per-layer
   // parameter all-gathers and gradient reduce-scatters over HDR InfiniBand: the fabric model's
   // regime. The 384- and 640-GPU rows are compute-bound and read high like Table 1 (docs/accuracy.md).
-  const auto r = cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-zero3-*' --json");
+  const auto r = cs::test::run_cli(
+      "validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-zero3-*' --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   REQUIRE(j["cases"].size() == 6);

@@ -40,8 +40,8 @@ void run_case(const cs::config::Catalog& catalog, const std::string& name, const
   const auto& p = r.phase_s;
   const double sim_s = p.simulate;
   std::cout << name << "\n"
-            << "  gpus " << r.gpus << ", events " << r.events << ", flows " << r.flows << ", partitions " << r.partitions
-            << ", windows " << r.windows << "\n"
+            << "  gpus " << r.gpus << ", events " << r.events << ", flows " << r.flows << ", partitions "
+            << r.partitions << ", windows " << r.windows << "\n"
             << "  wall " << cs::fixed(r.wall_s, 3) << " s: topology " << cs::fixed(p.topology, 3) << ", graph "
             << cs::fixed(p.graph, 3) << ", simulate " << cs::fixed(sim_s, 3) << ", metrics " << cs::fixed(p.metrics, 3)
             << " (" << cs::fixed(static_cast<double>(r.events) / sim_s / 1e6, 2) << " M events/s)\n"
@@ -59,15 +59,17 @@ int main(int argc, char** argv) {
   if (which == "scale") {
     const int dp = argc > 2 ? std::stoi(argv[2]) : 128;
     const std::string symmetry = argc > 4 && std::string(argv[3]) == "--symmetry" ? argv[4] : "none";
-    nlohmann::json j = {{"model", "llama3.1-405b"},
-                        {"cluster", "hgx-h100"},
-                        {"nodes", 16 * dp},
-                        {"fabric", "ib-ndr-rail"},
-                        {"parallel", {{"tp", 8}, {"pp", 16}, {"dp", dp}, {"sp", true}, {"zero", 1}}},
-                        {"training", {{"seq", 8192}, {"global_batch", 16 * dp}, {"micro_batch", 1}, {"recompute", "full"}}}};
+    nlohmann::json j = {
+        {"model", "llama3.1-405b"},
+        {"cluster", "hgx-h100"},
+        {"nodes", 16 * dp},
+        {"fabric", "ib-ndr-rail"},
+        {"parallel", {{"tp", 8}, {"pp", 16}, {"dp", dp}, {"sp", true}, {"zero", 1}}},
+        {"training", {{"seq", 8192}, {"global_batch", 16 * dp}, {"micro_batch", 1}, {"recompute", "full"}}}};
     if (symmetry != "none") j["symmetry"] = symmetry;
-    run_case(catalog, "llama3.1-405b TP8 PP16 DP" + std::to_string(dp) + " on " + std::to_string(128 * dp) +
-                          " H100 (ib-ndr-rail), symmetry " + symmetry,
+    run_case(catalog,
+             "llama3.1-405b TP8 PP16 DP" + std::to_string(dp) + " on " + std::to_string(128 * dp) +
+                 " H100 (ib-ndr-rail), symmetry " + symmetry,
              j);
     return 0;
   }

@@ -32,7 +32,8 @@ Action add_calibrate(CLI::App& app, const Globals& g) {
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     const auto probe = (ec ? std::filesystem::path(".") : self.parent_path()) / "clustersim-probe";
     if (!std::filesystem::exists(probe)) {
-      throw DeviceError("the GPU probe is missing: expected " + probe.string() + " beside clustersim (rebuild with nvcc present)");
+      throw DeviceError("the GPU probe is missing: expected " + probe.string() +
+                        " beside clustersim (rebuild with nvcc present)");
     }
     std::vector<std::string> args{probe.string(), "--out", o->out, "--data-dir", g.data_dir};
     if (!o->gpus.empty()) args.insert(args.end(), {"--gpus", o->gpus});

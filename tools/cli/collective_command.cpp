@@ -2,12 +2,12 @@
 #include <iomanip>
 #include <iostream>
 
+#include "calibration/profile/hardware_profile.hpp"
 #include "sim/collectives/collective.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
-#include "calibration/profile/hardware_profile.hpp"
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/fabric_spec.hpp"
 #include "sim/workload/collective_timing.hpp"
@@ -22,7 +22,8 @@ double parse_size(const std::string& text, const std::string& flag) {
   if (!t.empty() && t.find_first_not_of("0123456789") == std::string::npos) t += " B";
   const auto r = parse_quantity(t, Dimension::kBytes);
   if (!r.error.empty() || r.value < 1) {
-    throw InputError("command line", flag, "expected a size such as 8, 64K, 128M or 1G (powers of two); got '" + text + "'");
+    throw InputError("command line", flag,
+                     "expected a size such as 8, 64K, 128M or 1G (powers of two); got '" + text + "'");
   }
   return r.value;
 }
@@ -59,17 +60,20 @@ Action add_collective(CLI::App& app, const Globals& g) {
         pid);
     const int gpus = cmd->count("--gpus") ? o->gpus : cluster.gpus;
     if (gpus < 1 || gpus > cluster.gpus) {
-      throw InputError("command line", "--gpus", "expected 1 to " + std::to_string(cluster.gpus) + " (GPUs of " +
-                                                     cluster.id + "); got " + std::to_string(gpus));
+      throw InputError("command line", "--gpus",
+                       "expected 1 to " + std::to_string(cluster.gpus) + " (GPUs of " + cluster.id + "); got " +
+                           std::to_string(gpus));
     }
     coll::CollectiveOp op{};
     if (!coll::parse_op(o->op, op)) {
-      throw InputError("command line", "--op",
-                       "expected allreduce, allgather, reducescatter, alltoall, sendrecv or shift; got '" + o->op + "'");
+      throw InputError(
+          "command line", "--op",
+          "expected allreduce, allgather, reducescatter, alltoall, sendrecv or shift; got '" + o->op + "'");
     }
     coll::Algorithm algo{};
     if (!coll::parse_algorithm(o->algo, algo)) {
-      throw InputError("command line", "--algo", "expected auto, ring, tree, nvls, hierarchical or direct; got '" + o->algo + "'");
+      throw InputError("command line", "--algo",
+                       "expected auto, ring, tree, nvls, hierarchical or direct; got '" + o->algo + "'");
     }
     if (o->network != "flow" && o->network != "analytical") {
       throw InputError("command line", "--network-model", "expected flow or analytical; got '" + o->network + "'");
@@ -77,42 +81,50 @@ Action add_collective(CLI::App& app, const Globals& g) {
     const double lo = parse_size(o->min, "--min");
     const double hi = parse_size(o->max, "--max");
     if (lo > hi) throw InputError("command line", "--min", "must not exceed --max");
-    if (o->nodes < 1) throw InputError("command line", "--nodes", "expected at least 1; got " + std::to_string(o->nodes));
-    if (o->nodes > 1 && o->fabric.empty()) throw InputError("command line", "--fabric", "a fabric is required with --nodes > 1");
+    if (o->nodes < 1)
+      throw InputError("command line", "--nodes", "expected at least 1; got " + std::to_string(o->nodes));
+    if (o->nodes > 1 && o->fabric.empty())
+      throw InputError("command line", "--fabric", "a fabric is required with --nodes > 1");
     const int total = gpus * o->nodes;
     const int n = op == coll::CollectiveOp::kSendRecv ? 2 : total;
     if (n > total || n < 2) {
       throw InputError("command line", "--gpus", std::string(coll::op_name(op)) + " needs at least 2 GPUs");
     }
-    const auto topo = o->nodes > 1
-                          ? net::Topology::build(cluster, gpus, o->nodes,
-                                                 net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, o->fabric,
-                                                                                               "command line", "--fabric")),
-                                                                   o->fabric))
-                          : net::Topology::build(cluster, gpus);
+    const auto topo =
+        o->nodes > 1
+            ? net::Topology::build(
+                  cluster, gpus, o->nodes,
+                  net::parse_fabric(
+                      config::load(catalog.locate(config::CatalogKind::kFabric, o->fabric, "command line", "--fabric")),
+                      o->fabric))
+            : net::Topology::build(cluster, gpus);
     std::vector<int> ranks;
     for (int r = 0; r < n; ++r) ranks.push_back(op == coll::CollectiveOp::kSendRecv && r == 1 ? total - 1 : r);
     const auto network = o->network == "flow" ? net::NetworkModelKind::kFlow : net::NetworkModelKind::kAnalytical;
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     std::ostringstream table;
-    table << "# clustersim collective: " << coll::op_name(op) << " on " << (o->nodes > 1 ? std::to_string(o->nodes) + "x " : "")
-          << cluster.id << (o->nodes > 1 ? " over " + o->fabric : "") << " (" << n << " GPUs), network model " << o->network
+    table << "# clustersim collective: " << coll::op_name(op) << " on "
+          << (o->nodes > 1 ? std::to_string(o->nodes) + "x " : "") << cluster.id
+          << (o->nodes > 1 ? " over " + o->fabric : "") << " (" << n << " GPUs), network model " << o->network
           << ", algorithm " << coll::algorithm_name(algo) << "\n"
-          << "# busbw = algbw x " << (op == coll::CollectiveOp::kAllReduce                                            ? "2(n-1)/n"
-                                      : op == coll::CollectiveOp::kSendRecv || op == coll::CollectiveOp::kShift ? "1"
-                                                                                                               : "(n-1)/n")
+          << "# busbw = algbw x "
+          << (op == coll::CollectiveOp::kAllReduce                                      ? "2(n-1)/n"
+              : op == coll::CollectiveOp::kSendRecv || op == coll::CollectiveOp::kShift ? "1"
+                                                                                        : "(n-1)/n")
           << " (nccl-tests); GB/s = 1e9 B/s\n"
           << std::right << std::setw(14) << "size(B)" << std::setw(14) << "time(us)" << std::setw(14) << "algbw(GB/s)"
-          << std::setw(14) << "busbw(GB/s)" << "  algorithm\n";
+          << std::setw(14) << "busbw(GB/s)"
+          << "  algorithm\n";
     for (double bytes = lo; bytes <= hi; bytes *= 2) {
-      const auto t =
-          workload::time_collective(topo, op, algo, ranks, bytes, profile.collective_latency.value, network, &profile.collectives);
+      const auto t = workload::time_collective(topo, op, algo, ranks, bytes, profile.collective_latency.value, network,
+                                               &profile.collectives);
       const double secs = t.seconds;
       const double algbw = t.algbw_bytes_per_s / 1e9;
       const double busbw = t.busbw_bytes_per_s / 1e9;
       const char* used = coll::algorithm_name(t.algorithm);
-      rows.push_back({{"bytes", bytes}, {"time_s", secs}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"algorithm", used}});
+      rows.push_back(
+          {{"bytes", bytes}, {"time_s", secs}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"algorithm", used}});
       table << std::setw(14) << static_cast<long long>(bytes) << std::setw(14) << fixed(secs * 1e6, 2) << std::setw(14)
             << fixed(algbw, 2) << std::setw(14) << fixed(busbw, 2) << "  " << used << "\n";
     }

@@ -56,7 +56,8 @@ Action add_import(CLI::App& app, const Globals& g) {
     int gpus = 0, pcie_gen = 0;
   };
   auto o = std::make_shared<Opts>();
-  auto* nccl = cmd->add_subcommand("nccl-tests", "read all_reduce_perf/all_gather_perf/... output into a profile's collective curves");
+  auto* nccl = cmd->add_subcommand(
+      "nccl-tests", "read all_reduce_perf/all_gather_perf/... output into a profile's collective curves");
   nccl->add_option("files", o->files, "nccl-tests output files")->required();
   nccl->add_option("--base", o->base, "profile the curves are added to (default: matched from the device names)");
   nccl->add_option("--op", o->op, "collective of every file, when their names do not say it");
@@ -65,7 +66,8 @@ Action add_import(CLI::App& app, const Globals& g) {
   auto* topo = cmd->add_subcommand("topo", "read `nvidia-smi topo -m` output into a cluster file");
   topo->add_option("file", o->topo_file, "nvidia-smi topo -m output")->required();
   topo->add_option("--profile", o->profile, "profile id of the GPUs")->capture_default_str();
-  topo->add_option("--pcie-gen", o->pcie_gen, "PCIe generation of the GPU links: 4 or 5 (default: 5 for Hopper profiles, else 4)");
+  topo->add_option("--pcie-gen", o->pcie_gen,
+                   "PCIe generation of the GPU links: 4 or 5 (default: 5 for Hopper profiles, else 4)");
   topo->add_option("--out", o->out, "cluster JSON to write")->required();
   return [o, nccl, topo, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
@@ -73,7 +75,9 @@ Action add_import(CLI::App& app, const Globals& g) {
       if (!o->op.empty()) {
         coll::CollectiveOp op{};
         if (!coll::parse_op(o->op, op)) {
-          throw InputError("command line", "--op", "expected allreduce, allgather, reducescatter, alltoall, sendrecv or shift; got '" + o->op + "'");
+          throw InputError(
+              "command line", "--op",
+              "expected allreduce, allgather, reducescatter, alltoall, sendrecv or shift; got '" + o->op + "'");
         }
       }
       std::vector<calib::NcclTestsRun> runs;
@@ -84,7 +88,8 @@ Action add_import(CLI::App& app, const Globals& g) {
         const std::string device = runs.front().devices.empty() ? "" : runs.front().devices.front();
         std::vector<std::string> matches;
         for (const auto& id : catalog.ids(config::CatalogKind::kProfile)) {
-          const auto p = calib::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
+          const auto p =
+              calib::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
           if (!device.empty() && p.gpu_name.rfind(device, 0) == 0) matches.push_back(id);
         }
         if (matches.size() != 1) {
@@ -100,8 +105,8 @@ Action add_import(CLI::App& app, const Globals& g) {
       p.origin = calib::Provenance::kImported;
       std::string files;
       for (const auto& r : runs) files += (files.empty() ? "" : ", ") + r.file;
-      p.source = "collective curves imported from nccl-tests output (" + files + "); every other figure from " + base_id +
-                 " (" + calib::provenance_name(p.origin) + " base: " + p.source + ")";
+      p.source = "collective curves imported from nccl-tests output (" + files + "); every other figure from " +
+                 base_id + " (" + calib::provenance_name(p.origin) + " base: " + p.source + ")";
       std::cout << "# imported into " << o->out << " (base profile " << base_id << ")\n";
       std::cout << "# op              gpus  rows   alpha(us)  busbw(GB/s)  max fit error\n";
       for (const auto& r : runs) {
@@ -124,7 +129,8 @@ Action add_import(CLI::App& app, const Globals& g) {
         p.collectives.push_back(c);
         std::cout << "  " << std::left << std::setw(16) << r.op << std::right << std::setw(5) << r.gpus << std::setw(6)
                   << r.rows.size() << std::setw(12) << fixed(c.alpha_s * 1e6, 2) << std::setw(13)
-                  << fixed(c.busbw_bytes_per_s / 1e9, 1) << std::setw(14) << fixed(fit.max_relative_error * 100, 1) << "%\n";
+                  << fixed(c.busbw_bytes_per_s / 1e9, 1) << std::setw(14) << fixed(fit.max_relative_error * 100, 1)
+                  << "%\n";
       }
       const auto j = calib::profile_to_json(p);
       (void)calib::parse_profile(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, p.id);  // reads back
@@ -135,11 +141,13 @@ Action add_import(CLI::App& app, const Globals& g) {
     const auto ppath = catalog.locate(config::CatalogKind::kProfile, o->profile, "command line", "--profile");
     const auto profile = calib::parse_profile(config::load(ppath), o->profile);
     int gen = o->pcie_gen;
-    if (gen == 0) gen = profile.gpu_name.find("H100") != std::string::npos || profile.gpu_name.find("H200") != std::string::npos ||
-                              profile.gpu_name.find("H800") != std::string::npos
-                          ? 5
-                          : 4;
-    if (gen != 4 && gen != 5) throw InputError("command line", "--pcie-gen", "expected 4 or 5; got " + std::to_string(gen));
+    if (gen == 0)
+      gen = profile.gpu_name.find("H100") != std::string::npos || profile.gpu_name.find("H200") != std::string::npos ||
+                    profile.gpu_name.find("H800") != std::string::npos
+                ? 5
+                : 4;
+    if (gen != 4 && gen != 5)
+      throw InputError("command line", "--pcie-gen", "expected 4 or 5; got " + std::to_string(gen));
     const auto j = calib::topo_to_cluster(m, o->topo_file, o->profile, gen);
     const auto spec = net::parse_cluster(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, stem(o->out));
     (void)net::Topology::build(spec, spec.gpus);  // every GPU reaches every other

@@ -11,9 +11,9 @@
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/serving/serving_report.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tools/cli/commands.hpp"
-#include "sim/serving/serving_report.hpp"
 
 namespace cs::cli {
 
@@ -27,7 +27,8 @@ using serving::sweep_table;
 namespace {
 
 struct InferOpts {
-  std::string model, cluster, profile, offer, weights = "bf16", kv_dtype = "bf16", scheduler = "continuous", router = "round_robin";
+  std::string model, cluster, profile, offer, weights = "bf16", kv_dtype = "bf16", scheduler = "continuous",
+                                              router = "round_robin";
   std::string input_len, output_len, rate, trace_file, disaggregate, slo_ttft, slo_tpot;
   int gpus = 0, tp = 1, pp = 1, replicas = 1;
   long long concurrency = 0, requests = 0, max_batch = 256, max_tokens = 8192, chunked = 0, seed = 1;
@@ -37,16 +38,34 @@ struct InferOpts {
 };
 
 const std::map<std::string, std::string>& infer_flags() {
-  static const std::map<std::string, std::string> m{
-      {"/model", "--model"}, {"/cluster", "--cluster"}, {"/gpus", "--gpus"}, {"/profile", "--profile"}, {"/offer", "--offer"},
-      {"/parallel/tp", "--tp"}, {"/parallel/pp", "--pp"}, {"/parallel/replicas", "--replicas"},
-      {"/quantization/weights", "--weights"}, {"/quantization/kv_dtype", "--kv-dtype"},
-      {"/engine/scheduler", "--scheduler"}, {"/engine/max_batch", "--max-batch"}, {"/engine/max_tokens", "--max-tokens"},
-      {"/engine/chunked_prefill", "--chunked-prefill"}, {"/engine/kv_fraction", "--kv-fraction"}, {"/engine/router", "--router"},
-      {"/workload/input_len", "--input-len"}, {"/workload/output_len", "--output-len"}, {"/workload/rate", "--rate"},
-      {"/workload/requests", "--requests"}, {"/workload/concurrency", "--concurrency"}, {"/workload/trace_file", "--trace-file"},
-      {"/workload/seed", "--seed"}, {"/workload", "--rate/--concurrency/--trace-file"}, {"/slo/ttft", "--slo-ttft"},
-      {"/slo/tpot", "--slo-tpot"}, {"/disaggregate/prefill", "--disaggregate"}, {"/disaggregate/decode", "--disaggregate"}};
+  static const std::map<std::string, std::string> m{{"/model", "--model"},
+                                                    {"/cluster", "--cluster"},
+                                                    {"/gpus", "--gpus"},
+                                                    {"/profile", "--profile"},
+                                                    {"/offer", "--offer"},
+                                                    {"/parallel/tp", "--tp"},
+                                                    {"/parallel/pp", "--pp"},
+                                                    {"/parallel/replicas", "--replicas"},
+                                                    {"/quantization/weights", "--weights"},
+                                                    {"/quantization/kv_dtype", "--kv-dtype"},
+                                                    {"/engine/scheduler", "--scheduler"},
+                                                    {"/engine/max_batch", "--max-batch"},
+                                                    {"/engine/max_tokens", "--max-tokens"},
+                                                    {"/engine/chunked_prefill", "--chunked-prefill"},
+                                                    {"/engine/kv_fraction", "--kv-fraction"},
+                                                    {"/engine/router", "--router"},
+                                                    {"/workload/input_len", "--input-len"},
+                                                    {"/workload/output_len", "--output-len"},
+                                                    {"/workload/rate", "--rate"},
+                                                    {"/workload/requests", "--requests"},
+                                                    {"/workload/concurrency", "--concurrency"},
+                                                    {"/workload/trace_file", "--trace-file"},
+                                                    {"/workload/seed", "--seed"},
+                                                    {"/workload", "--rate/--concurrency/--trace-file"},
+                                                    {"/slo/ttft", "--slo-ttft"},
+                                                    {"/slo/tpot", "--slo-tpot"},
+                                                    {"/disaggregate/prefill", "--disaggregate"},
+                                                    {"/disaggregate/decode", "--disaggregate"}};
   return m;
 }
 
@@ -91,8 +110,9 @@ void add_options(CLI::App* cmd, InferOpts& o) {
   cmd->add_option("--kv-fraction", o.kv_fraction, "fraction of free memory for the KV cache");
   cmd->add_option("--scheduler", o.scheduler, "continuous or static");
   cmd->add_option("--router", o.router, "round_robin or least_loaded");
-  cmd->add_option("--disaggregate", o.disaggregate,
-                  "prefill/decode disaggregation: PREFILL:DECODE replicas (e.g. 1:1), or with each pool's TP (e.g. 2x1:1x4)");
+  cmd->add_option(
+      "--disaggregate", o.disaggregate,
+      "prefill/decode disaggregation: PREFILL:DECODE replicas (e.g. 1:1), or with each pool's TP (e.g. 2x1:1x4)");
   cmd->add_option("--slo-ttft", o.slo_ttft, "TTFT objective, e.g. \"500 ms\"");
   cmd->add_option("--slo-tpot", o.slo_tpot, "TPOT objective, e.g. \"50 ms\"");
   cmd->add_flag("--allow-oom", o.allow_oom, "simulate even when a request cannot fit");
@@ -109,7 +129,7 @@ nlohmann::json to_doc(const InferOpts& o, CLI::App* cmd, const std::string& rate
   if (!o.offer.empty()) j["offer"] = o.offer;
   j["parallel"] = {{"tp", o.tp}, {"pp", o.pp}, {"replicas", o.replicas}};
   j["quantization"] = {{"weights", o.weights}, {"kv_dtype", o.kv_dtype}};
-  j["engine"] = {{"scheduler", o.scheduler}, {"max_batch", o.max_batch}, {"max_tokens", o.max_tokens},
+  j["engine"] = {{"scheduler", o.scheduler},     {"max_batch", o.max_batch},     {"max_tokens", o.max_tokens},
                  {"chunked_prefill", o.chunked}, {"kv_fraction", o.kv_fraction}, {"router", o.router}};
   nlohmann::json w = nlohmann::json::object();
   if (!o.trace_file.empty()) w["trace_file"] = o.trace_file;
@@ -138,9 +158,10 @@ nlohmann::json to_doc(const InferOpts& o, CLI::App* cmd, const std::string& rate
     const bool plain = std::sscanf(o.disaggregate.c_str(), "%d:%d%c", &p, &d, &tail) == 2;
     const bool with_tp = std::sscanf(o.disaggregate.c_str(), "%dx%d:%dx%d%c", &p, &ptp, &d, &dtp, &tail) == 4;
     if (!plain && !with_tp) {
-      throw InputError("command line", "--disaggregate",
-                       "expected PREFILL:DECODE replica counts such as 1:1, or with each pool's TP such as 2x1:1x4; got '" +
-                           o.disaggregate + "'");
+      throw InputError(
+          "command line", "--disaggregate",
+          "expected PREFILL:DECODE replica counts such as 1:1, or with each pool's TP such as 2x1:1x4; got '" +
+              o.disaggregate + "'");
     }
     j["disaggregate"] = {{"prefill", p}, {"decode", d}};
     if (with_tp) {
@@ -163,8 +184,9 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   all["variants"] = nlohmann::ordered_json::array();
   // Variants are independent: simulated in parallel, reported in file order.
   std::vector<serving::ServingResults> results(scenarios.size());
-  parallel_for_each(scenarios.size(),
-                    [&](std::size_t i) { results[i] = serving::simulate_serving(scenarios[i].second, !trace_out.empty()); });
+  parallel_for_each(scenarios.size(), [&](std::size_t i) {
+    results[i] = serving::simulate_serving(scenarios[i].second, !trace_out.empty());
+  });
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     const auto& name = scenarios[i].first;
     const auto& r = results[i];
@@ -203,9 +225,10 @@ int validate_serving_document(const config::JsonDoc& doc, const Globals& g) {
     const auto s = serving::parse_serving(d, catalog);
     std::int64_t blocks = 0;
     const auto m = serving::serving_memory(s, &blocks);
-    std::cout << "ok: " << (name.empty() ? doc.path : name) << ": " << s.model.id << " on " << s.gpus << "x " << s.profile.gpu_name
-              << " (" << s.cluster.id << "), TP " << s.tp << ", " << models::weight_format_name(s.weights) << " weights, "
-              << fixed(m.kv_cache / 1073741824.0, 1) << " GiB KV cache per GPU (" << blocks << " blocks)\n";
+    std::cout << "ok: " << (name.empty() ? doc.path : name) << ": " << s.model.id << " on " << s.gpus << "x "
+              << s.profile.gpu_name << " (" << s.cluster.id << "), TP " << s.tp << ", "
+              << models::weight_format_name(s.weights) << " weights, " << fixed(m.kv_cache / 1073741824.0, 1)
+              << " GiB KV cache per GPU (" << blocks << " blocks)\n";
   }
   return 0;
 }
@@ -243,10 +266,12 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
       char* end = nullptr;
       const double v = std::strtod(tok.c_str(), &end);
       if (tok.empty() || *end != '\0' || !(v > 0)) {
-        throw InputError("command line", "--rates", "expected positive numbers separated by commas; got '" + *rates + "'");
+        throw InputError("command line", "--rates",
+                         "expected positive numbers separated by commas; got '" + *rates + "'");
       }
       try {
-        scenarios.emplace_back(v, serving::parse_serving(config::JsonDoc{"command line", to_doc(*o, cmd, tok)}, catalog));
+        scenarios.emplace_back(v,
+                               serving::parse_serving(config::JsonDoc{"command line", to_doc(*o, cmd, tok)}, catalog));
       } catch (const InputError& e) {
         throw name_infer_flags(e);
       }

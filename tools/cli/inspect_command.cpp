@@ -45,21 +45,23 @@ std::string heat_map_svg(const std::vector<std::vector<double>>& bw, const std::
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   s << "<text x=\"10\" y=\"18\" font-size=\"13\">" << title << "</text>\n";
   for (std::size_t i = 0; i < n; ++i) {
-    s << "<text x=\"" << margin - 40 << "\" y=\"" << margin + 30 + static_cast<int>(i) * cell + cell / 2 - 24 << "\">GPU" << i
+    s << "<text x=\"" << margin - 40 << "\" y=\"" << margin + 30 + static_cast<int>(i) * cell + cell / 2 - 24
+      << "\">GPU" << i << "</text>\n";
+    s << "<text x=\"" << margin + static_cast<int>(i) * cell + 10 << "\" y=\"" << margin + 20 << "\">GPU" << i
       << "</text>\n";
-    s << "<text x=\"" << margin + static_cast<int>(i) * cell + 10 << "\" y=\"" << margin + 20 << "\">GPU" << i << "</text>\n";
     for (std::size_t j = 0; j < n; ++j) {
       const double v = bw[i][j];
       const double f = best > 0 && i != j ? v / best : 0;
       const int shade = static_cast<int>(255 - 200 * f);
       const int x = margin + static_cast<int>(j) * cell, y = margin + 30 + static_cast<int>(i) * cell;
-      s << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell - 2 << "\" height=\"" << cell - 2 << "\" fill=\"rgb("
-        << shade << "," << shade << ",255)\"/>\n";
-      s << "<text x=\"" << x + 8 << "\" y=\"" << y + cell / 2 << "\">" << (i == j ? std::string("-") : fixed(v / 1e9, 0))
-        << "</text>\n";
+      s << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell - 2 << "\" height=\"" << cell - 2
+        << "\" fill=\"rgb(" << shade << "," << shade << ",255)\"/>\n";
+      s << "<text x=\"" << x + 8 << "\" y=\"" << y + cell / 2 << "\">"
+        << (i == j ? std::string("-") : fixed(v / 1e9, 0)) << "</text>\n";
     }
   }
-  s << "<text x=\"10\" y=\"" << size + 20 << "\">GB/s, source row to destination column (copy engines)</text>\n</svg>\n";
+  s << "<text x=\"10\" y=\"" << size + 20
+    << "\">GB/s, source row to destination column (copy engines)</text>\n</svg>\n";
   return s.str();
 }
 
@@ -88,8 +90,8 @@ Action add_inspect(CLI::App& app, const Globals& g) {
     const auto& raw = doc.json["raw"];
     std::optional<scenario::Offer> offer;
     if (!o->offer.empty()) {
-      offer = scenario::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, o->offer, "command line", "--offer")),
-                                    o->offer);
+      offer = scenario::parse_offer(
+          config::load(catalog.locate(config::CatalogKind::kOffer, o->offer, "command line", "--offer")), o->offer);
     }
     const auto& devices = raw.value("devices", nlohmann::json::array());
     const std::size_t n = devices.size();
@@ -112,9 +114,13 @@ Action add_inspect(CLI::App& app, const Globals& g) {
       }
     }
     std::string interconnect = n < 2 ? "single GPU" : "PCIe only";
-    if (n >= 2 && nv_pairs == pairs && rels.size() == 1 && n >= 3) interconnect = "NVSwitch (every pair " + *rels.begin() + ")";
-    else if (n >= 2 && nv_pairs == pairs) interconnect = "NVLink (every pair)";
-    else if (nv_pairs > 0) interconnect = "NVLink on " + std::to_string(nv_pairs / 2) + " of " + std::to_string(pairs / 2) + " pairs, PCIe for the rest";
+    if (n >= 2 && nv_pairs == pairs && rels.size() == 1 && n >= 3)
+      interconnect = "NVSwitch (every pair " + *rels.begin() + ")";
+    else if (n >= 2 && nv_pairs == pairs)
+      interconnect = "NVLink (every pair)";
+    else if (nv_pairs > 0)
+      interconnect = "NVLink on " + std::to_string(nv_pairs / 2) + " of " + std::to_string(pairs / 2) +
+                     " pairs, PCIe for the rest";
 
     // P2P matrix.
     std::vector<std::vector<double>> bw(n, std::vector<double>(n, 0));
@@ -147,10 +153,13 @@ Action add_inspect(CLI::App& app, const Globals& g) {
       }
       const bool claims_sxm = offer->gpu.find("SXM") != std::string::npos;
       const bool pcie_card = name.find("PCIe") != std::string::npos || num(d0, "nvlink_active_links", 0) == 0;
-      if (claims_sxm) check("form-factor", !pcie_card, std::string("offer claims SXM; the box reports '") + name + "'" +
-                                                             (pcie_card ? " with no active NVLink: a PCIe card" : ""));
+      if (claims_sxm)
+        check("form-factor", !pcie_card,
+              std::string("offer claims SXM; the box reports '") + name + "'" +
+                  (pcie_card ? " with no active NVLink: a PCIe card" : ""));
       if (offer->interconnect == "NVSwitch") {
-        check("interconnect", interconnect.rfind("NVSwitch", 0) == 0, "offer claims NVSwitch; measured: " + interconnect);
+        check("interconnect", interconnect.rfind("NVSwitch", 0) == 0,
+              "offer claims NVSwitch; measured: " + interconnect);
       } else if (offer->interconnect == "NVLink") {
         check("interconnect", nv_pairs > 0, "offer claims NVLink; measured: " + interconnect);
       }
@@ -177,8 +186,9 @@ Action add_inspect(CLI::App& app, const Globals& g) {
       for (int gi : group) ++sizes[gi];
       std::string shape;
       for (const auto& [gi, sz] : sizes) shape += (shape.empty() ? "" : " + ") + std::to_string(sz);
-      check("pcie-groups", groups != 2 || n < 8, "GPUs under shared PCIe switches: " + shape +
-                                                      (groups == 2 && n >= 8 ? ": two switches of four, every cross-half transfer shares one uplink" : ""));
+      check("pcie-groups", groups != 2 || n < 8,
+            "GPUs under shared PCIe switches: " + shape +
+                (groups == 2 && n >= 8 ? ": two switches of four, every cross-half transfer shares one uplink" : ""));
     }
     // Per-GPU link and clock checks, each reported once with the GPUs it concerns.
     std::string slow_links, capped;
@@ -187,12 +197,14 @@ Action add_inspect(CLI::App& app, const Globals& g) {
       const double gc = num(d, "pcie_gen_current"), gm = num(d, "pcie_gen_max"), wc = num(d, "pcie_width_current"),
                    wm = num(d, "pcie_width_max");
       if (gc > 0 && gm > 0 && wc > 0 && wm > 0 && (gc < gm || wc < wm)) {
-        slow_links += (slow_links.empty() ? "" : ", ") + ("GPU " + std::to_string(i) + " at gen" + fixed(gc, 0) + " x" + fixed(wc, 0) +
-                                                          " of gen" + fixed(gm, 0) + " x" + fixed(wm, 0));
+        slow_links +=
+            (slow_links.empty() ? "" : ", ") + ("GPU " + std::to_string(i) + " at gen" + fixed(gc, 0) + " x" +
+                                                fixed(wc, 0) + " of gen" + fixed(gm, 0) + " x" + fixed(wm, 0));
       }
       const double now = num(d, "sm_clock_now_mhz"), max = num(d, "sm_clock_max_mhz");
       if (now > 0 && max > 0 && now < 0.8 * max) {
-        capped += (capped.empty() ? "" : ", ") + ("GPU " + std::to_string(i) + " " + fixed(now, 0) + " of " + fixed(max, 0) + " MHz");
+        capped += (capped.empty() ? "" : ", ") +
+                  ("GPU " + std::to_string(i) + " " + fixed(now, 0) + " of " + fixed(max, 0) + " MHz");
       }
     }
     check("pcie-link", slow_links.empty(),
@@ -204,13 +216,16 @@ Action add_inspect(CLI::App& app, const Globals& g) {
     // Measured against datasheet.
     double best_bf16 = 0;
     for (const auto& gm : raw.value("gemm", nlohmann::json::array())) {
-      if (gm.value("dtype", "") == "bf16" && gm.value("correct", false)) best_bf16 = std::max(best_bf16, num(gm, "flops_per_s", 0));
+      if (gm.value("dtype", "") == "bf16" && gm.value("correct", false))
+        best_bf16 = std::max(best_bf16, num(gm, "flops_per_s", 0));
     }
-    const double peak = profile.matrix_peak.count(calib::Dtype::kBf16) ? profile.matrix_peak.at(calib::Dtype::kBf16).value : 0;
+    const double peak =
+        profile.matrix_peak.count(calib::Dtype::kBf16) ? profile.matrix_peak.at(calib::Dtype::kBf16).value : 0;
     if (best_bf16 > 0 && peak > 0) {
-      check("gemm-rate", best_bf16 >= 0.6 * peak, "best bf16 GEMM " + fixed(best_bf16 / 1e12, 0) + " TFLOP/s = " +
-                                                      fixed(100 * best_bf16 / peak, 0) + "% of the datasheet's " + fixed(peak / 1e12, 0) +
-                                                      (best_bf16 < 0.6 * peak ? ": power capping, clocks or a different GPU" : ""));
+      check("gemm-rate", best_bf16 >= 0.6 * peak,
+            "best bf16 GEMM " + fixed(best_bf16 / 1e12, 0) + " TFLOP/s = " + fixed(100 * best_bf16 / peak, 0) +
+                "% of the datasheet's " + fixed(peak / 1e12, 0) +
+                (best_bf16 < 0.6 * peak ? ": power capping, clocks or a different GPU" : ""));
     }
     double best_copy = 0;
     for (const auto& h : raw.value("hbm", nlohmann::json::array())) {
@@ -218,19 +233,25 @@ Action add_inspect(CLI::App& app, const Globals& g) {
     }
     if (best_copy > 0) {
       const double ds = profile.hbm_bandwidth.value;
-      check("hbm-rate", best_copy >= 0.7 * ds, "HBM copy " + fixed(best_copy / 1e9, 0) + " GB/s = " + fixed(100 * best_copy / ds, 0) +
-                                                   "% of the datasheet's " + fixed(ds / 1e9, 0) + " GB/s");
+      check("hbm-rate", best_copy >= 0.7 * ds,
+            "HBM copy " + fixed(best_copy / 1e9, 0) + " GB/s = " + fixed(100 * best_copy / ds, 0) +
+                "% of the datasheet's " + fixed(ds / 1e9, 0) + " GB/s");
     }
     if (!o->svg.empty() && n >= 2) {
       std::ofstream f(o->svg);
       if (!f) throw InputError(o->svg, "", "cannot write this file");
       f << heat_map_svg(bw, std::to_string(n) + "x " + name + ": P2P bandwidth");
     }
-    const std::size_t warnings = static_cast<std::size_t>(std::count_if(checks.begin(), checks.end(), [](const Check& c) { return !c.ok; }));
+    const std::size_t warnings =
+        static_cast<std::size_t>(std::count_if(checks.begin(), checks.end(), [](const Check& c) { return !c.ok; }));
     if (o->json) {
       nlohmann::ordered_json j;
-      j["box"] = {{"gpus", n}, {"gpu", name}, {"memory_bytes", mem}, {"interconnect", interconnect},
-                  {"best_bf16_flops", best_bf16}, {"hbm_copy_bytes_per_s", best_copy}};
+      j["box"] = {{"gpus", n},
+                  {"gpu", name},
+                  {"memory_bytes", mem},
+                  {"interconnect", interconnect},
+                  {"best_bf16_flops", best_bf16},
+                  {"hbm_copy_bytes_per_s", best_copy}};
       j["checks"] = nlohmann::ordered_json::array();
       for (const auto& c : checks) j["checks"].push_back({{"id", c.id}, {"ok", c.ok}, {"text", c.text}});
       j["warnings"] = warnings;
@@ -238,8 +259,8 @@ Action add_inspect(CLI::App& app, const Globals& g) {
       return 0;
     }
     std::cout << "box:          " << n << "x " << name << " (" << fixed(mem / 1073741824.0, 1) << " GiB each)\n"
-              << "measured:     " << raw.value("date", std::string("?")) << ", probe " << raw.value("probe_version", std::string("?"))
-              << "\n"
+              << "measured:     " << raw.value("date", std::string("?")) << ", probe "
+              << raw.value("probe_version", std::string("?")) << "\n"
               << "interconnect: " << interconnect << "\n";
     if (n >= 2 && best_pair > 0) {
       std::cout << "P2P (GB/s, copy engines, row -> column):\n      ";
@@ -247,12 +268,14 @@ Action add_inspect(CLI::App& app, const Globals& g) {
       std::cout << "\n";
       for (std::size_t i = 0; i < n; ++i) {
         std::cout << std::setw(6) << ("GPU" + std::to_string(i));
-        for (std::size_t j = 0; j < n; ++j) std::cout << std::setw(7) << (i == j ? std::string("-") : fixed(bw[i][j] / 1e9, 0));
+        for (std::size_t j = 0; j < n; ++j)
+          std::cout << std::setw(7) << (i == j ? std::string("-") : fixed(bw[i][j] / 1e9, 0));
         std::cout << "\n";
       }
     }
     std::cout << "checks" << (offer ? " (against offer " + offer->id + ")" : "") << ":\n";
-    for (const auto& c : checks) std::cout << "  [" << (c.ok ? " ok " : "WARN") << "] " << std::left << std::setw(13) << c.id << c.text << "\n";
+    for (const auto& c : checks)
+      std::cout << "  [" << (c.ok ? " ok " : "WARN") << "] " << std::left << std::setw(13) << c.id << c.text << "\n";
     std::cout << warnings << (warnings == 1 ? " warning" : " warnings") << "\n";
     return 0;
   };

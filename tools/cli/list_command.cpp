@@ -33,15 +33,22 @@ Action add_list(CLI::App& app, const Globals& g) {
         << std::setw(9) << "vocab\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kModel)) {
         const auto m = models::parse_model(config::load(catalog.locate(config::CatalogKind::kModel, id, "", "")), id);
-        rows.push_back({{"id", id}, {"params_total", m.params_total()}, {"layers", m.layers}, {"hidden", m.hidden},
-                        {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"ffn", m.ffn}, {"vocab", m.vocab}});
+        rows.push_back({{"id", id},
+                        {"params_total", m.params_total()},
+                        {"layers", m.layers},
+                        {"hidden", m.hidden},
+                        {"heads", m.heads},
+                        {"kv_heads", m.kv_heads},
+                        {"ffn", m.ffn},
+                        {"vocab", m.vocab}});
         t << std::left << std::setw(22) << id << std::right << std::setw(11)
           << fixed(static_cast<double>(m.params_total()) / 1e9, 2) << "B" << std::setw(8) << m.layers << std::setw(8)
           << m.hidden << std::setw(7) << m.heads << std::setw(5) << m.kv_heads << std::setw(8) << m.ffn << std::setw(8)
           << m.vocab << "\n";
       }
     } else if (*what == "clusters") {
-      t << std::left << std::setw(22) << "id" << std::setw(6) << "gpus" << std::setw(14) << "profile" << "name\n";
+      t << std::left << std::setw(22) << "id" << std::setw(6) << "gpus" << std::setw(14) << "profile"
+        << "name\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kCluster)) {
         const auto c = net::parse_cluster(config::load(catalog.locate(config::CatalogKind::kCluster, id, "", "")), id);
         rows.push_back({{"id", id}, {"gpus", c.gpus}, {"profile", c.profile}, {"name", c.name}});
@@ -49,32 +56,46 @@ Action add_list(CLI::App& app, const Globals& g) {
       }
     } else if (*what == "profiles") {
       t << std::left << std::setw(16) << "id" << std::setw(11) << "origin" << std::right << std::setw(12) << "bf16 TF/s"
-        << std::setw(10) << "HBM GiB" << std::setw(10) << "HBM TB/s" << "  gpu\n";
+        << std::setw(10) << "HBM GiB" << std::setw(10) << "HBM TB/s"
+        << "  gpu\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kProfile)) {
-        const auto p = calib::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
+        const auto p =
+            calib::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
         const double bf16 = p.peak(calib::Dtype::kBf16).value;
-        rows.push_back({{"id", id}, {"gpu", p.gpu_name}, {"origin", calib::provenance_name(p.origin)},
-                        {"bf16_flops", bf16}, {"hbm_bytes", p.hbm_capacity.value}, {"hbm_bytes_per_s", p.hbm_bandwidth.value}});
+        rows.push_back({{"id", id},
+                        {"gpu", p.gpu_name},
+                        {"origin", calib::provenance_name(p.origin)},
+                        {"bf16_flops", bf16},
+                        {"hbm_bytes", p.hbm_capacity.value},
+                        {"hbm_bytes_per_s", p.hbm_bandwidth.value}});
         t << std::left << std::setw(16) << id << std::setw(11) << calib::provenance_name(p.origin) << std::right
           << std::setw(12) << fixed(bf16 / 1e12, 1) << std::setw(10) << fixed(p.hbm_capacity.value / 1073741824.0, 1)
           << std::setw(10) << fixed(p.hbm_bandwidth.value / 1e12, 2) << "  " << p.gpu_name << "\n";
       }
     } else if (*what == "fabrics") {
-      t << std::left << std::setw(18) << "id" << std::setw(6) << "NICs" << std::right << std::setw(12) << "NIC" << "  name\n";
+      t << std::left << std::setw(18) << "id" << std::setw(6) << "NICs" << std::right << std::setw(12) << "NIC"
+        << "  name\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kFabric)) {
         const auto f = net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, id, "", "")), id);
-        rows.push_back({{"id", id}, {"nics_per_node", f.nics_per_node}, {"nic_bytes_per_s", f.nic_bandwidth}, {"name", f.name}});
+        rows.push_back(
+            {{"id", id}, {"nics_per_node", f.nics_per_node}, {"nic_bytes_per_s", f.nic_bandwidth}, {"name", f.name}});
         t << std::left << std::setw(18) << id << std::setw(6) << f.nics_per_node << std::right << std::setw(12)
           << (fixed(f.nic_bandwidth * 8 / 1e9, 0) + " Gb/s") << "  " << f.name << "\n";
       }
     } else {
       t << std::left << std::setw(24) << "id" << std::setw(6) << "gpus" << std::right << std::setw(14) << "price"
-        << "  " << std::left << std::setw(16) << "cluster" << "name\n";
+        << "  " << std::left << std::setw(16) << "cluster"
+        << "name\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kOffer)) {
         const auto o = scenario::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, id, "", "")), id);
         const std::string per = o.hours_per_period == 1.0 ? "/h" : "/month";
-        rows.push_back({{"id", id}, {"gpus", o.gpus}, {"price", o.price}, {"currency", o.currency},
-                        {"per", o.hours_per_period == 1.0 ? "hour" : "month"}, {"cluster", o.cluster}, {"name", o.name}});
+        rows.push_back({{"id", id},
+                        {"gpus", o.gpus},
+                        {"price", o.price},
+                        {"currency", o.currency},
+                        {"per", o.hours_per_period == 1.0 ? "hour" : "month"},
+                        {"cluster", o.cluster},
+                        {"name", o.name}});
         t << std::left << std::setw(24) << id << std::setw(6) << o.gpus << std::right << std::setw(14)
           << (fixed(o.price, 0) + " " + o.currency + per) << "  " << std::left << std::setw(16)
           << (o.cluster.empty() ? "-" : o.cluster) << o.name << "\n";

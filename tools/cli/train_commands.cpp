@@ -94,7 +94,8 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
   const auto file = scenario::parse_scenario(doc);
   std::vector<scenario::Scenario> scenarios;
   for (std::size_t i = 0; i < file.specs.size(); ++i) {
-    const std::string where = file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
+    const std::string where =
+        file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
     scenarios.push_back(scenario::resolve(file.specs[i], catalog, where));
   }
   if (out.dump_resolved) {
@@ -108,7 +109,8 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     const auto& s = scenarios[i];
     const auto mem = report::training_memory_of(s);
     if (!mem.fits() && !s.allow_oom) {
-      const std::string who = file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
+      const std::string who =
+          file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
       throw InfeasibleError(who + ": " + report::does_not_fit_message(s, mem));
     }
   }
@@ -116,11 +118,11 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
       const auto& s = scenarios[i];
       const auto mem = report::training_memory_of(s);
-      std::cout << "ok: " << (file.variant_names.empty() ? doc.path : file.variant_names[i]) << ": " << s.model.id << " on "
-                << s.gpus << "x " << s.profile.gpu_name << " (" << s.cluster.id << "), TP " << s.plan.tp << " x DP "
-                << s.plan.dp << ", " << s.micro_batches() << " micro-batches, " << fixed(mem.total / 1073741824.0, 1)
-                << " of " << fixed(mem.capacity / 1073741824.0, 1) << " GiB per GPU" << (mem.fits() ? "" : " (DOES NOT FIT)")
-                << "\n";
+      std::cout << "ok: " << (file.variant_names.empty() ? doc.path : file.variant_names[i]) << ": " << s.model.id
+                << " on " << s.gpus << "x " << s.profile.gpu_name << " (" << s.cluster.id << "), TP " << s.plan.tp
+                << " x DP " << s.plan.dp << ", " << s.micro_batches() << " micro-batches, "
+                << fixed(mem.total / 1073741824.0, 1) << " of " << fixed(mem.capacity / 1073741824.0, 1)
+                << " GiB per GPU" << (mem.fits() ? "" : " (DOES NOT FIT)") << "\n";
     }
     return 0;
   }
@@ -141,7 +143,8 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
       std::string path = out.trace;
       if (!file.variant_names.empty()) {
         const auto p = std::filesystem::path(out.trace);
-        path = (p.parent_path() / (p.stem().string() + "." + slug(file.variant_names[i]) + p.extension().string())).string();
+        path = (p.parent_path() / (p.stem().string() + "." + slug(file.variant_names[i]) + p.extension().string()))
+                   .string();
       }
       const auto topo = report::training_topology(scenarios[i]);
       write_file(path, report::chrome_trace(step->graph, log, topo).dump());
@@ -217,8 +220,9 @@ Action add_validate(CLI::App& app, const Globals& g) {
 Action add_train(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("train", "simulate one training step from flags");
   struct Opts {
-    std::string model, cluster, profile, offer, fabric, dtype = "bf16", network_model = "flow", symmetry = "none", schedule = "1f1b", recompute = "none",
-                rank_order = "tp-cp-dp-pp", attention = "flash", cp_comm = "ring";
+    std::string model, cluster, profile, offer, fabric,
+        dtype = "bf16", network_model = "flow", symmetry = "none", schedule = "1f1b", recompute = "none",
+        rank_order = "tp-cp-dp-pp", attention = "flash", cp_comm = "ring";
     int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1, vpp = 1, cp = 1, nodes = 1, lora_rank = 0;
     bool qlora = false;
     long long seq = 0, global_batch = 0, micro_batch = 1, bucket = 40000000;
@@ -238,8 +242,9 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--pp", o->pp, "pipeline-parallel stages");
   cmd->add_option("--vpp", o->vpp, "model chunks per stage: interleaved 1F1B when > 1");
   cmd->add_option("--cp", o->cp, "context parallelism: split each sequence over CP GPUs");
-  cmd->add_option("--cp-comm", o->cp_comm,
-                  "CP's K/V exchange: ring (ring attention, blocks passed to the next rank, overlapped; default) or allgather");
+  cmd->add_option(
+      "--cp-comm", o->cp_comm,
+      "CP's K/V exchange: ring (ring attention, blocks passed to the next rank, overlapped; default) or allgather");
   cmd->add_option("--rank-order", o->rank_order, "placement, innermost first (default tp-cp-dp-pp: TP inside a node)");
   cmd->add_option("--schedule", o->schedule, "pipeline schedule: 1f1b or gpipe");
   cmd->add_option("--recompute", o->recompute, "activation recompute: none, selective or full");
@@ -272,7 +277,15 @@ Action add_train(CLI::App& app, const Globals& g) {
     if (!o->offer.empty()) j["offer"] = o->offer;
     j["nodes"] = o->nodes;
     if (!o->fabric.empty()) j["fabric"] = o->fabric;
-    j["parallel"] = {{"tp", o->tp}, {"pp", o->pp}, {"vpp", o->vpp}, {"cp", o->cp}, {"rank_order", o->rank_order}, {"cp_comm", o->cp_comm}, {"schedule", o->schedule}, {"sp", o->sp}, {"zero", o->zero}};
+    j["parallel"] = {{"tp", o->tp},
+                     {"pp", o->pp},
+                     {"vpp", o->vpp},
+                     {"cp", o->cp},
+                     {"rank_order", o->rank_order},
+                     {"cp_comm", o->cp_comm},
+                     {"schedule", o->schedule},
+                     {"sp", o->sp},
+                     {"zero", o->zero}};
     if (cmd->count("--dp")) j["parallel"]["dp"] = o->dp;
     j["training"] = {{"seq", o->seq},
                      {"global_batch", o->global_batch},

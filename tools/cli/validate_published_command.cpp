@@ -69,15 +69,19 @@ std::vector<Case> parse_cases(const config::JsonDoc& doc) {
     k.kind = c.req_enum("kind", {"collective", "serving", "training"});
     if (k.kind == "training") {
       const auto* sc = c.raw("scenario");
-      if (!sc || !sc->is_object()) c.fail_at("scenario", "expected a training scenario object");
-      else k.serving = *sc;
+      if (!sc || !sc->is_object())
+        c.fail_at("scenario", "expected a training scenario object");
+      else
+        k.serving = *sc;
       k.metric = c.req_enum("metric", {"megatron_tflops_per_gpu", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu"});
       k.unit = c.req_enum("unit", {"TFLOP/s", "%"});
     } else if (k.kind == "serving") {
       // An infer scenario (the schema of `run FILE` with "kind": "infer") and the metric to read.
       const auto* sc = c.raw("scenario");
-      if (!sc || !sc->is_object()) c.fail_at("scenario", "expected an infer scenario object");
-      else k.serving = *sc;
+      if (!sc || !sc->is_object())
+        c.fail_at("scenario", "expected an infer scenario object");
+      else
+        k.serving = *sc;
       k.metric = c.req_enum("metric", {"output_tokens_per_s", "output_tokens_per_s_per_gpu"});
       k.unit = c.req_enum("unit", {"tokens/s", "tokens/s/GPU"});
     } else {
@@ -143,14 +147,15 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
                       : c.metric == "hw_tflops_per_gpu"     ? r.hw_tflops_per_gpu
                       : c.metric == "mfu"                   ? r.mfu * 100
                                                             : r.tflops_per_gpu;
-        c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.plan.tp) + " PP" + std::to_string(sc.plan.pp) + " DP" +
-                           std::to_string(sc.plan.dp);
+        c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.plan.tp) + " PP" + std::to_string(sc.plan.pp) +
+                           " DP" + std::to_string(sc.plan.dp);
         c.cluster = sc.cluster.id;
         c.gpus = sc.gpus;
         return;
       }
       if (c.kind == "serving") {
-        const auto sc = serving::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
+        const auto sc =
+            serving::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
         const auto r = serving::simulate_serving(sc, false);
         c.predicted = c.metric == "output_tokens_per_s" ? r.output_tokens_per_s : r.output_tokens_per_s_per_gpu;
         c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);
@@ -161,15 +166,17 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       const auto cpath = catalog.locate(config::CatalogKind::kCluster, c.cluster, doc.path, where + "/cluster");
       const auto cluster = net::parse_cluster(config::load(cpath), c.cluster);
       const auto profile = calib::parse_profile(
-          config::load(catalog.locate(config::CatalogKind::kProfile, cluster.profile, cpath, "/profile")), cluster.profile);
-      if (c.gpus > cluster.gpus) throw InputError(doc.path, where + "/gpus", "cluster '" + c.cluster + "' has fewer GPUs");
-      const auto topo =
-          c.nodes > 1
-              ? net::Topology::build(cluster, c.gpus, c.nodes,
-                                     net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, c.fabric, doc.path,
-                                                                                   where + "/fabric")),
-                                                       c.fabric))
-              : net::Topology::build(cluster, c.gpus);
+          config::load(catalog.locate(config::CatalogKind::kProfile, cluster.profile, cpath, "/profile")),
+          cluster.profile);
+      if (c.gpus > cluster.gpus)
+        throw InputError(doc.path, where + "/gpus", "cluster '" + c.cluster + "' has fewer GPUs");
+      const auto topo = c.nodes > 1
+                            ? net::Topology::build(
+                                  cluster, c.gpus, c.nodes,
+                                  net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, c.fabric,
+                                                                                doc.path, where + "/fabric")),
+                                                    c.fabric))
+                            : net::Topology::build(cluster, c.gpus);
       coll::CollectiveOp op{};
       coll::Algorithm algo{};
       (void)coll::parse_op(c.op, op);
@@ -200,8 +207,8 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       j["cases"] = nlohmann::ordered_json::array();
       for (const auto& c : cases) {
         const double err = c.predicted / c.published - 1.0;
-        nlohmann::ordered_json k{{"id", c.id},       {"published", c.published}, {"predicted", c.predicted},
-                                 {"error", err},     {"role", c.role},           {"algorithm", c.algorithm_used}};
+        nlohmann::ordered_json k{{"id", c.id},   {"published", c.published}, {"predicted", c.predicted},
+                                 {"error", err}, {"role", c.role},           {"algorithm", c.algorithm_used}};
         k["tolerance"] = c.tolerance ? nlohmann::ordered_json(*c.tolerance) : nlohmann::ordered_json(nullptr);
         k["within_tolerance"] = c.tolerance ? std::fabs(err) <= *c.tolerance : true;
         j["cases"].push_back(k);
@@ -219,23 +226,23 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
         if (c.kind == "serving" || c.kind == "training") {
           std::cout << c.metric << ", " << c.algorithm_used << ", " << c.gpus << " GPUs of `" << c.cluster << "`";
         } else {
-          std::cout << c.op << " " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster << "`, " << human_bytes(c.bytes)
-                    << ", algo " << c.algorithm_used;
+          std::cout << c.op << " " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster << "`, "
+                    << human_bytes(c.bytes) << ", algo " << c.algorithm_used;
         }
-        std::cout << " | " << fixed(c.published, 1)
-                  << " " << c.unit << " | " << fixed(c.predicted, 1) << " " << c.unit << " | "
-                  << pct(c.predicted / c.published - 1.0) << " | " << c.role << " |\n";
+        std::cout << " | " << fixed(c.published, 1) << " " << c.unit << " | " << fixed(c.predicted, 1) << " " << c.unit
+                  << " | " << pct(c.predicted / c.published - 1.0) << " | " << c.role << " |\n";
       }
       std::cout << "\nScored (validation) cases: " << scored.size() << "; median |error| " << fixed(median * 100, 1)
                 << "%, max |error| " << fixed(max * 100, 1) << "%.\n";
       return 0;
     }
     std::cout << std::left << std::setw(40) << "case" << std::right << std::setw(12) << "published" << std::setw(12)
-              << "predicted" << std::setw(9) << "error" << "  role\n";
+              << "predicted" << std::setw(9) << "error"
+              << "  role\n";
     for (const auto& c : cases) {
       std::cout << std::left << std::setw(40) << c.id << std::right << std::setw(12) << fixed(c.published, 1)
-                << std::setw(12) << fixed(c.predicted, 1) << std::setw(9) << pct(c.predicted / c.published - 1.0) << "  "
-                << c.role << "\n";
+                << std::setw(12) << fixed(c.predicted, 1) << std::setw(9) << pct(c.predicted / c.published - 1.0)
+                << "  " << c.role << "\n";
     }
     std::cout << "scored cases " << scored.size() << ": median |error| " << fixed(median * 100, 1) << "%, max |error| "
               << fixed(max * 100, 1) << "%\n";

@@ -2,8 +2,8 @@
 
 #include "sim/collectives/collective.hpp"
 #include "sim/config/json_doc.hpp"
-#include "sim/network/fabric_spec.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/network/fabric_spec.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "tests/support/builders.hpp"
 
@@ -35,13 +35,15 @@ TEST_CASE("ring all-reduce on n GPUs takes 2(n-1)/n S/B plus 2(n-1) hop latencie
       const auto topo = net::Topology::build(test::make_star(n, "100 GB/s", 1e-6), n);
       const double t = simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kRing, first(n), S, 5e-6);
       // Each ring hop crosses two links (GPU -> switch -> GPU): 2 us per step.
-      CHECK(t == doctest::Approx(coll::ring_closed_form(CollectiveOp::kAllReduce, n, S, 100e9, 2e-6, 5e-6)).epsilon(1e-9));
+      CHECK(t ==
+            doctest::Approx(coll::ring_closed_form(CollectiveOp::kAllReduce, n, S, 100e9, 2e-6, 5e-6)).epsilon(1e-9));
       CHECK(t == doctest::Approx(5e-6 + 2 * (n - 1) * 2e-6 + 2.0 * (n - 1) / n * S / 100e9).epsilon(1e-9));
     }
   }
 }
 
-TEST_CASE("ring all-gather and reduce-scatter take (n-1)/n S/B plus (n-1) hop latencies, on directly connected GPUs too") {
+TEST_CASE(
+    "ring all-gather and reduce-scatter take (n-1)/n S/B plus (n-1) hop latencies, on directly connected GPUs too") {
   const auto topo = net::Topology::build(test::make_mesh(8, "50 GB/s", 2e-6), 8);
   for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
     const double t = simulate_one(topo, op, Algorithm::kRing, first(8), 8e9, 0.0);
@@ -87,8 +89,10 @@ TEST_CASE("auto picks the algorithm with the smallest closed-form time, so small
     CHECK(used == (tree < ring ? Algorithm::kTree : Algorithm::kRing));
   }
   Algorithm small{}, large{};
-  (void)simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, first(8), 8.0, 0.0, net::NetworkModelKind::kFlow, &small);
-  (void)simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, first(8), 1e9, 0.0, net::NetworkModelKind::kFlow, &large);
+  (void)simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, first(8), 8.0, 0.0, net::NetworkModelKind::kFlow,
+                     &small);
+  (void)simulate_one(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, first(8), 1e9, 0.0, net::NetworkModelKind::kFlow,
+                     &large);
   CHECK(small == Algorithm::kTree);
   CHECK(large == Algorithm::kRing);
 }
@@ -96,9 +100,10 @@ TEST_CASE("auto picks the algorithm with the smallest closed-form time, so small
 TEST_CASE("an algorithm that cannot run here is bad input naming --algo") {
   const auto topo = net::Topology::build(test::shipped_cluster("dgx-a100"), 8);
   coll::CollectiveRequest req{CollectiveOp::kAllReduce, Algorithm::kNvls, first(8), 1e6, 0.0};
-  CHECK_THROWS_WITH_AS((void)coll::plan_collective(topo, req),
-                       "command line: --algo: algorithm 'nvls' cannot run allreduce on these GPUs of dgx-a100; available: ring, tree",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      (void)coll::plan_collective(topo, req),
+      "command line: --algo: algorithm 'nvls' cannot run allreduce on these GPUs of dgx-a100; available: ring, tree",
+      InputError);
 }
 
 TEST_CASE("more link bandwidth never makes a collective slower") {
@@ -114,7 +119,8 @@ TEST_CASE("more link bandwidth never makes a collective slower") {
 }
 
 TEST_CASE("across nodes, the hierarchical all-reduce beats a flat ring that crosses the NICs at every node boundary") {
-  const auto fabric = net::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
+  const auto fabric =
+      net::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
   const auto topo = net::Topology::build(test::shipped_cluster("hgx-h100"), 8, 4, fabric);
   std::vector<int> all;
   for (int r = 0; r < 32; ++r) all.push_back(r);

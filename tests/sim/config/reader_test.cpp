@@ -62,13 +62,17 @@ TEST_CASE("every problem in a file is collected before throwing, each with its J
   CHECK(p[0].to_string() == "f.json: /tp: expected an integer from 1 to 64; got a string \"eight\"");
   CHECK(p[1].to_string() == "f.json: /seq: expected an integer from 1 to 100; got -5");
   CHECK(p[2].to_string() ==
-        "f.json: /bw: expected a bandwidth such as \"450 GB/s\" or \"400 Gb/s\" (a string with a unit); got the number 450");
+        "f.json: /bw: expected a bandwidth such as \"450 GB/s\" or \"400 Gb/s\" (a string with a unit); got the number "
+        "450");
   CHECK(p[3].to_string() == "f.json: /nested/x: expected a string; got the boolean true");
   CHECK(p[4].to_string() == "f.json: /missing: missing required field; expected a string");
 }
 
 TEST_CASE("enums list their choices and suggest the closest") {
-  auto p = problems_of(R"({"op": "allreduse"})", [](config::Reader& r) { (void)r.req_enum("op", {"allreduce", "allgather"}); });
+  auto p = problems_of(R"({"op": "allreduse"})", [](config::Reader& r) {
+    (void)r.req_enum("op", {"allreduce", "allgather"});
+  });
   REQUIRE(p.size() == 1);
-  CHECK(p[0].message == "expected one of 'allreduce' or 'allgather'; got a string \"allreduse\" (did you mean 'allreduce'?)");
+  CHECK(p[0].message ==
+        "expected one of 'allreduce' or 'allgather'; got a string \"allreduse\" (did you mean 'allreduce'?)");
 }

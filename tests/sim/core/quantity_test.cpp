@@ -19,7 +19,8 @@ TEST_CASE("a quantity with a bare number, a wrong dimension or an unknown unit i
   CHECK(parse_quantity("450", Dimension::kBandwidth).error ==
         "expected a bandwidth such as \"450 GB/s\" or \"400 Gb/s\"; got \"450\" (a bare number needs a unit)");
   CHECK(parse_quantity("450 us", Dimension::kBandwidth).error.find("wrong dimension") != std::string::npos);
-  CHECK(parse_quantity("450 furlongs", Dimension::kBandwidth).error.find("unknown unit 'furlongs'") != std::string::npos);
+  CHECK(parse_quantity("450 furlongs", Dimension::kBandwidth).error.find("unknown unit 'furlongs'") !=
+        std::string::npos);
   CHECK_FALSE(parse_quantity("fast", Dimension::kBandwidth).error.empty());
 }
 

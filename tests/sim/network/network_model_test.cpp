@@ -44,7 +44,8 @@ TEST_CASE("routes are deterministic, never forward through a GPU, and prefer the
   const auto pcie = Topology::build(test::shipped_cluster("pcie-h100x8"), 8);
   const auto& cross = pcie.route(pcie.gpu(1), pcie.gpu(6));  // gpu1 -> plx0 -> cpu0 -> cpu1 -> plx3 -> gpu6
   CHECK(cross.links.size() == 5);
-  for (auto l : cross.links) CHECK((pcie.link(l).to == pcie.gpu(6) || pcie.vertex(pcie.link(l).to).kind != VertexKind::kGpu));
+  for (auto l : cross.links)
+    CHECK((pcie.link(l).to == pcie.gpu(6) || pcie.vertex(pcie.link(l).to).kind != VertexKind::kGpu));
 }
 
 TEST_CASE("max-min fair sharing: two flows from one GPU split its link, then the survivor speeds up") {
@@ -101,8 +102,8 @@ TEST_CASE("a cluster whose GPUs cannot reach each other is bad input") {
     "link_types": {"l": {"bandwidth": "1 GB/s", "efficiency": 1, "latency": "1 us", "source": "t", "efficiency_source": "t"}},
     "switches": [{"id": "a", "kind": "pcie_switch"}, {"id": "b", "kind": "pcie_switch"}],
     "links": [{"a": "gpu0", "b": "a", "type": "l"}, {"a": "gpu1", "b": "b", "type": "l"}]})");
-  CHECK_THROWS_WITH_AS((void)Topology::build(spec, 2), "test-cluster: /links: gpu0 cannot reach gpu1 (with the first 2 GPUs)",
-                       InputError);
+  CHECK_THROWS_WITH_AS((void)Topology::build(spec, 2),
+                       "test-cluster: /links: gpu0 cannot reach gpu1 (with the first 2 GPUs)", InputError);
 }
 
 namespace {
@@ -119,8 +120,8 @@ std::pair<double, int> best_cost(const Topology& t, VertexId src, VertexId dst, 
   for (std::size_t it = 0; it < n; ++it) {
     std::size_t u = n;
     for (std::size_t v = 0; v < n; ++v) {
-      if (!done[v] && std::isfinite(cost[v]) && (u == n || cost[v] < cost[u] * (1 - 1e-12) ||
-                                                 (cost[v] <= cost[u] * (1 + 1e-12) && hops[v] < hops[u]))) {
+      if (!done[v] && std::isfinite(cost[v]) &&
+          (u == n || cost[v] < cost[u] * (1 - 1e-12) || (cost[v] <= cost[u] * (1 + 1e-12) && hops[v] < hops[u]))) {
         u = v;
       }
     }
@@ -133,7 +134,8 @@ std::pair<double, int> best_cost(const Topology& t, VertexId src, VertexId dst, 
       const auto& to = t.vertex(link.to);
       if (stay_in_node && (to.node != node || to.kind == VertexKind::kNic)) continue;
       const double c = cost[u] + 1.0 / link.bandwidth_bytes_per_s;
-      if (c < cost[index(link.to)] * (1 - 1e-12) || (c <= cost[index(link.to)] * (1 + 1e-12) && hops[u] + 1 < hops[index(link.to)])) {
+      if (c < cost[index(link.to)] * (1 - 1e-12) ||
+          (c <= cost[index(link.to)] * (1 + 1e-12) && hops[u] + 1 < hops[index(link.to)])) {
         cost[index(link.to)] = c;
         hops[index(link.to)] = hops[u] + 1;
       }
@@ -144,13 +146,16 @@ std::pair<double, int> best_cost(const Topology& t, VertexId src, VertexId dst, 
 
 }  // namespace
 
-TEST_CASE("multi-node routes (node templates and the fabric tree) are least-cost paths: checked against a full search") {
-  for (const std::string fabric_id : {"ib-ndr-rail", "ib-hdr-fattree", "eth-100g", "roce-400g-pods", "ib-400g-h800", "eth-2x100g-pcie"}) {
+TEST_CASE(
+    "multi-node routes (node templates and the fabric tree) are least-cost paths: checked against a full search") {
+  for (const std::string fabric_id :
+       {"ib-ndr-rail", "ib-hdr-fattree", "eth-100g", "roce-400g-pods", "ib-400g-h800", "eth-2x100g-pcie"}) {
     for (const std::string cluster : {"hgx-h100", "pcie-h100x8"}) {
       if (fabric_id == "eth-2x100g-pcie" && cluster == "hgx-h100") continue;  // NICs on root complexes it does not have
       CAPTURE(fabric_id);
       CAPTURE(cluster);
-      const auto fabric = parse_fabric(config::load(test::data_path("scenarios/fabrics/" + fabric_id + ".json")), fabric_id);
+      const auto fabric =
+          parse_fabric(config::load(test::data_path("scenarios/fabrics/" + fabric_id + ".json")), fabric_id);
       const auto topo = Topology::build(test::shipped_cluster(cluster), 8, 3, fabric);
       for (int a = 0; a < topo.gpu_count(); a += 3) {
         for (int b = 0; b < topo.gpu_count(); ++b) {
@@ -179,8 +184,10 @@ TEST_CASE("multi-node routes (node templates and the fabric tree) are least-cost
   }
 }
 
-TEST_CASE("NICs behind a node's PCIe switches: GPU-to-NIC traffic crosses the node, and a missing switch is bad input") {
-  const auto fabric = parse_fabric(config::load(test::data_path("scenarios/fabrics/eth-2x100g-pcie.json")), "eth-2x100g-pcie");
+TEST_CASE(
+    "NICs behind a node's PCIe switches: GPU-to-NIC traffic crosses the node, and a missing switch is bad input") {
+  const auto fabric =
+      parse_fabric(config::load(test::data_path("scenarios/fabrics/eth-2x100g-pcie.json")), "eth-2x100g-pcie");
   const auto topo = Topology::build(test::shipped_cluster("pcie-h100x8"), 8, 2, fabric);
   // gpu5 (socket 1, plx2) to node 1's gpu5: gpu5 -> plx2 -> cpu1 -> nic1 -> switch -> nic1 -> cpu1 -> plx2 -> gpu5.
   const auto& r = topo.route(topo.gpu(5), topo.gpu(13));

@@ -13,9 +13,11 @@ using namespace cs;
 namespace {
 
 serving::ServingScenario make_serving(const std::string& workload, const std::string& extra = "",
-                                  const std::string& model = "llama3.1-8b", int tp = 1, const std::string& cluster = "hgx-h100") {
+                                      const std::string& model = "llama3.1-8b", int tp = 1,
+                                      const std::string& cluster = "hgx-h100") {
   const std::string text = R"({"kind": "infer", "model": ")" + model + R"(", "cluster": ")" + cluster +
-                           R"(", "parallel": {"tp": )" + std::to_string(tp) + R"(}, "workload": )" + workload + extra + "}";
+                           R"(", "parallel": {"tp": )" + std::to_string(tp) + R"(}, "workload": )" + workload + extra +
+                           "}";
   return serving::parse_serving(config::parse_text(text, "test.json"), test::catalog());
 }
 
@@ -24,8 +26,8 @@ serving::ServingScenario make_serving(const std::string& workload, const std::st
 TEST_CASE("latency never falls as the arrival rate rises (Poisson, same seed)") {
   double prev_e2e = 0, prev_ttft = 0;
   for (double rate : {2.0, 8.0, 32.0, 128.0}) {
-    const auto r = serving::simulate_serving(
-        make_serving(R"({"input_len": 512, "output_len": 256, "rate": )" + std::to_string(rate) + R"(, "requests": 400})"));
+    const auto r = serving::simulate_serving(make_serving(R"({"input_len": 512, "output_len": 256, "rate": )" +
+                                                          std::to_string(rate) + R"(, "requests": 400})"));
     CHECK(r.e2e.mean >= prev_e2e);
     CHECK(r.ttft.mean >= prev_ttft);
     prev_e2e = r.e2e.mean;
@@ -34,7 +36,8 @@ TEST_CASE("latency never falls as the arrival rate rises (Poisson, same seed)") 
 }
 
 TEST_CASE("percentiles are ordered and throughput adds up") {
-  const auto r = serving::simulate_serving(make_serving(R"({"input_len": "100-900", "output_len": "50-400", "rate": 20, "requests": 300})"));
+  const auto r = serving::simulate_serving(
+      make_serving(R"({"input_len": "100-900", "output_len": "50-400", "rate": 20, "requests": 300})"));
   for (const auto& p : {r.ttft, r.tpot, r.e2e}) {
     CHECK(p.p99 >= p.p90);
     CHECK(p.p90 >= p.p50);
@@ -44,10 +47,12 @@ TEST_CASE("percentiles are ordered and throughput adds up") {
 }
 
 TEST_CASE("every request's TTFT is at least its prefill compute time alone") {
-  const auto alone = serving::simulate_serving(make_serving(R"({"input_len": 2048, "output_len": 8, "rate": "inf", "requests": 1})"));
+  const auto alone =
+      serving::simulate_serving(make_serving(R"({"input_len": 2048, "output_len": 8, "rate": "inf", "requests": 1})"));
   const double prefill = alone.ttft.mean;
   CHECK(prefill > 0);
-  const auto busy = serving::simulate_serving(make_serving(R"({"input_len": 2048, "output_len": 64, "rate": 50, "requests": 200})"), true);
+  const auto busy = serving::simulate_serving(
+      make_serving(R"({"input_len": 2048, "output_len": 64, "rate": 50, "requests": 200})"), true);
   REQUIRE(busy.request_spans.size() == 200);
   for (const auto& q : busy.request_spans) CHECK(q.first_token - q.arrival >= prefill * (1 - 1e-9));
 }
@@ -55,7 +60,7 @@ TEST_CASE("every request's TTFT is at least its prefill compute time alone") {
 TEST_CASE("when the KV cache runs out, requests are preempted and recomputed, and all still finish") {
   // Llama-3.1-70B in bf16 on two H100s leaves a few GiB of KV per GPU: long outputs must preempt.
   const auto s = make_serving(R"({"input_len": 1024, "output_len": 1024, "rate": "inf", "requests": 200})",
-                          R"(, "engine": {"max_batch": 512})", "llama3.1-70b", 2);
+                              R"(, "engine": {"max_batch": 512})", "llama3.1-70b", 2);
   const auto r = serving::simulate_serving(s);
   CHECK(r.preemptions > 0);
   CHECK(r.requests == 200);
@@ -65,20 +70,23 @@ TEST_CASE("when the KV cache runs out, requests are preempted and recomputed, an
 TEST_CASE("continuous batching beats static batching when output lengths vary") {
   const std::string w = R"({"input_len": 256, "output_len": "16-1024", "rate": "inf", "requests": 256})";
   const auto cont = serving::simulate_serving(make_serving(w, R"(, "engine": {"max_batch": 64})"));
-  const auto stat = serving::simulate_serving(make_serving(w, R"(, "engine": {"max_batch": 64, "scheduler": "static"})"));
+  const auto stat =
+      serving::simulate_serving(make_serving(w, R"(, "engine": {"max_batch": 64, "scheduler": "static"})"));
   CHECK(cont.output_tokens == stat.output_tokens);
   CHECK(cont.output_tokens_per_s > 1.3 * stat.output_tokens_per_s);
 }
 
 TEST_CASE("a closed loop keeps its concurrency and runs the requested number of requests") {
-  const auto r = serving::simulate_serving(make_serving(R"({"input_len": 128, "output_len": 128, "concurrency": 16, "requests": 100})"));
+  const auto r = serving::simulate_serving(
+      make_serving(R"({"input_len": 128, "output_len": 128, "concurrency": 16, "requests": 100})"));
   CHECK(r.requests == 100);
   CHECK(r.ttft.p50 < 0.2);  // never more than 16 in flight: no queue builds up
 }
 
 TEST_CASE("prefill/decode disaggregation runs every request through both pools") {
-  const auto r = serving::simulate_serving(make_serving(R"({"input_len": 1024, "output_len": 128, "rate": 20, "requests": 100})",
-                                                    R"(, "disaggregate": {"prefill": 1, "decode": 1})"));
+  const auto r =
+      serving::simulate_serving(make_serving(R"({"input_len": 1024, "output_len": 128, "rate": 20, "requests": 100})",
+                                             R"(, "disaggregate": {"prefill": 1, "decode": 1})"));
   CHECK(r.requests == 100);
   CHECK(r.gpus == 2);
   CHECK(r.output_tokens == 100 * 128);
@@ -88,15 +96,20 @@ TEST_CASE("replicas behind a router multiply throughput under full load") {
   const std::string w = R"({"input_len": 512, "output_len": 256, "rate": "inf", "requests": 800})";
   const auto one = serving::simulate_serving(make_serving(w));
   const auto s4 = serving::parse_serving(
-      config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1, "replicas": 4},
-        "engine": {"router": "least_loaded"}, "workload": )" + w + "}", "t.json"), test::catalog());
+      config::parse_text(
+          R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1, "replicas": 4},
+        "engine": {"router": "least_loaded"}, "workload": )" +
+              w + "}",
+          "t.json"),
+      test::catalog());
   const auto r4 = serving::simulate_serving(s4);
   CHECK(r4.output_tokens_per_s > 3.0 * one.output_tokens_per_s);
   CHECK(r4.output_tokens_per_s_per_gpu <= one.output_tokens_per_s_per_gpu * 1.05);
 }
 
 TEST_CASE("the same serving input gives byte-identical JSON apart from run_info") {
-  const auto s = make_serving(R"({"input_len": "64-512", "output_len": "16-256", "rate": 40, "requests": 200, "seed": 7})");
+  const auto s =
+      make_serving(R"({"input_len": "64-512", "output_len": "16-256", "rate": 40, "requests": 200, "seed": 7})");
   auto a = serving::serving_json(serving::simulate_serving(s));
   auto b = serving::serving_json(serving::simulate_serving(s));
   a.erase("run_info");
@@ -119,10 +132,11 @@ TEST_CASE("a trace file drives arrivals and lengths") {
 TEST_CASE("pipeline-parallel serving: stages hold their layers' weights and KV, PP batches run in flight") {
   auto run = [](int pp) {
     const auto s = serving::parse_serving(
-        config::parse_text(R"({"kind": "infer", "model": "llama3.1-70b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": )" +
-                               std::to_string(pp) + R"(}, "quantization": {"weights": "fp8"},
+        config::parse_text(
+            R"({"kind": "infer", "model": "llama3.1-70b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": )" +
+                std::to_string(pp) + R"(}, "quantization": {"weights": "fp8"},
           "workload": {"input_len": 512, "output_len": 128, "rate": "inf", "requests": 300}})",
-                           "t.json"),
+            "t.json"),
         test::catalog());
     return serving::simulate_serving(s);
   };
@@ -133,9 +147,12 @@ TEST_CASE("pipeline-parallel serving: stages hold their layers' weights and KV, 
   CHECK(two.memory.weights < 0.6 * one.memory.weights);
   CHECK(two.kv_blocks > 2 * one.kv_blocks);
   CHECK(two.output_tokens_per_s > one.output_tokens_per_s);
-  CHECK_THROWS_AS((void)serving::parse_serving(config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100",
+  CHECK_THROWS_AS((void)serving::parse_serving(
+                      config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100",
       "parallel": {"tp": 1, "pp": 2}, "engine": {"scheduler": "static"},
-      "workload": {"input_len": 8, "output_len": 8, "rate": "inf", "requests": 2}})", "t.json"), test::catalog()),
+      "workload": {"input_len": 8, "output_len": 8, "rate": "inf", "requests": 2}})",
+                                         "t.json"),
+                      test::catalog()),
                   InfeasibleError);
 }
 

@@ -45,7 +45,8 @@ TEST_CASE("the time breakdown adds up to the step time, and MFU is model TFLOP/s
   for (const char* cluster : {"hgx-h100", "pcie-h100x8"}) {
     const auto s = test::scenario_from_json(scenario_json("llama3.1-8b", cluster, 4, 8, 4096, 8));
     const auto r = eval(s);
-    CHECK(r.breakdown.compute + r.breakdown.exposed_comm + r.breakdown.idle == doctest::Approx(r.step_time_s).epsilon(1e-9));
+    CHECK(r.breakdown.compute + r.breakdown.exposed_comm + r.breakdown.idle ==
+          doctest::Approx(r.step_time_s).epsilon(1e-9));
     CHECK(r.mfu == doctest::Approx(r.tflops_per_gpu * 1e12 / s.profile.peak(s.dtype).value).epsilon(1e-12));
     CHECK(r.tokens_per_s == doctest::Approx(8.0 * 4096 / r.step_time_s));
   }
@@ -87,7 +88,8 @@ TEST_CASE("more link bandwidth never makes a training step slower") {
 }
 
 TEST_CASE("the same input gives byte-identical JSON apart from run_info") {
-  const auto s = test::scenario_from_json(scenario_json("qwen2.5-14b", "pcie-h100x8", 4, 8, 4096, 8, R"(, "allow_oom": true)"));
+  const auto s =
+      test::scenario_from_json(scenario_json("qwen2.5-14b", "pcie-h100x8", 4, 8, 4096, 8, R"(, "allow_oom": true)"));
   const auto a = report::to_json(eval(s), false).dump();
   const auto b = report::to_json(eval(s), false).dump();
   CHECK(a == b);
@@ -95,9 +97,9 @@ TEST_CASE("the same input gives byte-identical JSON apart from run_info") {
 
 TEST_CASE("pipeline parallelism: the bubble emerges from the schedule and shrinks with more micro-batches") {
   auto run = [](int gb, const char* sched) {
-    return eval(test::scenario_from_json(std::string(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "schedule": ")") +
-                                         sched + R"("}, "training": {"seq": 2048, "global_batch": )" + std::to_string(gb) +
-                                         R"(}, "allow_oom": true})"));
+    return eval(test::scenario_from_json(
+        std::string(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "schedule": ")") +
+        sched + R"("}, "training": {"seq": 2048, "global_batch": )" + std::to_string(gb) + R"(}, "allow_oom": true})"));
   };
   const auto few = run(4, "1f1b");
   const auto many = run(32, "1f1b");
@@ -113,7 +115,8 @@ TEST_CASE("pipeline parallelism: the bubble emerges from the schedule and shrink
 }
 
 TEST_CASE("full recompute costs a forward pass of time, counts in HFU but not MFU, and saves activation memory") {
-  const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8)";
+  const std::string base =
+      R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8)";
   const auto none = eval(test::scenario_from_json(base + "}}"));
   const auto full = eval(test::scenario_from_json(base + R"(, "recompute": "full"}})"));
   const auto sel = eval(test::scenario_from_json(base + R"(, "recompute": "selective"}})"));
@@ -126,11 +129,15 @@ TEST_CASE("full recompute costs a forward pass of time, counts in HFU but not MF
   CHECK(sel.step_time_s < full.step_time_s);
 }
 
-TEST_CASE("unfused attention (pre-FlashAttention Megatron) is slower, holds the score matrices, and selective recompute re-runs it") {
-  const std::string base = R"({"model": "megatron-gpt-1.7b", "cluster": "dgx-a100", "gpus": 1, "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 4)";
+TEST_CASE(
+    "unfused attention (pre-FlashAttention Megatron) is slower, holds the score matrices, and selective recompute "
+    "re-runs it") {
+  const std::string base =
+      R"({"model": "megatron-gpt-1.7b", "cluster": "dgx-a100", "gpus": 1, "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 4)";
   const auto flash = eval(test::scenario_from_json(base + "}, \"allow_oom\": true}"));
   const auto unfused = eval(test::scenario_from_json(base + R"(, "attention": "unfused"}, "allow_oom": true})"));
-  const auto sel = eval(test::scenario_from_json(base + R"(, "attention": "unfused", "recompute": "selective"}, "allow_oom": true})"));
+  const auto sel = eval(
+      test::scenario_from_json(base + R"(, "attention": "unfused", "recompute": "selective"}, "allow_oom": true})"));
   CHECK(unfused.step_time_s > 1.15 * flash.step_time_s);
   CHECK(unfused.memory.activations > 1.5 * flash.memory.activations);
   // Selective recompute drops exactly the score matrices and pays their forward again.
@@ -138,10 +145,12 @@ TEST_CASE("unfused attention (pre-FlashAttention Megatron) is slower, holds the 
   CHECK(sel.step_time_s > unfused.step_time_s);
 }
 
-TEST_CASE("DP symmetry: one simulated replica gives the full run's step where replicas share no links, and is reported") {
+TEST_CASE(
+    "DP symmetry: one simulated replica gives the full run's step where replicas share no links, and is reported") {
   auto run = [](const std::string& fabric, const std::string& symmetry) {
     return eval(test::scenario_from_json(
-        R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 8, "fabric": ")" + fabric + R"(", "symmetry": ")" + symmetry +
+        R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 8, "fabric": ")" + fabric + R"(", "symmetry": ")" +
+        symmetry +
         R"(", "parallel": {"tp": 4, "pp": 2}, "training": {"seq": 4096, "global_batch": 64}, "allow_oom": true})"));
   };
   // One NIC per GPU (rail): replicas meet only inside their DP collectives, which keep every flow.
@@ -160,8 +169,11 @@ TEST_CASE("DP symmetry: one simulated replica gives the full run's step where re
   CHECK(eth_sym.step_time_s == doctest::Approx(eth_full.step_time_s).epsilon(0.02));
 }
 
-TEST_CASE("multi-node: DP across nodes is slower on one 100 GbE NIC than on eight NDR NICs, TP across nodes is slower still") {
-  const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 2, "training": {"seq": 2048, "global_batch": 16}, )";
+TEST_CASE(
+    "multi-node: DP across nodes is slower on one 100 GbE NIC than on eight NDR NICs, TP across nodes is slower "
+    "still") {
+  const std::string base =
+      R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 2, "training": {"seq": 2048, "global_batch": 16}, )";
   const auto ndr = eval(test::scenario_from_json(base + R"("fabric": "ib-ndr-rail", "parallel": {"tp": 8}})"));
   const auto eth = eval(test::scenario_from_json(base + R"("fabric": "eth-100g", "parallel": {"tp": 8}})"));
   CHECK(eth.step_time_s > ndr.step_time_s);
@@ -173,19 +185,23 @@ TEST_CASE("multi-node: DP across nodes is slower on one 100 GbE NIC than on eigh
 }
 
 TEST_CASE("LoRA drops the base weight gradients: fewer FLOPs, DP reduces only the adapters") {
-  const std::string base = R"({"model": "qwen2.5-7b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 16)";
+  const std::string base =
+      R"({"model": "qwen2.5-7b", "cluster": "hgx-h100", "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 16)";
   const auto full = eval(test::scenario_from_json(base + "}, \"allow_oom\": true}"));
   const auto lora = eval(test::scenario_from_json(base + R"(, "lora_rank": 16}})"));
   CHECK(lora.tflops_per_gpu * lora.step_time_s < 0.8 * full.tflops_per_gpu * full.step_time_s);
   double full_dp = 0, lora_dp = 0;
-  for (const auto& c : full.collectives) full_dp += c.label.rfind("dp.", 0) == 0 ? c.bytes_per_call * static_cast<double>(c.calls_per_gpu) : 0;
-  for (const auto& c : lora.collectives) lora_dp += c.label.rfind("dp.", 0) == 0 ? c.bytes_per_call * static_cast<double>(c.calls_per_gpu) : 0;
+  for (const auto& c : full.collectives)
+    full_dp += c.label.rfind("dp.", 0) == 0 ? c.bytes_per_call * static_cast<double>(c.calls_per_gpu) : 0;
+  for (const auto& c : lora.collectives)
+    lora_dp += c.label.rfind("dp.", 0) == 0 ? c.bytes_per_call * static_cast<double>(c.calls_per_gpu) : 0;
   CHECK(lora_dp < full_dp / 50);
   CHECK(lora.fits);
 }
 
 TEST_CASE("FP8 training: GEMMs at the FP8 peak make the step faster, the FP8 weight copy costs memory") {
-  const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8, "dtype": ")";
+  const std::string base =
+      R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8, "dtype": ")";
   const auto bf16 = eval(test::scenario_from_json(base + R"(bf16"}})"));
   const auto fp8 = eval(test::scenario_from_json(base + R"(fp8"}})"));
   CHECK(fp8.step_time_s < 0.9 * bf16.step_time_s);
@@ -195,8 +211,9 @@ TEST_CASE("FP8 training: GEMMs at the FP8 peak make the step faster, the FP8 wei
 
 TEST_CASE("interleaved 1F1B (VPP) shrinks the pipeline bubble and keeps more activations") {
   auto run = [](int vpp) {
-    return eval(test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "vpp": )" +
-                                         std::to_string(vpp) + R"(}, "training": {"seq": 2048, "global_batch": 16}, "allow_oom": true})"));
+    return eval(test::scenario_from_json(
+        R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "vpp": )" +
+        std::to_string(vpp) + R"(}, "training": {"seq": 2048, "global_batch": 16}, "allow_oom": true})"));
   };
   const auto plain = run(1);
   const auto inter = run(2);
@@ -204,14 +221,17 @@ TEST_CASE("interleaved 1F1B (VPP) shrinks the pipeline bubble and keeps more act
   CHECK(inter.step_time_s < plain.step_time_s);
   CHECK(inter.memory.activations > plain.memory.activations);
   CHECK(inter.stage_layers == plain.stage_layers);
-  CHECK_THROWS_AS((void)test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "vpp": 2},
-    "training": {"seq": 2048, "global_batch": 6}})"), InfeasibleError);
+  CHECK_THROWS_AS((void)test::scenario_from_json(
+                      R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": 4, "vpp": 2},
+    "training": {"seq": 2048, "global_batch": 6}})"),
+                  InfeasibleError);
 }
 
 TEST_CASE("context parallelism splits long sequences: activations shrink by CP, K/V move over the CP group") {
   auto run = [](int cp) {
-    return eval(test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "cp": )" +
-                                         std::to_string(cp) + R"(}, "training": {"seq": 32768, "global_batch": 4}, "allow_oom": true})"));
+    return eval(test::scenario_from_json(
+        R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2, "cp": )" + std::to_string(cp) +
+        R"(}, "training": {"seq": 32768, "global_batch": 4}, "allow_oom": true})"));
   };
   const auto one = run(1);
   const auto two = run(2);
@@ -231,17 +251,20 @@ TEST_CASE("context parallelism splits long sequences: activations shrink by CP, 
   CHECK(two.tflops_per_gpu * two.step_time_s == doctest::Approx(one.tflops_per_gpu * one.step_time_s).epsilon(1e-9));
 }
 
-TEST_CASE("ring attention overlaps the K/V passing with attention: faster than gathering K/V first, CP across two nodes") {
+TEST_CASE(
+    "ring attention overlaps the K/V passing with attention: faster than gathering K/V first, CP across two nodes") {
   auto run = [](const std::string& comm) {
-    return eval(test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 2, "fabric": "ib-ndr-rail",
-      "parallel": {"tp": 8, "cp": 2, "cp_comm": ")" + comm + R"("}, "training": {"seq": 65536, "global_batch": 2}, "allow_oom": true})"));
+    return eval(
+        test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 2, "fabric": "ib-ndr-rail",
+      "parallel": {"tp": 8, "cp": 2, "cp_comm": ")" +
+                                 comm + R"("}, "training": {"seq": 65536, "global_batch": 2}, "allow_oom": true})"));
   };
   const auto ring = run("ring");
   const auto gather = run("allgather");
   double ring_comm = 0, gather_comm = 0;
   for (const auto& c : ring.collectives) ring_comm += c.label.starts_with("cp.") ? c.seconds_per_gpu : 0.0;
   for (const auto& c : gather.collectives) gather_comm += c.label.starts_with("cp.") ? c.seconds_per_gpu : 0.0;
-  CHECK(ring_comm > gather_comm);  // ring moves K/V and dK/dV block by block: more bytes in all...
+  CHECK(ring_comm > gather_comm);                // ring moves K/V and dK/dV block by block: more bytes in all...
   CHECK(ring.step_time_s < gather.step_time_s);  // ...but behind the attention of the block in hand
   CHECK(ring.memory.activations == doctest::Approx(gather.memory.activations));
 }
@@ -258,8 +281,11 @@ TEST_CASE("the rank order places TP groups: TP innermost keeps them inside a nod
   CHECK(spread.plan.order == std::array<char, 4>{'d', 't', 'c', 'p'});
 }
 
-TEST_CASE("the parallel engine: a multi-node step splits into node and fabric partitions and every task's times equal the serial engine's") {
-  const auto s = test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 8, "fabric": "ib-ndr-rail",
+TEST_CASE(
+    "the parallel engine: a multi-node step splits into node and fabric partitions and every task's times equal the "
+    "serial engine's") {
+  const auto s =
+      test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 8, "fabric": "ib-ndr-rail",
     "parallel": {"tp": 8, "pp": 2, "zero": 1}, "training": {"seq": 4096, "global_batch": 32}, "allow_oom": true})");
   const workload::ComputeModel compute(s.profile, s.dtype);
   const auto topo = report::training_topology(s);
@@ -277,7 +303,8 @@ TEST_CASE("the parallel engine: a multi-node step splits into node and fabric pa
   CHECK(parallel.makespan == serial.makespan);
   std::size_t differ = 0;
   for (std::size_t t = 0; t < serial.spans.size(); ++t) {
-    differ += (parallel.spans[t].start != serial.spans[t].start || parallel.spans[t].end != serial.spans[t].end) ? 1 : 0;
+    differ +=
+        (parallel.spans[t].start != serial.spans[t].start || parallel.spans[t].end != serial.spans[t].end) ? 1 : 0;
   }
   CHECK(differ == 0);
   CHECK(parallel.flows == serial.flows);
@@ -285,7 +312,8 @@ TEST_CASE("the parallel engine: a multi-node step splits into node and fabric pa
 
 TEST_CASE("the parallel engine falls back to one partition where a fabric collective would use a node's own links") {
   // TP1 DP16 over two nodes: the data-parallel all-reduce is hierarchical, with rings inside each node.
-  const auto s = test::scenario_from_json(R"({"model": "megatron-gpt-1.7b", "cluster": "dgx-a100", "nodes": 2, "fabric": "ib-hdr-fattree",
+  const auto s = test::scenario_from_json(
+      R"({"model": "megatron-gpt-1.7b", "cluster": "dgx-a100", "nodes": 2, "fabric": "ib-hdr-fattree",
     "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 16}, "allow_oom": true})");
   const workload::ComputeModel compute(s.profile, s.dtype);
   const auto step = workload::build_training_step(s, compute);
@@ -294,7 +322,9 @@ TEST_CASE("the parallel engine falls back to one partition where a fabric collec
   CHECK(workload::simulate(step.graph, report::training_topology(s), o).partitions == 1);
 }
 
-TEST_CASE("the parallel engine equals the serial engine across plans: PP, interleaving, ZeRO-3, CP and TP across nodes, shared NICs, DP symmetry") {
+TEST_CASE(
+    "the parallel engine equals the serial engine across plans: PP, interleaving, ZeRO-3, CP and TP across nodes, "
+    "shared NICs, DP symmetry") {
   const std::string base = R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 4, "allow_oom": true, )";
   const std::vector<std::string> plans = {
       R"("fabric": "ib-ndr-rail", "parallel": {"tp": 8, "pp": 2, "vpp": 2}, "training": {"seq": 2048, "global_batch": 16}})",
@@ -320,7 +350,8 @@ TEST_CASE("the parallel engine equals the serial engine across plans: PP, interl
     CHECK(parallel.makespan == serial.makespan);
     std::size_t differ = 0;
     for (std::size_t t = 0; t < serial.spans.size(); ++t) {
-      differ += (parallel.spans[t].start != serial.spans[t].start || parallel.spans[t].end != serial.spans[t].end) ? 1 : 0;
+      differ +=
+          (parallel.spans[t].start != serial.spans[t].start || parallel.spans[t].end != serial.spans[t].end) ? 1 : 0;
     }
     CHECK(differ == 0);
   }
