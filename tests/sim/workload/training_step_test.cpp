@@ -281,33 +281,51 @@ TEST_CASE("the rank order places TP groups: TP innermost keeps them inside a nod
   CHECK(spread.plan.order == std::array<char, 4>{'d', 't', 'c', 'p'});
 }
 
+namespace {
+
+/// One step's graph run by the parallel engine and by one partition (the serial engine).
+struct EngineRuns {
+  workload::RunLog parallel, serial;
+  /// Tasks whose start or end differ between the two.
+  [[nodiscard]] std::size_t differing_spans() const {
+    std::size_t n = 0;
+    for (std::size_t t = 0; t < serial.spans.size(); ++t) {
+      n += (parallel.spans[t].start != serial.spans[t].start || parallel.spans[t].end != serial.spans[t].end) ? 1 : 0;
+    }
+    return n;
+  }
+};
+
+EngineRuns run_engines(const scenario::Scenario& s) {
+  const workload::ComputeModel compute(s.profile, s.dtype);
+  const auto topo = report::training_topology(s);
+  const auto step = workload::build_training_step(s, compute);
+  workload::ExecutorOptions o;
+  o.collective_latency_s = s.profile.collective_latency.value;
+  EngineRuns r;
+  r.parallel = workload::simulate(step.graph, topo, o);
+  o.partition = false;
+  r.serial = workload::simulate(step.graph, topo, o);
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE(
     "the parallel engine: a multi-node step splits into node and fabric partitions and every task's times equal the "
     "serial engine's") {
   const auto s =
       test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "nodes": 8, "fabric": "ib-ndr-rail",
     "parallel": {"tp": 8, "pp": 2, "zero": 1}, "training": {"seq": 4096, "global_batch": 32}, "allow_oom": true})");
-  const workload::ComputeModel compute(s.profile, s.dtype);
-  const auto topo = report::training_topology(s);
-  const auto step = workload::build_training_step(s, compute);
-  workload::ExecutorOptions o;
-  o.collective_latency_s = s.profile.collective_latency.value;
-  const auto parallel = workload::simulate(step.graph, topo, o);
-  o.partition = false;
-  const auto serial = workload::simulate(step.graph, topo, o);
-  CHECK(parallel.partitions == 9);  // eight nodes and the fabric
-  CHECK(serial.partitions == 1);
-  CHECK(parallel.windows > 0);
+  const auto r = run_engines(s);
+  CHECK(r.parallel.partitions == 9);  // eight nodes and the fabric
+  CHECK(r.serial.partitions == 1);
+  CHECK(r.parallel.windows > 0);
   // The lookahead is the smallest fabric latency: the call latency plus NIC and switch hops.
-  CHECK(parallel.lookahead_s > s.profile.collective_latency.value);
-  CHECK(parallel.makespan == serial.makespan);
-  std::size_t differ = 0;
-  for (std::size_t t = 0; t < serial.spans.size(); ++t) {
-    differ +=
-        (parallel.spans[t].start != serial.spans[t].start || parallel.spans[t].end != serial.spans[t].end) ? 1 : 0;
-  }
-  CHECK(differ == 0);
-  CHECK(parallel.flows == serial.flows);
+  CHECK(r.parallel.lookahead_s > s.profile.collective_latency.value);
+  CHECK(r.parallel.makespan == r.serial.makespan);
+  CHECK(r.differing_spans() == 0);
+  CHECK(r.parallel.flows == r.serial.flows);
 }
 
 TEST_CASE("the parallel engine falls back to one partition where a fabric collective would use a node's own links") {
@@ -315,11 +333,7 @@ TEST_CASE("the parallel engine falls back to one partition where a fabric collec
   const auto s = test::scenario_from_json(
       R"({"model": "megatron-gpt-1.7b", "cluster": "dgx-a100", "nodes": 2, "fabric": "ib-hdr-fattree",
     "parallel": {"tp": 1}, "training": {"seq": 2048, "global_batch": 16}, "allow_oom": true})");
-  const workload::ComputeModel compute(s.profile, s.dtype);
-  const auto step = workload::build_training_step(s, compute);
-  workload::ExecutorOptions o;
-  o.collective_latency_s = s.profile.collective_latency.value;
-  CHECK(workload::simulate(step.graph, report::training_topology(s), o).partitions == 1);
+  CHECK(run_engines(s).parallel.partitions == 1);
 }
 
 TEST_CASE(
@@ -337,23 +351,10 @@ TEST_CASE(
   int partitioned = 0;
   for (const auto& p : plans) {
     CAPTURE(p);
-    const auto s = test::scenario_from_json(base + p);
-    const workload::ComputeModel compute(s.profile, s.dtype);
-    const auto topo = report::training_topology(s);
-    const auto step = workload::build_training_step(s, compute);
-    workload::ExecutorOptions o;
-    o.collective_latency_s = s.profile.collective_latency.value;
-    const auto parallel = workload::simulate(step.graph, topo, o);
-    o.partition = false;
-    const auto serial = workload::simulate(step.graph, topo, o);
-    partitioned += parallel.partitions > 1 ? 1 : 0;
-    CHECK(parallel.makespan == serial.makespan);
-    std::size_t differ = 0;
-    for (std::size_t t = 0; t < serial.spans.size(); ++t) {
-      differ +=
-          (parallel.spans[t].start != serial.spans[t].start || parallel.spans[t].end != serial.spans[t].end) ? 1 : 0;
-    }
-    CHECK(differ == 0);
+    const auto r = run_engines(test::scenario_from_json(base + p));
+    partitioned += r.parallel.partitions > 1 ? 1 : 0;
+    CHECK(r.parallel.makespan == r.serial.makespan);
+    CHECK(r.differing_spans() == 0);
   }
   CHECK(partitioned >= 4);  // most of these split; TP spread over nodes uses the nodes' own links
 }
