@@ -19,6 +19,7 @@
 #include "calibration/profile/profile_writer.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
 #include "sim/core/quantity.hpp"
 
 #ifndef CLUSTERSIM_DATA_DIR
@@ -202,8 +203,8 @@ int run(int argc, char** argv) {
   const cs::config::Catalog catalog(data_dir);
   if (base.empty()) {
     for (const auto& id : catalog.ids(cs::config::CatalogKind::kProfile)) {
-      const auto p =
-          cs::calib::parse_profile(cs::config::load(catalog.locate(cs::config::CatalogKind::kProfile, id, "", "")), id);
+      const auto p = cs::config::parse_profile(
+          cs::config::load(catalog.locate(cs::config::CatalogKind::kProfile, id, "", "")), id);
       if (p.origin == cs::calib::Provenance::kDatasheet && p.gpu_name.rfind(p0.name, 0) == 0) base = id;
     }
     if (base.empty()) {
@@ -211,7 +212,7 @@ int run(int argc, char** argv) {
                            std::string("no shipped datasheet profile names the GPU '") + p0.name + "'; pass --base ID");
     }
   }
-  auto profile = cs::calib::parse_profile(
+  auto profile = cs::config::parse_profile(
       cs::config::load(catalog.locate(cs::config::CatalogKind::kProfile, base, "command line", "--base")), base);
   profile.id = std::filesystem::path(out).stem().string();
   profile.origin = cs::calib::Provenance::kMeasured;
@@ -263,7 +264,7 @@ int run(int argc, char** argv) {
                                    pts});
   }
   const auto j = cs::calib::profile_to_json(profile, raw);
-  (void)cs::calib::parse_profile(cs::config::JsonDoc{out, nlohmann::json::parse(j.dump())}, profile.id);
+  (void)cs::config::parse_profile(cs::config::JsonDoc{out, nlohmann::json::parse(j.dump())}, profile.id);
   const std::string tmp = out + ".partial";
   {
     std::ofstream f(tmp);

@@ -4,10 +4,6 @@
 #include <utility>
 #include <vector>
 
-namespace cs::config {
-struct JsonDoc;
-}
-
 namespace cs::calib {
 
 /// Where a figure came from. Reported beside every rate the simulator uses.
@@ -103,8 +99,6 @@ struct HardwareProfile {
   [[nodiscard]] const Rate& peak(Dtype d) const;
 };
 
-/// Parses a profile file (schema version 1 or 2; any other version is an error saying which).
-[[nodiscard]] HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id);
 /// Parses a dtype name ("bf16", "fp8"...); empty optional-like: returns false if unknown.
 [[nodiscard]] bool parse_dtype(const std::string& name, Dtype& out);
 

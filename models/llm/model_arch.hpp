@@ -2,10 +2,6 @@
 #include <cstdint>
 #include <string>
 
-namespace cs::config {
-struct JsonDoc;
-}
-
 namespace cs::models {
 
 enum class Activation { kSwiGlu, kGelu };
@@ -48,10 +44,5 @@ struct ModelArch {
   [[nodiscard]] std::int64_t q_width() const { return heads * head_dim; }
   [[nodiscard]] std::int64_t kv_width() const { return kv_heads * head_dim; }
 };
-
-/// Parses a HF-style config. Unknown keys are errors; keys HF writes that do not change cost
-/// (token ids, rope settings, dtype...) are accepted and ignored; MoE and MLA fields are recognised
-/// and rejected ("MoE models are not supported yet").
-[[nodiscard]] ModelArch parse_model(const config::JsonDoc& doc, const std::string& id);
 
 }  // namespace cs::models

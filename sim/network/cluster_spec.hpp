@@ -4,10 +4,6 @@
 #include <string>
 #include <vector>
 
-namespace cs::config {
-struct JsonDoc;
-}
-
 namespace cs::net {
 
 enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kRootComplex, kNic };
@@ -56,9 +52,5 @@ struct ClusterSpec {
   std::vector<LinkSpec> links;
   bool operator==(const ClusterSpec&) const = default;
 };
-
-/// Parses and checks a cluster file: every link names known vertices and a known type, every GPU
-/// is connected.
-[[nodiscard]] ClusterSpec parse_cluster(const config::JsonDoc& doc, const std::string& id);
 
 }  // namespace cs::net

@@ -2,10 +2,6 @@
 #include <string>
 #include <vector>
 
-namespace cs::config {
-struct JsonDoc;
-}
-
 namespace cs::net {
 
 enum class FabricKind { kSingleSwitch, kRail, kFatTree };
@@ -40,7 +36,5 @@ struct FabricSpec {
     return gpu_nic.empty() ? gpu % nics_per_node : gpu_nic[static_cast<std::size_t>(gpu) % gpu_nic.size()];
   }
 };
-
-[[nodiscard]] FabricSpec parse_fabric(const config::JsonDoc& doc, const std::string& id);
 
 }  // namespace cs::net

@@ -1,21 +1,15 @@
 #pragma once
-#include <nlohmann/json.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "calibration/profile/hardware_profile.hpp"
 #include "models/llm/model_arch.hpp"
-#include "sim/config/catalog.hpp"
-#include "sim/config/json_doc.hpp"
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/fabric_spec.hpp"
 #include "sim/network/network_model.hpp"
 #include "sim/parallel/parallel_plan.hpp"
-
-namespace cs::config {
-struct JsonDoc;
-}
 
 namespace cs::scenario {
 
@@ -33,42 +27,6 @@ struct Offer {
   std::string source;
   [[nodiscard]] double price_per_hour() const { return price / hours_per_period; }
   bool operator==(const Offer&) const = default;
-};
-
-/// A scenario as written (stage 2): ids and numbers, checked for type and range.
-struct ScenarioSpec {
-  std::string name;
-  std::string description;
-  std::string model;
-  std::string cluster;
-  int gpus = 0;         ///< 0: all GPUs of the cluster
-  std::string profile;  ///< empty: the cluster's profile
-  std::string offer;    ///< empty: no cost
-  int nodes = 1;
-  std::string fabric;  ///< required when nodes > 1
-  int tp = 1;
-  int dp = 0;  ///< 0: GPUs / (TP x PP)
-  int pp = 1;
-  int vpp = 1;
-  int cp = 1;
-  std::string rank_order = "tp-cp-dp-pp";
-  std::string schedule = "1f1b";
-  std::string recompute = "none";
-  std::string attention = "flash";
-  std::string cp_comm = "ring";
-  int lora_rank = 0;
-  bool qlora = false;
-  bool sp = false;
-  int zero = 0;
-  std::int64_t seq = 0;
-  std::int64_t global_batch = 0;
-  std::int64_t micro_batch = 1;
-  std::string dtype = "bf16";
-  double grad_bucket_params = 40e6;
-  std::string network_model = "flow";
-  std::string symmetry = "none";
-  bool allow_oom = false;
-  bool operator==(const ScenarioSpec&) const = default;
 };
 
 /// A scenario with every id resolved and every default filled (stage 3). Immutable once made.
@@ -105,42 +63,5 @@ struct Scenario {
   /// Micro-batches each DP replica runs per step (gradient accumulation).
   [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
 };
-
-/// The machine and model a scenario names, resolved against the catalog (shared by training and
-/// serving scenarios): ids or paths; the profile defaults to the cluster's; the offer is optional.
-struct Machine {
-  models::ModelArch model;
-  net::ClusterSpec cluster;
-  calib::HardwareProfile profile;
-  std::optional<Offer> offer;
-};
-[[nodiscard]] Machine resolve_machine(const config::Catalog& catalog, const std::string& file, const std::string& model,
-                                      const std::string& cluster, const std::string& profile, const std::string& offer);
-
-/// A scenario file may carry named variants: sets of overrides reported side by side.
-struct ScenarioFile {
-  std::vector<std::string> variant_names;  ///< empty: a single scenario
-  std::vector<ScenarioSpec> specs;         ///< one per variant (or the one scenario)
-};
-
-/// A scenario document's variants as whole documents: the base with each variant's `set`
-/// overrides applied (one unnamed entry when there are no variants). Paths name the variant.
-[[nodiscard]] std::vector<std::pair<std::string, config::JsonDoc>> expand_variants(const config::JsonDoc& doc);
-
-/// Parses a scenario document (stage 2); with variants, one spec per variant.
-[[nodiscard]] ScenarioFile parse_scenario(const config::JsonDoc& doc);
-/// Resolves ids against the catalog and checks the plan (stage 3): unknown ids -> InputError;
-/// sizes that do not divide -> InfeasibleError with the numbers.
-[[nodiscard]] Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const std::string& file);
-[[nodiscard]] Offer parse_offer(const config::JsonDoc& doc, const std::string& id);
-
-/// Applies `path=value` to a JSON document: path as "a.b" or "/a/b"; value parsed as JSON when it
-/// is valid JSON, else taken as a string. Throws InputError naming `--set` on a malformed pair.
-void apply_override(nlohmann::json& doc, const std::string& assignment);
-/// Sets one JSON-pointer path (creating objects on the way).
-void set_path(nlohmann::json& doc, const std::string& path, const nlohmann::json& value, const std::string& origin);
-
-/// Writes the resolved scenario back as JSON, every default visible (`run --dump-resolved`).
-[[nodiscard]] nlohmann::ordered_json dump_resolved(const Scenario& s);
 
 }  // namespace cs::scenario

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/serving/serving_scenario.hpp"
+#include "sim/scenario/serving_scenario.hpp"
 
 namespace cs::serving {
 

@@ -4,7 +4,9 @@
 #include "calibration/profile/nccl_tests_import.hpp"
 #include "calibration/profile/profile_writer.hpp"
 #include "calibration/profile/topo_import.hpp"
+#include "sim/config/cluster_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/workload/collective_timing.hpp"
@@ -69,7 +71,7 @@ TEST_CASE("an imported profile round-trips through the writer and reader, and it
   p.collectives.push_back(c);
   p.gemm_table.push_back({calib::Dtype::kBf16, 8192, 8192, 8192, 700e12});
   const auto j = calib::profile_to_json(p);
-  const auto back = calib::parse_profile(config::JsonDoc{"p.json", nlohmann::json::parse(j.dump())}, p.id);
+  const auto back = config::parse_profile(config::JsonDoc{"p.json", nlohmann::json::parse(j.dump())}, p.id);
   CHECK(back.collectives == p.collectives);
   CHECK(back.gemm_table == p.gemm_table);
   CHECK(back.matrix_peak == p.matrix_peak);
@@ -104,7 +106,7 @@ TEST_CASE("nvidia-smi topo -m of an HGX H100 becomes an NVSwitch cluster that ma
   CHECK(m.relation[0][1] == "NV18");
   CHECK(m.numa[5] == 1);
   const auto j = calib::topo_to_cluster(m, "hgx.txt", "h100-sxm", 5);
-  const auto spec = net::parse_cluster(config::JsonDoc{"hgx.json", nlohmann::json::parse(j.dump())}, "imported");
+  const auto spec = config::parse_cluster(config::JsonDoc{"hgx.json", nlohmann::json::parse(j.dump())}, "imported");
   const auto topo = net::Topology::build(spec, 8);
   const auto shipped = net::Topology::build(test::shipped_cluster("hgx-h100"), 8);
   const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
@@ -118,7 +120,7 @@ TEST_CASE("nvidia-smi topo -m of an HGX H100 becomes an NVSwitch cluster that ma
 TEST_CASE("nvidia-smi topo -m of a two-socket PCIe server becomes switch pairs under two root complexes") {
   const auto m = calib::parse_topo_matrix(test::slurp(test::data_path("tests/data/topo/pcie-8gpu.txt")), "pcie.txt");
   const auto j = calib::topo_to_cluster(m, "pcie.txt", "h100-pcie", 5);
-  const auto spec = net::parse_cluster(config::JsonDoc{"pcie.json", nlohmann::json::parse(j.dump())}, "imported");
+  const auto spec = config::parse_cluster(config::JsonDoc{"pcie.json", nlohmann::json::parse(j.dump())}, "imported");
   int pcie_switches = 0, cpus = 0;
   for (const auto& s : spec.switches) {
     pcie_switches += s.kind == net::VertexKind::kPcieSwitch;

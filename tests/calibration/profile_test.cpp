@@ -2,6 +2,7 @@
 
 #include "calibration/profile/hardware_profile.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
 #include "sim/core/errors.hpp"
 #include "tests/support/builders.hpp"
 
@@ -13,7 +14,7 @@ TEST_CASE("every shipped profile loads, cites a source for each figure, and has 
   CHECK(ids.size() >= 8);
   for (const auto& id : ids) {
     CAPTURE(id);
-    const auto p = calib::parse_profile(config::load(c.locate(config::CatalogKind::kProfile, id, "t", "")), id);
+    const auto p = config::parse_profile(config::load(c.locate(config::CatalogKind::kProfile, id, "t", "")), id);
     CHECK(p.peak(calib::Dtype::kBf16).value > 1e14);
     CHECK_FALSE(p.peak(calib::Dtype::kBf16).source.empty());
     CHECK(p.hbm_bandwidth.value > 1e12);
@@ -25,7 +26,7 @@ TEST_CASE("every shipped profile loads, cites a source for each figure, and has 
 TEST_CASE("datasheet peaks are as published (H- cases of shared/validation)") {
   const auto c = test::catalog();
   auto load = [&](const char* id) {
-    return calib::parse_profile(config::load(c.locate(config::CatalogKind::kProfile, id, "t", "")), id);
+    return config::parse_profile(config::load(c.locate(config::CatalogKind::kProfile, id, "t", "")), id);
   };
   CHECK(load("h100-sxm").peak(calib::Dtype::kBf16).value == doctest::Approx(989.4e12));
   CHECK(load("h100-sxm").peak(calib::Dtype::kFp8).value == doctest::Approx(1978.9e12));
@@ -46,7 +47,7 @@ TEST_CASE("GEMM efficiency saturates with size and never exceeds its maximum") {
 }
 
 TEST_CASE("a profile of another schema version is rejected, saying which") {
-  CHECK_THROWS_WITH_AS((void)calib::parse_profile(config::parse_text(R"({"schema_version": 7})", "p.json"), "p"),
+  CHECK_THROWS_WITH_AS((void)config::parse_profile(config::parse_text(R"({"schema_version": 7})", "p.json"), "p"),
                        "p.json: /schema_version: expected schema version 1 or 2; got 7 (written by a different "
                        "clustersim; re-run calibration)",
                        InputError);

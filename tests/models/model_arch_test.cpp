@@ -3,6 +3,7 @@
 #include "models/llm/model_arch.hpp"
 #include "models/ops/layer_ops.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/model_file.hpp"
 #include "sim/core/errors.hpp"
 #include "tests/support/builders.hpp"
 
@@ -42,7 +43,7 @@ TEST_CASE(
 
 TEST_CASE(
     "a GPT-2/3 style config is read with its defaults: n_inner null means 4h, tied embeddings, learned positions") {
-  const auto m = models::parse_model(
+  const auto m = config::parse_model(
       config::parse_text(R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_inner": null,
                             "vocab_size": 50257, "n_positions": 1024})",
                          "gpt2.json"),
@@ -56,7 +57,7 @@ TEST_CASE(
 
 TEST_CASE("MoE configs are recognised and rejected") {
   CHECK_THROWS_WITH_AS(
-      (void)models::parse_model(
+      (void)config::parse_model(
           config::parse_text(R"({"model_type": "mixtral", "hidden_size": 4096, "num_local_experts": 8})", "m.json"),
           "m"),
       "m.json: /num_local_experts: MoE models are not supported yet (this config has mixture-of-experts or MLA fields)",
@@ -64,7 +65,7 @@ TEST_CASE("MoE configs are recognised and rejected") {
 }
 
 TEST_CASE("KV heads must divide the attention heads") {
-  CHECK_THROWS_WITH_AS((void)models::parse_model(
+  CHECK_THROWS_WITH_AS((void)config::parse_model(
                            config::parse_text(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
         "num_attention_heads": 32, "num_key_value_heads": 5, "intermediate_size": 11008, "vocab_size": 32000, "hidden_act": "silu"})",
                                               "m.json"),

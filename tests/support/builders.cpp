@@ -7,7 +7,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/config/cluster_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/model_file.hpp"
+#include "sim/config/scenario_file.hpp"
 
 namespace cs::test {
 
@@ -24,7 +27,7 @@ std::string link_type(const std::string& bw, double latency_s) {
 }  // namespace
 
 net::ClusterSpec cluster_from_json(const std::string& text) {
-  return net::parse_cluster(config::parse_text(text, "test-cluster"), "test-cluster");
+  return config::parse_cluster(config::parse_text(text, "test-cluster"), "test-cluster");
 }
 
 net::ClusterSpec make_star(int n, const std::string& bw, double latency_s, const std::string& switch_kind) {
@@ -53,18 +56,18 @@ net::ClusterSpec make_mesh(int n, const std::string& bw, double latency_s) {
 
 net::ClusterSpec shipped_cluster(const std::string& id) {
   const auto c = catalog();
-  return net::parse_cluster(config::load(c.locate(config::CatalogKind::kCluster, id, "test", "")), id);
+  return config::parse_cluster(config::load(c.locate(config::CatalogKind::kCluster, id, "test", "")), id);
 }
 
 models::ModelArch shipped_model(const std::string& id) {
   const auto c = catalog();
-  return models::parse_model(config::load(c.locate(config::CatalogKind::kModel, id, "test", "")), id);
+  return config::parse_model(config::load(c.locate(config::CatalogKind::kModel, id, "test", "")), id);
 }
 
 scenario::Scenario scenario_from_json(const std::string& text) {
   const auto doc = config::parse_text(text, "test-scenario");
-  const auto file = scenario::parse_scenario(doc);
-  return scenario::resolve(file.specs.at(0), catalog(), doc.path);
+  const auto file = config::parse_scenario(doc);
+  return config::resolve(file.specs.at(0), catalog(), doc.path);
 }
 
 std::string slurp(const std::string& path) {

@@ -2,6 +2,7 @@
 // to clustersim) and NAME.expected: first line "exit N", then the exact standard error.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

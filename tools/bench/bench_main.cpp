@@ -13,6 +13,7 @@
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/scenario_file.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/report/train_results.hpp"
@@ -31,8 +32,8 @@ double peak_rss_gib() {
 }
 
 void run_case(const cs::config::Catalog& catalog, const std::string& name, const nlohmann::json& j) {
-  const auto spec = cs::scenario::parse_scenario(cs::config::JsonDoc{"bench", j}).specs.at(0);
-  const auto s = cs::scenario::resolve(spec, catalog, "bench");
+  const auto spec = cs::config::parse_scenario(cs::config::JsonDoc{"bench", j}).specs.at(0);
+  const auto s = cs::config::resolve(spec, catalog, "bench");
   cs::report::EvaluateOptions opt;
   opt.single_gpu_baseline = false;
   opt.partition = std::getenv("CS_ENGINE") == nullptr || std::string(std::getenv("CS_ENGINE")) != "serial";

@@ -5,7 +5,10 @@
 #include "calibration/profile/hardware_profile.hpp"
 #include "sim/collectives/collective.hpp"
 #include "sim/config/catalog.hpp"
+#include "sim/config/cluster_file.hpp"
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
@@ -52,9 +55,9 @@ Action add_collective(CLI::App& app, const Globals& g) {
   return [o, cmd, &g] {
     const config::Catalog catalog(g.data_dir);
     const auto cpath = catalog.locate(config::CatalogKind::kCluster, o->cluster, "command line", "--cluster");
-    const auto cluster = net::parse_cluster(config::load(cpath), o->cluster);
+    const auto cluster = config::parse_cluster(config::load(cpath), o->cluster);
     const std::string pid = o->profile.empty() ? cluster.profile : o->profile;
-    const auto profile = calib::parse_profile(
+    const auto profile = config::parse_profile(
         config::load(catalog.locate(config::CatalogKind::kProfile, pid, o->profile.empty() ? cpath : "command line",
                                     o->profile.empty() ? "/profile" : "--profile")),
         pid);
@@ -94,7 +97,7 @@ Action add_collective(CLI::App& app, const Globals& g) {
         o->nodes > 1
             ? net::Topology::build(
                   cluster, gpus, o->nodes,
-                  net::parse_fabric(
+                  config::parse_fabric(
                       config::load(catalog.locate(config::CatalogKind::kFabric, o->fabric, "command line", "--fabric")),
                       o->fabric))
             : net::Topology::build(cluster, gpus);

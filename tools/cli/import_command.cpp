@@ -12,7 +12,9 @@
 #include "calibration/profile/topo_import.hpp"
 #include "sim/collectives/collective.hpp"
 #include "sim/config/catalog.hpp"
+#include "sim/config/cluster_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
@@ -89,7 +91,7 @@ Action add_import(CLI::App& app, const Globals& g) {
         std::vector<std::string> matches;
         for (const auto& id : catalog.ids(config::CatalogKind::kProfile)) {
           const auto p =
-              calib::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
+              config::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
           if (!device.empty() && p.gpu_name.rfind(device, 0) == 0) matches.push_back(id);
         }
         if (matches.size() != 1) {
@@ -100,7 +102,7 @@ Action add_import(CLI::App& app, const Globals& g) {
         base_id = matches.front();
       }
       const auto base_path = catalog.locate(config::CatalogKind::kProfile, base_id, "command line", "--base");
-      auto p = calib::parse_profile(config::load(base_path), base_id);
+      auto p = config::parse_profile(config::load(base_path), base_id);
       p.id = stem(o->out);
       p.origin = calib::Provenance::kImported;
       std::string files;
@@ -133,13 +135,13 @@ Action add_import(CLI::App& app, const Globals& g) {
                   << "%\n";
       }
       const auto j = calib::profile_to_json(p);
-      (void)calib::parse_profile(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, p.id);  // reads back
+      (void)config::parse_profile(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, p.id);  // reads back
       write_text(o->out, j.dump(2) + "\n");
       return 0;
     }
     const auto m = calib::parse_topo_matrix(read_text(o->topo_file), o->topo_file);
     const auto ppath = catalog.locate(config::CatalogKind::kProfile, o->profile, "command line", "--profile");
-    const auto profile = calib::parse_profile(config::load(ppath), o->profile);
+    const auto profile = config::parse_profile(config::load(ppath), o->profile);
     int gen = o->pcie_gen;
     if (gen == 0)
       gen = profile.gpu_name.find("H100") != std::string::npos || profile.gpu_name.find("H200") != std::string::npos ||
@@ -149,7 +151,7 @@ Action add_import(CLI::App& app, const Globals& g) {
     if (gen != 4 && gen != 5)
       throw InputError("command line", "--pcie-gen", "expected 4 or 5; got " + std::to_string(gen));
     const auto j = calib::topo_to_cluster(m, o->topo_file, o->profile, gen);
-    const auto spec = net::parse_cluster(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, stem(o->out));
+    const auto spec = config::parse_cluster(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, stem(o->out));
     (void)net::Topology::build(spec, spec.gpus);  // every GPU reaches every other
     write_text(o->out, j.dump(2) + "\n");
     std::size_t nvs = 0, pcie_sw = 0;

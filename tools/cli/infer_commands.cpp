@@ -7,22 +7,24 @@
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/scenario_file.hpp"
+#include "sim/config/serving_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/report/serving_report.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/serving/serving_report.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace cs::cli {
 
-using serving::serving_json;
-using serving::serving_table;
-using serving::serving_trace;
-using serving::sweep_csv;
-using serving::sweep_svg;
-using serving::sweep_table;
+using report::serving_json;
+using report::serving_table;
+using report::serving_trace;
+using report::sweep_csv;
+using report::sweep_svg;
+using report::sweep_table;
 
 namespace {
 
@@ -177,9 +179,9 @@ nlohmann::json to_doc(const InferOpts& o, CLI::App* cmd, const std::string& rate
 
 int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const std::string& trace_out) {
   const config::Catalog catalog(g.data_dir);
-  const auto docs = scenario::expand_variants(doc);
+  const auto docs = config::expand_variants(doc);
   std::vector<std::pair<std::string, serving::ServingScenario>> scenarios;
-  for (const auto& [name, d] : docs) scenarios.emplace_back(name, serving::parse_serving(d, catalog));
+  for (const auto& [name, d] : docs) scenarios.emplace_back(name, config::parse_serving(d, catalog));
   nlohmann::ordered_json all;
   all["variants"] = nlohmann::ordered_json::array();
   // Variants are independent: simulated in parallel, reported in file order.
@@ -221,8 +223,8 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
 
 int validate_serving_document(const config::JsonDoc& doc, const Globals& g) {
   const config::Catalog catalog(g.data_dir);
-  for (const auto& [name, d] : scenario::expand_variants(doc)) {
-    const auto s = serving::parse_serving(d, catalog);
+  for (const auto& [name, d] : config::expand_variants(doc)) {
+    const auto s = config::parse_serving(d, catalog);
     std::int64_t blocks = 0;
     const auto m = serving::serving_memory(s, &blocks);
     std::cout << "ok: " << (name.empty() ? doc.path : name) << ": " << s.model.id << " on " << s.gpus << "x "
@@ -271,7 +273,7 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
       }
       try {
         scenarios.emplace_back(v,
-                               serving::parse_serving(config::JsonDoc{"command line", to_doc(*o, cmd, tok)}, catalog));
+                               config::parse_serving(config::JsonDoc{"command line", to_doc(*o, cmd, tok)}, catalog));
       } catch (const InputError& e) {
         throw name_infer_flags(e);
       }

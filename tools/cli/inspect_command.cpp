@@ -13,6 +13,8 @@
 #include "calibration/profile/hardware_profile.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
+#include "sim/config/scenario_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -81,7 +83,7 @@ Action add_inspect(CLI::App& app, const Globals& g) {
   return [o, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
     const auto doc = config::load(o->file);
-    const auto profile = calib::parse_profile(doc, std::filesystem::path(o->file).stem().string());
+    const auto profile = config::parse_profile(doc, std::filesystem::path(o->file).stem().string());
     if (!doc.json.contains("raw")) {
       throw InputError(o->file, "/raw",
                        "no measurements in this profile (" + std::string(calib::provenance_name(profile.origin)) +
@@ -90,7 +92,7 @@ Action add_inspect(CLI::App& app, const Globals& g) {
     const auto& raw = doc.json["raw"];
     std::optional<scenario::Offer> offer;
     if (!o->offer.empty()) {
-      offer = scenario::parse_offer(
+      offer = config::parse_offer(
           config::load(catalog.locate(config::CatalogKind::kOffer, o->offer, "command line", "--offer")), o->offer);
     }
     const auto& devices = raw.value("devices", nlohmann::json::array());

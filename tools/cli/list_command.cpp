@@ -5,7 +5,12 @@
 #include "calibration/profile/hardware_profile.hpp"
 #include "models/llm/model_arch.hpp"
 #include "sim/config/catalog.hpp"
+#include "sim/config/cluster_file.hpp"
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/model_file.hpp"
+#include "sim/config/profile_file.hpp"
+#include "sim/config/scenario_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
@@ -32,7 +37,7 @@ Action add_list(CLI::App& app, const Globals& g) {
         << std::setw(8) << "hidden" << std::setw(7) << "heads" << std::setw(5) << "kv" << std::setw(8) << "ffn"
         << std::setw(9) << "vocab\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kModel)) {
-        const auto m = models::parse_model(config::load(catalog.locate(config::CatalogKind::kModel, id, "", "")), id);
+        const auto m = config::parse_model(config::load(catalog.locate(config::CatalogKind::kModel, id, "", "")), id);
         rows.push_back({{"id", id},
                         {"params_total", m.params_total()},
                         {"layers", m.layers},
@@ -50,7 +55,8 @@ Action add_list(CLI::App& app, const Globals& g) {
       t << std::left << std::setw(22) << "id" << std::setw(6) << "gpus" << std::setw(14) << "profile"
         << "name\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kCluster)) {
-        const auto c = net::parse_cluster(config::load(catalog.locate(config::CatalogKind::kCluster, id, "", "")), id);
+        const auto c =
+            config::parse_cluster(config::load(catalog.locate(config::CatalogKind::kCluster, id, "", "")), id);
         rows.push_back({{"id", id}, {"gpus", c.gpus}, {"profile", c.profile}, {"name", c.name}});
         t << std::left << std::setw(22) << id << std::setw(6) << c.gpus << std::setw(14) << c.profile << c.name << "\n";
       }
@@ -60,7 +66,7 @@ Action add_list(CLI::App& app, const Globals& g) {
         << "  gpu\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kProfile)) {
         const auto p =
-            calib::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
+            config::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
         const double bf16 = p.peak(calib::Dtype::kBf16).value;
         rows.push_back({{"id", id},
                         {"gpu", p.gpu_name},
@@ -76,7 +82,7 @@ Action add_list(CLI::App& app, const Globals& g) {
       t << std::left << std::setw(18) << "id" << std::setw(6) << "NICs" << std::right << std::setw(12) << "NIC"
         << "  name\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kFabric)) {
-        const auto f = net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, id, "", "")), id);
+        const auto f = config::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, id, "", "")), id);
         rows.push_back(
             {{"id", id}, {"nics_per_node", f.nics_per_node}, {"nic_bytes_per_s", f.nic_bandwidth}, {"name", f.name}});
         t << std::left << std::setw(18) << id << std::setw(6) << f.nics_per_node << std::right << std::setw(12)
@@ -87,7 +93,7 @@ Action add_list(CLI::App& app, const Globals& g) {
         << "  " << std::left << std::setw(16) << "cluster"
         << "name\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kOffer)) {
-        const auto o = scenario::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, id, "", "")), id);
+        const auto o = config::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, id, "", "")), id);
         const std::string per = o.hours_per_period == 1.0 ? "/h" : "/month";
         rows.push_back({{"id", id},
                         {"gpus", o.gpus},

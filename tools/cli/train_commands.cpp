@@ -7,6 +7,7 @@
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/scenario_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
@@ -91,16 +92,16 @@ void write_file(const std::string& path, const std::string& text) {
 /// Stages 2-6 for a scenario document (a file, or JSON built from flags).
 int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptions& out) {
   const config::Catalog catalog(g.data_dir);
-  const auto file = scenario::parse_scenario(doc);
+  const auto file = config::parse_scenario(doc);
   std::vector<scenario::Scenario> scenarios;
   for (std::size_t i = 0; i < file.specs.size(); ++i) {
     const std::string where =
         file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
-    scenarios.push_back(scenario::resolve(file.specs[i], catalog, where));
+    scenarios.push_back(config::resolve(file.specs[i], catalog, where));
   }
   if (out.dump_resolved) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const auto& s : scenarios) j.push_back(scenario::dump_resolved(s));
+    for (const auto& s : scenarios) j.push_back(config::dump_resolved(s));
     std::cout << (scenarios.size() == 1 ? j[0] : j).dump(2) << "\n";
     return 0;
   }
@@ -196,7 +197,7 @@ Action add_run(CLI::App& app, const Globals& g) {
   cmd->add_flag("--dump-resolved", o->out.dump_resolved, "print the scenario with every default filled, and stop");
   return [o, &g] {
     auto doc = config::load(o->file);
-    for (const auto& s : o->sets) scenario::apply_override(doc.json, s);
+    for (const auto& s : o->sets) config::apply_override(doc.json, s);
     if (doc.json.is_object() && doc.json.value("kind", "train") == "infer") {
       return run_serving_document(doc, g, o->out.json, o->out.trace);
     }

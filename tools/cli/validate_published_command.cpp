@@ -7,8 +7,13 @@
 
 #include "calibration/profile/hardware_profile.hpp"
 #include "sim/config/catalog.hpp"
+#include "sim/config/cluster_file.hpp"
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
 #include "sim/config/reader.hpp"
+#include "sim/config/scenario_file.hpp"
+#include "sim/config/serving_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
@@ -140,8 +145,8 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       auto& c = cases[i];
       const std::string where = "/cases/" + std::to_string(i);
       if (c.kind == "training") {
-        const auto file = scenario::parse_scenario(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving});
-        const auto sc = scenario::resolve(file.specs.at(0), catalog, doc.path + " " + where + "/scenario");
+        const auto file = config::parse_scenario(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving});
+        const auto sc = config::resolve(file.specs.at(0), catalog, doc.path + " " + where + "/scenario");
         const auto r = report::evaluate_training(sc, report::EvaluateOptions{false, false});
         c.predicted = c.metric == "megatron_tflops_per_gpu" ? r.megatron_tflops_per_gpu
                       : c.metric == "hw_tflops_per_gpu"     ? r.hw_tflops_per_gpu
@@ -155,7 +160,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       }
       if (c.kind == "serving") {
         const auto sc =
-            serving::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
+            config::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
         const auto r = serving::simulate_serving(sc, false);
         c.predicted = c.metric == "output_tokens_per_s" ? r.output_tokens_per_s : r.output_tokens_per_s_per_gpu;
         c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);
@@ -164,19 +169,19 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
         return;
       }
       const auto cpath = catalog.locate(config::CatalogKind::kCluster, c.cluster, doc.path, where + "/cluster");
-      const auto cluster = net::parse_cluster(config::load(cpath), c.cluster);
-      const auto profile = calib::parse_profile(
+      const auto cluster = config::parse_cluster(config::load(cpath), c.cluster);
+      const auto profile = config::parse_profile(
           config::load(catalog.locate(config::CatalogKind::kProfile, cluster.profile, cpath, "/profile")),
           cluster.profile);
       if (c.gpus > cluster.gpus)
         throw InputError(doc.path, where + "/gpus", "cluster '" + c.cluster + "' has fewer GPUs");
-      const auto topo = c.nodes > 1
-                            ? net::Topology::build(
-                                  cluster, c.gpus, c.nodes,
-                                  net::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, c.fabric,
-                                                                                doc.path, where + "/fabric")),
-                                                    c.fabric))
-                            : net::Topology::build(cluster, c.gpus);
+      const auto topo =
+          c.nodes > 1 ? net::Topology::build(
+                            cluster, c.gpus, c.nodes,
+                            config::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, c.fabric,
+                                                                             doc.path, where + "/fabric")),
+                                                 c.fabric))
+                      : net::Topology::build(cluster, c.gpus);
       coll::CollectiveOp op{};
       coll::Algorithm algo{};
       (void)coll::parse_op(c.op, op);

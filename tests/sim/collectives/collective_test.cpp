@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "sim/collectives/collective.hpp"
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/network/fabric_spec.hpp"
@@ -120,7 +121,7 @@ TEST_CASE("more link bandwidth never makes a collective slower") {
 
 TEST_CASE("across nodes, the hierarchical all-reduce beats a flat ring that crosses the NICs at every node boundary") {
   const auto fabric =
-      net::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
+      config::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
   const auto topo = net::Topology::build(test::shipped_cluster("hgx-h100"), 8, 4, fabric);
   std::vector<int> all;
   for (int r = 0; r < 32; ++r) all.push_back(r);

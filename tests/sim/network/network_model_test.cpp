@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/network/fabric_spec.hpp"
@@ -155,7 +156,7 @@ TEST_CASE(
       CAPTURE(fabric_id);
       CAPTURE(cluster);
       const auto fabric =
-          parse_fabric(config::load(test::data_path("scenarios/fabrics/" + fabric_id + ".json")), fabric_id);
+          config::parse_fabric(config::load(test::data_path("scenarios/fabrics/" + fabric_id + ".json")), fabric_id);
       const auto topo = Topology::build(test::shipped_cluster(cluster), 8, 3, fabric);
       for (int a = 0; a < topo.gpu_count(); a += 3) {
         for (int b = 0; b < topo.gpu_count(); ++b) {
@@ -187,7 +188,7 @@ TEST_CASE(
 TEST_CASE(
     "NICs behind a node's PCIe switches: GPU-to-NIC traffic crosses the node, and a missing switch is bad input") {
   const auto fabric =
-      parse_fabric(config::load(test::data_path("scenarios/fabrics/eth-2x100g-pcie.json")), "eth-2x100g-pcie");
+      config::parse_fabric(config::load(test::data_path("scenarios/fabrics/eth-2x100g-pcie.json")), "eth-2x100g-pcie");
   const auto topo = Topology::build(test::shipped_cluster("pcie-h100x8"), 8, 2, fabric);
   // gpu5 (socket 1, plx2) to node 1's gpu5: gpu5 -> plx2 -> cpu1 -> nic1 -> switch -> nic1 -> cpu1 -> plx2 -> gpu5.
   const auto& r = topo.route(topo.gpu(5), topo.gpu(13));
@@ -207,7 +208,8 @@ TEST_CASE(
 }
 
 TEST_CASE("a three-tier fat tree: traffic inside a pod does not see the pods 1:7 uplinks, traffic between pods does") {
-  auto fabric = parse_fabric(config::load(test::data_path("scenarios/fabrics/roce-400g-pods.json")), "roce-400g-pods");
+  auto fabric =
+      config::parse_fabric(config::load(test::data_path("scenarios/fabrics/roce-400g-pods.json")), "roce-400g-pods");
   fabric.leaves_per_pod = 2;  // small pods (racks of 2 nodes, 2 racks per pod) for the test
   const auto topo = Topology::build(test::shipped_cluster("hgx-h100"), 8, 8, fabric);
   // GPU 0 of node 0 to GPU 0 of node 2 (same pod, other rack): NIC, rack, pod, rack, NIC.

@@ -3,8 +3,9 @@
 #include <fstream>
 
 #include "sim/config/json_doc.hpp"
+#include "sim/config/serving_file.hpp"
 #include "sim/core/errors.hpp"
-#include "sim/serving/serving_report.hpp"
+#include "sim/report/serving_report.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tests/support/builders.hpp"
 
@@ -18,7 +19,7 @@ serving::ServingScenario make_serving(const std::string& workload, const std::st
   const std::string text = R"({"kind": "infer", "model": ")" + model + R"(", "cluster": ")" + cluster +
                            R"(", "parallel": {"tp": )" + std::to_string(tp) + R"(}, "workload": )" + workload + extra +
                            "}";
-  return serving::parse_serving(config::parse_text(text, "test.json"), test::catalog());
+  return config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
 }
 
 }  // namespace
@@ -95,7 +96,7 @@ TEST_CASE("prefill/decode disaggregation runs every request through both pools")
 TEST_CASE("replicas behind a router multiply throughput under full load") {
   const std::string w = R"({"input_len": 512, "output_len": 256, "rate": "inf", "requests": 800})";
   const auto one = serving::simulate_serving(make_serving(w));
-  const auto s4 = serving::parse_serving(
+  const auto s4 = config::parse_serving(
       config::parse_text(
           R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1, "replicas": 4},
         "engine": {"router": "least_loaded"}, "workload": )" +
@@ -110,8 +111,8 @@ TEST_CASE("replicas behind a router multiply throughput under full load") {
 TEST_CASE("the same serving input gives byte-identical JSON apart from run_info") {
   const auto s =
       make_serving(R"({"input_len": "64-512", "output_len": "16-256", "rate": 40, "requests": 200, "seed": 7})");
-  auto a = serving::serving_json(serving::simulate_serving(s));
-  auto b = serving::serving_json(serving::simulate_serving(s));
+  auto a = report::serving_json(serving::simulate_serving(s));
+  auto b = report::serving_json(serving::simulate_serving(s));
   a.erase("run_info");
   b.erase("run_info");
   CHECK(a.dump() == b.dump());
@@ -131,7 +132,7 @@ TEST_CASE("a trace file drives arrivals and lengths") {
 
 TEST_CASE("pipeline-parallel serving: stages hold their layers' weights and KV, PP batches run in flight") {
   auto run = [](int pp) {
-    const auto s = serving::parse_serving(
+    const auto s = config::parse_serving(
         config::parse_text(
             R"({"kind": "infer", "model": "llama3.1-70b", "cluster": "hgx-h100", "parallel": {"tp": 2, "pp": )" +
                 std::to_string(pp) + R"(}, "quantization": {"weights": "fp8"},
@@ -147,17 +148,17 @@ TEST_CASE("pipeline-parallel serving: stages hold their layers' weights and KV, 
   CHECK(two.memory.weights < 0.6 * one.memory.weights);
   CHECK(two.kv_blocks > 2 * one.kv_blocks);
   CHECK(two.output_tokens_per_s > one.output_tokens_per_s);
-  CHECK_THROWS_AS((void)serving::parse_serving(
-                      config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100",
+  CHECK_THROWS_AS(
+      (void)config::parse_serving(config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100",
       "parallel": {"tp": 1, "pp": 2}, "engine": {"scheduler": "static"},
       "workload": {"input_len": 8, "output_len": 8, "rate": "inf", "requests": 2}})",
-                                         "t.json"),
-                      test::catalog()),
-                  InfeasibleError);
+                                                     "t.json"),
+                                  test::catalog()),
+      InfeasibleError);
 }
 
 TEST_CASE("disaggregated pools can have their own TP and PP") {
-  const auto s = serving::parse_serving(
+  const auto s = config::parse_serving(
       config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1},
         "disaggregate": {"prefill": 2, "decode": 1, "decode_tp": 2, "decode_pp": 2},
         "workload": {"input_len": 1024, "output_len": 64, "rate": 20, "requests": 100}})",

@@ -1,4 +1,4 @@
-#include "sim/serving/serving_report.hpp"
+#include "sim/report/serving_report.hpp"
 
 #include <algorithm>
 #include <iomanip>
@@ -6,7 +6,10 @@
 
 #include "sim/core/quantity.hpp"
 
-namespace cs::serving {
+namespace cs::report {
+
+using serving::Percentiles;
+using serving::ServingResults;
 
 namespace {
 
@@ -202,4 +205,4 @@ std::string sweep_svg(const std::vector<std::pair<double, ServingResults>>& poin
   return s.str();
 }
 
-}  // namespace cs::serving
+}  // namespace cs::report

@@ -1,9 +1,12 @@
-#include "sim/network/fabric_spec.hpp"
+#include "sim/config/fabric_file.hpp"
 
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
 
-namespace cs::net {
+namespace cs::config {
+
+using net::FabricKind;
+using net::FabricSpec;
 
 FabricSpec parse_fabric(const config::JsonDoc& doc, const std::string& id) {
   config::Problems problems;
@@ -72,4 +75,4 @@ FabricSpec parse_fabric(const config::JsonDoc& doc, const std::string& id) {
   return f;
 }
 
-}  // namespace cs::net
+}  // namespace cs::config

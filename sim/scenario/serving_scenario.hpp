@@ -6,13 +6,8 @@
 #include "calibration/profile/hardware_profile.hpp"
 #include "models/llm/model_arch.hpp"
 #include "models/ops/serving_ops.hpp"
-#include "sim/config/catalog.hpp"
 #include "sim/network/cluster_spec.hpp"
 #include "sim/scenario/scenario.hpp"
-
-namespace cs::config {
-struct JsonDoc;
-}
 
 namespace cs::serving {
 
@@ -76,14 +71,5 @@ struct ServingScenario {
   std::optional<scenario::Offer> offer;
   bool allow_oom = false;
 };
-
-/// Parses an inference scenario document (kind "infer") and resolves it against the catalog.
-/// Bad workloads (zero lengths, negative rates, a trace line with a negative time or a missing
-/// field) are InputErrors naming the line and field; plans that cannot run are InfeasibleErrors.
-[[nodiscard]] ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog& catalog);
-
-/// Reads a request trace: CSV with a header naming arrival_s, input_tokens, output_tokens (any
-/// order), or JSON lines with those keys.
-[[nodiscard]] std::vector<RequestSpec> read_trace(const std::string& path);
 
 }  // namespace cs::serving

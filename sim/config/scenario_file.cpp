@@ -1,13 +1,17 @@
-#include "sim/scenario/scenario.hpp"
+#include "sim/config/scenario_file.hpp"
 
 #include <cmath>
 #include <filesystem>
 
+#include "sim/config/cluster_file.hpp"
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/model_file.hpp"
+#include "sim/config/profile_file.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/core/errors.hpp"
 
-namespace cs::scenario {
+namespace cs::config {
 
 namespace {
 
@@ -190,15 +194,15 @@ Machine resolve_machine(const config::Catalog& catalog, const std::string& file,
   Machine m;
   {
     const auto path = catalog.locate(config::CatalogKind::kModel, model, file, "/model");
-    m.model = models::parse_model(config::load(path), model.find('/') == std::string::npos ? model : path);
+    m.model = parse_model(config::load(path), model.find('/') == std::string::npos ? model : path);
   }
   const auto cpath = catalog.locate(config::CatalogKind::kCluster, cluster, file, "/cluster");
-  m.cluster = net::parse_cluster(config::load(cpath), cluster);
+  m.cluster = parse_cluster(config::load(cpath), cluster);
   {
     // A cluster's own profile id that does not resolve is the cluster file's fault.
     const std::string id = profile.empty() ? m.cluster.profile : profile;
     const auto path = catalog.locate(config::CatalogKind::kProfile, id, profile.empty() ? cpath : file, "/profile");
-    m.profile = calib::parse_profile(config::load(path), std::filesystem::path(path).stem().string());
+    m.profile = parse_profile(config::load(path), std::filesystem::path(path).stem().string());
   }
   if (!offer.empty())
     m.offer = parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, offer, file, "/offer")), offer);
@@ -227,8 +231,8 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
     if (spec.fabric.empty()) {
       throw InputError(file, "/fabric", "a fabric is required with more than one node (see `clustersim list fabrics`)");
     }
-    s.fabric = net::parse_fabric(
-        config::load(catalog.locate(config::CatalogKind::kFabric, spec.fabric, file, "/fabric")), spec.fabric);
+    s.fabric = parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, spec.fabric, file, "/fabric")),
+                            spec.fabric);
   }
   s.gpus = s.gpus_per_node * s.nodes;
   if (s.offer && s.offer->gpus < s.gpus) {
@@ -365,4 +369,4 @@ nlohmann::ordered_json dump_resolved(const Scenario& s) {
   return j;
 }
 
-}  // namespace cs::scenario
+}  // namespace cs::config

@@ -6,7 +6,9 @@
 
 #include "sim/serving/serving_sim.hpp"
 
-namespace cs::serving {
+namespace cs::report {
+
+using serving::ServingResults;
 
 /// `infer --json`: ttft_s, tpot_s, e2e_s (mean, p50, p90, p99), throughputs, max_concurrency,
 /// fits, cost, memory, KV utilisation, run_info.
@@ -21,4 +23,4 @@ namespace cs::serving {
 [[nodiscard]] std::string sweep_svg(const std::vector<std::pair<double, ServingResults>>& points,
                                     const std::string& title);
 
-}  // namespace cs::serving
+}  // namespace cs::report

@@ -1,4 +1,4 @@
-#include "sim/serving/serving_scenario.hpp"
+#include "sim/config/serving_file.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -8,9 +8,17 @@
 
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
+#include "sim/config/scenario_file.hpp"
 #include "sim/core/errors.hpp"
 
-namespace cs::serving {
+namespace cs::config {
+
+using serving::Arrivals;
+using serving::LengthDist;
+using serving::RequestSpec;
+using serving::Router;
+using serving::Scheduler;
+using serving::ServingScenario;
 
 namespace {
 
@@ -225,7 +233,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
 
   // Resolve ids (stage 3).
   {
-    auto m = scenario::resolve_machine(catalog, doc.path, model, cluster, profile, offer);
+    auto m = resolve_machine(catalog, doc.path, model, cluster, profile, offer);
     s.model = std::move(m.model);
     s.cluster = std::move(m.cluster);
     s.profile = std::move(m.profile);
@@ -280,4 +288,4 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   return s;
 }
 
-}  // namespace cs::serving
+}  // namespace cs::config
