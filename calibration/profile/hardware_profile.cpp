@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/check.hpp"
 #include "sim/core/errors.hpp"
 
 namespace cs::calib {
@@ -25,6 +26,7 @@ const char* dtype_name(Dtype d) {
     case Dtype::kBf16: return "bf16";
     case Dtype::kFp16: return "fp16";
     case Dtype::kFp8: return "fp8";
+    case Dtype::kFp4: return "fp4";
   }
   return "?";
 }
@@ -36,12 +38,13 @@ std::size_t dtype_bytes(Dtype d) {
     case Dtype::kBf16:
     case Dtype::kFp16: return 2;
     case Dtype::kFp8: return 1;
+    case Dtype::kFp4: CS_ASSERT(false, "fp4 is a profile dtype, not a training dtype (the scenario parser refuses it)");
   }
   return 2;
 }
 
 bool parse_dtype(const std::string& name, Dtype& out) {
-  for (Dtype d : {Dtype::kFp32, Dtype::kTf32, Dtype::kBf16, Dtype::kFp16, Dtype::kFp8}) {
+  for (Dtype d : {Dtype::kFp32, Dtype::kTf32, Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kFp4}) {
     if (name == dtype_name(d)) {
       out = d;
       return true;

@@ -10,9 +10,12 @@ namespace cs::calib {
 enum class Provenance { kDatasheet, kAssumed, kMeasured, kImported, kFitted };
 [[nodiscard]] const char* provenance_name(Provenance p);
 
-/// Number formats the matrix units run.
-enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8 };
+/// Number formats the matrix units run. FP4 (Blackwell's NVFP4/MXFP4) is a profile dtype: its peak is
+/// recorded and listed; training and serving do not run in it.
+enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8, kFp4 };
 [[nodiscard]] const char* dtype_name(Dtype d);
+/// Bytes per element of a training dtype; FP4 packs two elements per byte and is no training dtype
+/// (asserted).
 [[nodiscard]] std::size_t dtype_bytes(Dtype d);
 
 /// One figure with its unit already applied (SI) and where it came from.

@@ -73,7 +73,7 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
     for (const auto& key : peaks.keys()) {
       Dtype d{};
       if (!parse_dtype(key, d)) {
-        peaks.fail_at(key, "unknown dtype; expected fp32, tf32, bf16, fp16 or fp8");
+        peaks.fail_at(key, "unknown dtype; expected fp32, tf32, bf16, fp16, fp8 or fp4");
         continue;
       }
       p.matrix_peak[d] = read_rate(peaks, key, Dimension::kFlopRate, 1e9, 1e18);
@@ -115,7 +115,8 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
   }
   for (auto& g : r.each("gemm_table", false)) {
     GemmPoint pt;
-    if (!parse_dtype(g.req_string("dtype"), pt.dtype)) g.fail_at("dtype", "expected fp32, tf32, bf16, fp16 or fp8");
+    if (!parse_dtype(g.req_string("dtype"), pt.dtype))
+      g.fail_at("dtype", "expected fp32, tf32, bf16, fp16, fp8 or fp4");
     pt.m = static_cast<double>(g.req_int("m", 1, std::int64_t{1} << 40));
     pt.n = static_cast<double>(g.req_int("n", 1, std::int64_t{1} << 40));
     pt.k = static_cast<double>(g.req_int("k", 1, std::int64_t{1} << 40));
