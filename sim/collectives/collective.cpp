@@ -71,12 +71,12 @@ double bus_factor(CollectiveOp op, int n) {
 }
 
 std::vector<std::vector<int>> node_groups(const net::Topology& topo, const std::vector<int>& ranks) {
-  // The ranks grouped by node, in first-seen order; empty unless they span several nodes with the
+  // The ranks grouped by domain, in first-seen order; empty unless they span several domains with the
   // same number (at least two) on each.
   std::vector<int> nodes;
   std::vector<std::vector<int>> out;
   for (int r : ranks) {
-    const int n = topo.node_of_rank(r);
+    const int n = topo.domain_of_rank(r);
     auto it = std::find(nodes.begin(), nodes.end(), n);
     if (it == nodes.end()) {
       nodes.push_back(n);

@@ -52,8 +52,9 @@ struct CollectiveRequest {
   double call_latency_s = 0.0;
 };
 
-/// The ranks grouped by node when they span several nodes with the same count (>= 2) on each;
-/// empty otherwise (then no hierarchical algorithm).
+/// The ranks grouped by NVLink domain (a node, or a rack of nodes sharing NVLink switches) when they
+/// span several domains with the same count (>= 2) on each; empty otherwise (then no hierarchical
+/// algorithm).
 [[nodiscard]] std::vector<std::vector<int>> node_groups(const net::Topology& topo, const std::vector<int>& ranks);
 
 /// The algorithms that can run `op` on `ranks` of this topology (NVLS needs an NVLS switch

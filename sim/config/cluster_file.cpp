@@ -1,5 +1,6 @@
 #include "sim/config/cluster_file.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "sim/config/json_doc.hpp"
@@ -22,7 +23,17 @@ ClusterSpec parse_cluster(const config::JsonDoc& doc, const std::string& id) {
   (void)r.opt_string("id", id);
   c.name = r.req_string("name");
   c.profile = r.req_string("profile");
-  c.gpus = static_cast<int>(r.req_int("gpus", 1, 64));
+  c.gpus = static_cast<int>(r.req_int("gpus", 1, net::kMaxClusterGpus));
+  c.gpus_per_node = static_cast<int>(r.opt_int("gpus_per_node", 1, net::kMaxClusterGpus, c.gpus));
+  if (c.gpus_per_node > 0 && c.gpus % c.gpus_per_node != 0) {
+    r.fail_at("gpus_per_node",
+              "expected a divisor of gpus (" + std::to_string(c.gpus) + "); got " + std::to_string(c.gpus_per_node));
+  }
+  if (auto p2p = r.opt_child("peer_to_peer")) {
+    c.peer_to_peer = p2p->req_bool("enabled");
+    c.peer_to_peer_source = p2p->req_string("source");
+    p2p->finish();
+  }
   c.source = r.req_string("source");
   {
     auto types = r.child("link_types");
@@ -45,10 +56,11 @@ ClusterSpec parse_cluster(const config::JsonDoc& doc, const std::string& id) {
   for (auto& s : r.each("switches")) {
     SwitchSpec sw;
     sw.id = s.req_string("id");
-    const auto kind = s.req_enum("kind", {"nvswitch", "pcie_switch", "root_complex", "nic"});
+    const auto kind = s.req_enum("kind", {"nvswitch", "pcie_switch", "root_complex", "nic", "host_memory"});
     sw.kind = kind == "nvswitch"       ? VertexKind::kNvSwitch
               : kind == "pcie_switch"  ? VertexKind::kPcieSwitch
               : kind == "root_complex" ? VertexKind::kRootComplex
+              : kind == "host_memory"  ? VertexKind::kHostMemory
                                        : VertexKind::kNic;
     if (auto nvls = s.opt_child("nvls")) {
       sw.nvls_bandwidth_bytes_per_s = nvls->req_quantity("bandwidth", Dimension::kBandwidth, 1.0);
@@ -89,6 +101,12 @@ ClusterSpec parse_cluster(const config::JsonDoc& doc, const std::string& id) {
     connected.insert(ls.a);
     connected.insert(ls.b);
     c.links.push_back(ls);
+  }
+  if (!c.peer_to_peer && std::none_of(c.switches.begin(), c.switches.end(),
+                                      [](const SwitchSpec& sw) { return sw.kind == VertexKind::kHostMemory; })) {
+    r.fail_at("peer_to_peer",
+              "without peer-to-peer, GPU-to-GPU copies are staged in host memory: expected a switch "
+              "of kind host_memory (a socket's DRAM) linked to the root complex");
   }
   r.finish();
   for (int g = 0; g < c.gpus; ++g) {

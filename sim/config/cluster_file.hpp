@@ -8,7 +8,7 @@ namespace cs::config {
 struct JsonDoc;
 
 /// Parses and checks a cluster file: every link names known vertices and a known type, every GPU
-/// is connected.
+/// is connected, `gpus_per_node` divides `gpus`, and a cluster without peer-to-peer has host memory.
 [[nodiscard]] net::ClusterSpec parse_cluster(const JsonDoc& doc, const std::string& id);
 
 }  // namespace cs::config

@@ -25,7 +25,7 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
   s.description = r.opt_string("description", "");
   s.model = r.req_string("model");
   s.cluster = r.req_string("cluster");
-  s.gpus = static_cast<int>(r.opt_int("gpus", 1, 64, 0));
+  s.gpus = static_cast<int>(r.opt_int("gpus", 1, net::kMaxClusterGpus, 0));
   s.nodes = static_cast<int>(r.opt_int("nodes", 1, 100000, 1));
   s.fabric = r.opt_string("fabric", "");
   s.profile = r.opt_string("profile", "");

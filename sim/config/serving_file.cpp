@@ -144,7 +144,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   (void)r.opt_string("description", "");
   const std::string model = r.req_string("model");
   const std::string cluster = r.req_string("cluster");
-  const int gpus = static_cast<int>(r.opt_int("gpus", 1, 64, 0));
+  const int gpus = static_cast<int>(r.opt_int("gpus", 1, net::kMaxClusterGpus, 0));
   const std::string profile = r.opt_string("profile", "");
   const std::string offer = r.opt_string("offer", "");
   int& pp = s.pp;

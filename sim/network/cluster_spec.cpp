@@ -9,6 +9,7 @@ const char* vertex_kind_name(VertexKind k) {
     case VertexKind::kPcieSwitch: return "pcie_switch";
     case VertexKind::kRootComplex: return "root_complex";
     case VertexKind::kNic: return "nic";
+    case VertexKind::kHostMemory: return "host_memory";
   }
   return "?";
 }

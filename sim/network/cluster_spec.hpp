@@ -6,7 +6,13 @@
 
 namespace cs::net {
 
-enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kRootComplex, kNic };
+/// Most GPUs one cluster file (a server or an NVLink domain) may hold: NVLink 5 switches join up to
+/// 576 GPUs in one domain (NVIDIA GB200 NVL72 datasheet).
+inline constexpr int kMaxClusterGpus = 576;
+
+/// kHostMemory: a socket's DRAM as the staging buffer of GPU-to-GPU copies when the GPUs have no
+/// peer-to-peer access (GeForce parts).
+enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kRootComplex, kNic, kHostMemory };
 [[nodiscard]] const char* vertex_kind_name(VertexKind k);
 
 /// A kind of link, shared by many links of a cluster: rate per direction as specified, the
@@ -40,12 +46,20 @@ struct LinkSpec {
   bool operator==(const LinkSpec&) const = default;
 };
 
-/// One server as a data file: its GPUs (named gpu0..), switches and links.
+/// One server, or one NVLink domain of several servers, as a data file: its GPUs (named gpu0..),
+/// switches and links.
 struct ClusterSpec {
   std::string id;
   std::string name;
   std::string profile;  ///< hardware profile id of its GPUs
   int gpus = 0;
+  /// GPUs per server (node) when the file is an NVLink domain of several servers, each with its own
+  /// NICs (GB200 NVL72: 72 GPUs, 4 per compute tray); equal to `gpus` when the file is one server.
+  int gpus_per_node = 0;
+  /// False when the GPUs cannot reach each other's memory over PCIe (GeForce parts): every
+  /// GPU-to-GPU copy is staged through the sender's socket's host memory (a `host_memory` switch).
+  bool peer_to_peer = true;
+  std::string peer_to_peer_source;  ///< citation for peer_to_peer = false
   std::string source;
   std::map<std::string, LinkTypeSpec> link_types;
   std::vector<SwitchSpec> switches;

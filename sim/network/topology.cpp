@@ -57,10 +57,11 @@ Topology Topology::build(const ClusterSpec& spec, int gpus) {
   return t;
 }
 
-Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, const FabricSpec& fabric) {
-  CS_ASSERT(gpus_per_node >= 1 && gpus_per_node <= spec.gpus && nodes >= 1, "sizes checked by the caller");
+Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domains, const FabricSpec& fabric) {
+  CS_ASSERT(gpus_per_domain >= 1 && gpus_per_domain <= spec.gpus && domains >= 1, "sizes checked by the caller");
   Topology t;
   t.cluster_id_ = spec.id;
+  t.peer_to_peer_ = spec.peer_to_peer;
   auto add_vertex = [&](Vertex v) {
     const auto id = static_cast<VertexId>(t.vertices_.size());
     t.vertices_.push_back(std::move(v));
@@ -76,23 +77,31 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       t.out_links_[index(from)].push_back(static_cast<LinkId>(id));
     }
   };
+  // Servers (nodes) of a domain: spec.gpus_per_node GPUs each; the last may be partial when only
+  // the first GPUs are used.
+  const int per_node = spec.gpus_per_node > 0 ? std::min(spec.gpus_per_node, gpus_per_domain) : gpus_per_domain;
+  const int nodes_per_domain = (gpus_per_domain + per_node - 1) / per_node;
+  const int nodes = nodes_per_domain * domains;
   std::vector<std::vector<VertexId>> node_gpus(static_cast<std::size_t>(nodes));
-  std::map<std::string, VertexId> node0_names;
-  for (int n = 0; n < nodes; ++n) {
-    if (n == 1) {
-      t.vertices_per_node_ = static_cast<std::uint32_t>(t.vertices_.size());
-      t.links_per_node_ = static_cast<std::uint32_t>(t.links_.size());
+  std::map<std::string, VertexId> domain0_names;
+  for (int d = 0; d < domains; ++d) {
+    if (d == 1) {
+      t.vertices_per_domain_ = static_cast<std::uint32_t>(t.vertices_.size());
+      t.links_per_domain_ = static_cast<std::uint32_t>(t.links_.size());
     }
-    const std::string pre = nodes > 1 ? "n" + std::to_string(n) + "." : "";
-    std::map<std::string, VertexId> by_name;  // node n's own vertices by their cluster-file ids
-    for (int g = 0; g < gpus_per_node; ++g) {
-      const auto v = add_vertex({pre + "gpu" + std::to_string(g), VertexKind::kGpu, {}, n});
+    // Vertex names: "n<k>." per node copy, "d<k>." per domain copy when a domain holds several nodes.
+    const std::string pre = domains > 1 ? (nodes_per_domain > 1 ? "d" : "n") + std::to_string(d) + "." : "";
+    const int first_node = d * nodes_per_domain;
+    std::map<std::string, VertexId> by_name;  // domain d's own vertices by their cluster-file ids
+    for (int g = 0; g < gpus_per_domain; ++g) {
+      const int node = first_node + g / per_node;
+      const auto v = add_vertex({pre + "gpu" + std::to_string(g), VertexKind::kGpu, {}, node, d});
       by_name["gpu" + std::to_string(g)] = v;
-      node_gpus[static_cast<std::size_t>(n)].push_back(v);
+      node_gpus[static_cast<std::size_t>(node)].push_back(v);
       t.gpu_vertices_.push_back(v);
     }
     for (const auto& sw : spec.switches)
-      by_name[sw.id] = add_vertex({pre + sw.id, sw.kind, sw.nvls_bandwidth_bytes_per_s, n});
+      by_name[sw.id] = add_vertex({pre + sw.id, sw.kind, sw.nvls_bandwidth_bytes_per_s, first_node, d});
     for (const auto& l : spec.links) {
       auto a = by_name.find(l.a);
       auto b = by_name.find(l.b);
@@ -100,14 +109,14 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       const auto& type = spec.link_types.at(l.type);
       add_duplex(a->second, b->second, type.effective_bandwidth(), type.latency_s, l.type);
     }
-    if (n == 0) node0_names = by_name;
+    if (d == 0) domain0_names = by_name;
   }
-  if (nodes > 1) {
+  if (domains > 1) {
     t.has_fabric_ = true;
-    t.node_count_ = nodes;
-    CS_ASSERT(t.vertices_.size() == std::size_t{t.vertices_per_node_} * nodes &&
-                  t.links_.size() == std::size_t{t.links_per_node_} * nodes,
-              "nodes are identical, contiguous copies");
+    t.domain_count_ = domains;
+    CS_ASSERT(t.vertices_.size() == std::size_t{t.vertices_per_domain_} * domains &&
+                  t.links_.size() == std::size_t{t.links_per_domain_} * domains,
+              "domains are identical, contiguous copies");
     // Joins a child to its parent in the tree above the GPUs (GPU - NIC - switch tiers).
     auto attach = [&](VertexId child, VertexId parent, double bw, double latency, const std::string& type) {
       const auto up = static_cast<std::int64_t>(t.links_.size());
@@ -119,25 +128,31 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       c.down = up + 1;
       c.parent = index(parent);
     };
-    // NICs: each on the PCIe path of the GPUs that use it.
+    if (!fabric.nic_switch.empty() && nodes_per_domain > 1) {
+      throw InputError(fabric.id, "/nic_switch",
+                       "NICs behind a node switch need a cluster of one server per file; " + spec.id + " holds " +
+                           std::to_string(nodes_per_domain) + " servers of " + std::to_string(per_node) + " GPUs");
+    }
+    // NICs: each on the PCIe path of its node's GPUs that use it.
     const double nic_bw = fabric.nic_bandwidth * fabric.nic_efficiency;
     std::vector<std::vector<VertexId>> nics(static_cast<std::size_t>(nodes));
     for (int n = 0; n < nodes; ++n) {
+      const auto& gpus_of_node = node_gpus[static_cast<std::size_t>(n)];
       for (int k = 0; k < fabric.nics_per_node; ++k) {
         nics[static_cast<std::size_t>(n)].push_back(
-            add_vertex({"n" + std::to_string(n) + ".nic" + std::to_string(k), VertexKind::kNic, {}, n}));
+            add_vertex({"n" + std::to_string(n) + ".nic" + std::to_string(k), VertexKind::kNic, {}, n, -1}));
       }
       if (!fabric.nic_switch.empty()) {
         // Each NIC on its node switch by one PCIe link; GPUs reach it through the node.
         t.gpu_nic_.resize(t.vertices_.size(), -1);
-        for (int g = 0; g < gpus_per_node; ++g) {
-          t.gpu_nic_[index(node_gpus[static_cast<std::size_t>(n)][static_cast<std::size_t>(g)])] =
-              index(nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(fabric.nic_of(g))]);
+        for (std::size_t g = 0; g < gpus_of_node.size(); ++g) {
+          t.gpu_nic_[index(gpus_of_node[g])] =
+              index(nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(fabric.nic_of(static_cast<int>(g)))]);
         }
         for (int k = 0; k < fabric.nics_per_node; ++k) {
           const auto& name = fabric.nic_switch[static_cast<std::size_t>(k)];
-          auto it = node0_names.find(name);
-          if (it == node0_names.end() || t.vertices_[index(it->second)].kind == VertexKind::kGpu) {
+          auto it = domain0_names.find(name);
+          if (it == domain0_names.end() || t.vertices_[index(it->second)].kind == VertexKind::kGpu) {
             std::string known;
             for (const auto& sw : spec.switches) known += (known.empty() ? "" : ", ") + sw.id;
             throw InputError(fabric.id, "/nic_switch/" + std::to_string(k),
@@ -145,7 +160,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
                                  "', which is not a switch of cluster " + spec.id + " (its switches: " + known + ")");
           }
           const auto sw =
-              static_cast<VertexId>(index(it->second) + static_cast<std::uint32_t>(n) * t.vertices_per_node_);
+              static_cast<VertexId>(index(it->second) + static_cast<std::uint32_t>(n) * t.vertices_per_domain_);
           const auto nic = nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)];
           const auto up = static_cast<std::int64_t>(t.links_.size());
           add_duplex(sw, nic, fabric.gpu_nic_bandwidth, fabric.nic_latency_s, "nic_pcie");
@@ -153,16 +168,16 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
         }
         continue;
       }
-      for (int g = 0; g < gpus_per_node; ++g) {
-        attach(node_gpus[static_cast<std::size_t>(n)][static_cast<std::size_t>(g)],
-               nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(fabric.nic_of(g))], fabric.gpu_nic_bandwidth,
-               fabric.nic_latency_s, "gpu_nic");
+      for (std::size_t g = 0; g < gpus_of_node.size(); ++g) {
+        attach(gpus_of_node[g],
+               nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(fabric.nic_of(static_cast<int>(g)))],
+               fabric.gpu_nic_bandwidth, fabric.nic_latency_s, "gpu_nic");
       }
     }
     const double lat = fabric.switch_latency_s;
     switch (fabric.kind) {
       case FabricKind::kSingleSwitch: {
-        const auto sw = add_vertex({"fabric", VertexKind::kNic, {}, -1});
+        const auto sw = add_vertex({"fabric", VertexKind::kNic, {}, -1, -1});
         for (const auto& node : nics) {
           for (auto nic : node) attach(nic, sw, nic_bw, lat, "nic");
         }
@@ -170,26 +185,26 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_node, int nodes, 
       }
       case FabricKind::kRail: {
         // One switch per rail (NIC index); rails meet at the spine for cross-rail traffic.
-        const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1});
+        const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1, -1});
         for (int k = 0; k < fabric.nics_per_node; ++k) {
-          const auto rail = add_vertex({"rail" + std::to_string(k), VertexKind::kNic, {}, -1});
+          const auto rail = add_vertex({"rail" + std::to_string(k), VertexKind::kNic, {}, -1, -1});
           for (const auto& node : nics) attach(node[static_cast<std::size_t>(k)], rail, nic_bw, lat, "nic");
           attach(rail, spine, nic_bw * nodes / fabric.oversubscription, lat, "spine");
         }
         break;
       }
       case FabricKind::kFatTree: {
-        const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1});
+        const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1, -1});
         const int leaves = (nodes + fabric.nodes_per_leaf - 1) / fabric.nodes_per_leaf;
         // With pods (a third tier) leaves hang off their pod and pods off the spine (the core).
         const int per_pod = fabric.leaves_per_pod > 0 ? fabric.leaves_per_pod : leaves;
         for (int p0 = 0; p0 < leaves; p0 += per_pod) {
           const auto parent = fabric.leaves_per_pod > 0
-                                  ? add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kNic, {}, -1})
+                                  ? add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kNic, {}, -1, -1})
                                   : spine;
           double pod_uplinks = 0;
           for (int l = p0; l < std::min(leaves, p0 + per_pod); ++l) {
-            const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kNic, {}, -1});
+            const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kNic, {}, -1, -1});
             int in_leaf = 0;
             for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf);
                  ++n, ++in_leaf) {
@@ -253,14 +268,14 @@ void Topology::compute_source(std::uint32_t src) const {
   pred_[src] = std::move(pred);
 }
 
-Route Topology::intra_node_route(std::uint32_t src, std::uint32_t dst) const {
-  // Node 0's route between the same local vertices, shifted to this node (nodes are copies).
-  const std::uint32_t node = src / vertices_per_node_, base = node * vertices_per_node_;
+Route Topology::intra_domain_route(std::uint32_t src, std::uint32_t dst) const {
+  // Domain 0's route between the same local vertices, shifted to this domain (domains are copies).
+  const std::uint32_t domain = src / vertices_per_domain_, base = domain * vertices_per_domain_;
   const auto key = std::make_pair(src - base, dst - base);
-  auto it = node0_routes_.find(key);
-  if (it == node0_routes_.end()) {
-    // Nodes are small: a plain Dijkstra over node 0's own vertices (no NICs, no fabric).
-    const std::uint32_t n = vertices_per_node_, s0 = key.first;
+  auto it = domain0_routes_.find(key);
+  if (it == domain0_routes_.end()) {
+    // Domains are small: a plain Dijkstra over domain 0's own vertices (no NICs, no fabric).
+    const std::uint32_t n = vertices_per_domain_, s0 = key.first;
     std::vector<Cost> cost(n);
     std::vector<std::int64_t> pred(n, -1);
     std::vector<bool> done(n, false);
@@ -276,7 +291,7 @@ Route Topology::intra_node_route(std::uint32_t src, std::uint32_t dst) const {
       for (auto lid : out_links_[u]) {
         const Link& link = links_[index(lid)];
         const auto v = index(link.to);
-        if (v >= n) continue;  // a NIC: traffic inside a node never leaves it
+        if (v >= n) continue;  // a NIC: traffic inside a domain never leaves it
         const Cost nc{cost[u].per_byte + 1.0 / link.bandwidth_bytes_per_s, cost[u].hops + 1};
         if (nc < cost[v]) {
           cost[v] = nc;
@@ -286,16 +301,16 @@ Route Topology::intra_node_route(std::uint32_t src, std::uint32_t dst) const {
     }
     Route r;
     for (std::uint32_t v = key.second; v != s0;) {
-      CS_ASSERT(pred[v] >= 0, "GPUs of one node reach each other inside it");
+      CS_ASSERT(pred[v] >= 0, "GPUs of one domain reach each other inside it");
       const auto lid = static_cast<std::uint32_t>(pred[v]);
       r.links.insert(r.links.begin(), static_cast<LinkId>(lid));
       r.latency_s += links_[lid].latency_s;
       v = index(links_[lid].from);
     }
-    it = node0_routes_.emplace(key, std::move(r)).first;
+    it = domain0_routes_.emplace(key, std::move(r)).first;
   }
   Route r = it->second;
-  for (auto& l : r.links) l = static_cast<LinkId>(index(l) + node * links_per_node_);
+  for (auto& l : r.links) l = static_cast<LinkId>(index(l) + domain * links_per_domain_);
   return r;
 }
 
@@ -309,10 +324,10 @@ Route Topology::fabric_route(std::uint32_t src, std::uint32_t dst) const {
     b = gpu_nic_[dst];
     const auto& na = nic_attach_.at(static_cast<std::uint32_t>(a));
     const auto& nb = nic_attach_.at(static_cast<std::uint32_t>(b));
-    head = intra_node_route(src, static_cast<std::uint32_t>(na.parent)).links;
+    head = intra_domain_route(src, static_cast<std::uint32_t>(na.parent)).links;
     head.push_back(static_cast<LinkId>(na.up));
     tail.push_back(static_cast<LinkId>(nb.down));
-    const auto back = intra_node_route(static_cast<std::uint32_t>(nb.parent), dst).links;
+    const auto back = intra_domain_route(static_cast<std::uint32_t>(nb.parent), dst).links;
     tail.insert(tail.end(), back.begin(), back.end());
   }
   // Climb from the deeper end until both meet at their lowest common ancestor.
@@ -344,28 +359,62 @@ const Route& Topology::route(VertexId from, VertexId to) const {
   const auto key = std::make_pair(index(from), index(to));
   auto it = routes_.find(key);
   if (it != routes_.end()) return it->second;
-  const int node_a = vertices_[index(from)].node, node_b = vertices_[index(to)].node;
-  Route r;
-  const auto own = [&](VertexId v) {  // one of a node's own vertices (not a NIC or a fabric switch)
-    return vertices_[index(v)].node >= 0 && vertices_[index(v)].kind != VertexKind::kNic;
+  return routes_.emplace(key, compute_route(index(from), index(to))).first->second;
+}
+
+Route Topology::compute_route(std::uint32_t src, std::uint32_t dst) const {
+  const auto& a = vertices_[src];
+  const auto& b = vertices_[dst];
+  if (!peer_to_peer_ && a.kind == VertexKind::kGpu && b.kind == VertexKind::kGpu && a.domain == b.domain) {
+    // No peer-to-peer: the sender writes into a host-memory buffer, the receiver reads it.
+    const auto stage = staging_vertex(src);
+    Route r = direct_route(src, stage);
+    const Route back = direct_route(stage, dst);
+    r.links.insert(r.links.end(), back.links.begin(), back.links.end());
+    r.latency_s += back.latency_s;
+    return r;
+  }
+  return direct_route(src, dst);
+}
+
+Route Topology::direct_route(std::uint32_t src, std::uint32_t dst) const {
+  const auto own = [&](std::uint32_t v) {  // one of a domain's own vertices (not a NIC or a fabric switch)
+    return vertices_[v].domain >= 0;
   };
-  if (has_fabric_ && node_a == node_b && own(from) && own(to)) {
-    r = intra_node_route(index(from), index(to));
-  } else if (has_fabric_ && node_a != node_b && vertices_[index(from)].kind == VertexKind::kGpu &&
-             vertices_[index(to)].kind == VertexKind::kGpu) {
-    r = fabric_route(index(from), index(to));
-  } else {
-    compute_source(index(from));
-    const auto& pred = pred_[index(from)];
-    for (std::uint32_t v = index(to); v != index(from);) {
-      CS_ASSERT(pred[v] >= 0, "every pair of GPUs is connected (checked when the topology is built)");
-      const auto lid = static_cast<std::uint32_t>(pred[v]);
-      r.links.insert(r.links.begin(), static_cast<LinkId>(lid));
-      r.latency_s += links_[lid].latency_s;
-      v = index(links_[lid].from);
+  const int domain_a = vertices_[src].domain, domain_b = vertices_[dst].domain;
+  if (has_fabric_ && domain_a == domain_b && own(src) && own(dst)) return intra_domain_route(src, dst);
+  if (has_fabric_ && domain_a != domain_b && vertices_[src].kind == VertexKind::kGpu &&
+      vertices_[dst].kind == VertexKind::kGpu) {
+    return fabric_route(src, dst);
+  }
+  compute_source(src);
+  const auto& pred = pred_[src];
+  Route r;
+  for (std::uint32_t v = dst; v != src;) {
+    CS_ASSERT(pred[v] >= 0, "every pair of GPUs is connected (checked when the topology is built)");
+    const auto lid = static_cast<std::uint32_t>(pred[v]);
+    r.links.insert(r.links.begin(), static_cast<LinkId>(lid));
+    r.latency_s += links_[lid].latency_s;
+    v = index(links_[lid].from);
+  }
+  return r;
+}
+
+std::uint32_t Topology::staging_vertex(std::uint32_t gpu) const {
+  // Host memory of the GPU's own domain, the one reached at least time per byte (then lowest id).
+  std::int64_t best = -1;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (std::uint32_t v = 0; v < vertices_.size(); ++v) {
+    if (vertices_[v].kind != VertexKind::kHostMemory || vertices_[v].domain != vertices_[gpu].domain) continue;
+    double cost = 0;
+    for (auto l : direct_route(gpu, v).links) cost += 1.0 / links_[index(l)].bandwidth_bytes_per_s;
+    if (cost < best_cost * (1 - 1e-12)) {
+      best = v;
+      best_cost = cost;
     }
   }
-  return routes_.emplace(key, std::move(r)).first->second;
+  CS_ASSERT(best >= 0, "a cluster without peer-to-peer has host memory (checked by the parser)");
+  return static_cast<std::uint32_t>(best);
 }
 
 double Topology::bottleneck(const Route& r) const {

@@ -30,7 +30,8 @@ struct Vertex {
   std::string name;
   VertexKind kind = VertexKind::kGpu;
   std::optional<double> nvls_bandwidth_bytes_per_s;
-  int node = 0;  ///< the server it belongs to; -1 for fabric switches
+  int node = 0;    ///< the server it belongs to (a domain's shared switches: its first server); -1 for fabric switches
+  int domain = 0;  ///< the NVLink domain (copy of the cluster file) it belongs to; -1 for NICs and fabric switches
 };
 
 /// The path a flow takes: directed links in order, with their summed latency.
@@ -40,18 +41,24 @@ struct Route {
 };
 
 /// The machine as a graph (Boost.Graph inside, never exposed): GPU, NVSwitch, PCIe switch, root
-/// complex and NIC vertices joined by directed links. Routes are computed once, deterministically:
-/// least time per byte (sum of 1/bandwidth), then fewest hops, ties to the lowest vertex ids;
-/// GPUs are end points and never forward traffic.
+/// complex, host memory and NIC vertices joined by directed links. Routes are computed once,
+/// deterministically: least time per byte (sum of 1/bandwidth), then fewest hops, ties to the lowest
+/// vertex ids; GPUs are end points and never forward traffic. Without peer-to-peer (GeForce), a
+/// GPU-to-GPU route goes through the host memory nearest the sender (the staging buffer).
+///
+/// A cluster file is one NVLink domain: usually one server (node), or several servers sharing
+/// NVLink switches (GB200 NVL72: 18 servers of 4 GPUs). Nodes own the NICs; domains own the links
+/// between GPUs. Traffic inside a domain stays on its links; traffic between domains uses the NICs
+/// of the sender's and receiver's nodes and the fabric.
 class Topology {
  public:
   /// The first `gpus` GPUs of `spec`, with every switch and link among what remains.
   static Topology build(const ClusterSpec& spec, int gpus);
-  /// `nodes` copies of the first `gpus_per_node` GPUs of `spec`, joined by `fabric`: each node's
-  /// NICs hang off their GPUs (the PCIe path), and the NICs off the fabric's switches. GPU rank
-  /// r is GPU r % gpus_per_node of node r / gpus_per_node. Routes between GPUs of one node never
-  /// leave it.
-  static Topology build(const ClusterSpec& spec, int gpus_per_node, int nodes, const FabricSpec& fabric);
+  /// `domains` copies of the first `gpus_per_domain` GPUs of `spec`, joined by `fabric`: each
+  /// node's NICs (spec.gpus_per_node GPUs to a node) hang off their GPUs (the PCIe path), and the
+  /// NICs off the fabric's switches. GPU rank r is GPU r % gpus_per_domain of domain
+  /// r / gpus_per_domain. Routes between GPUs of one domain never leave it.
+  static Topology build(const ClusterSpec& spec, int gpus_per_domain, int domains, const FabricSpec& fabric);
   Topology(Topology&&) noexcept;
   Topology& operator=(Topology&&) noexcept;
   ~Topology();
@@ -72,12 +79,16 @@ class Topology {
   /// The directed link between two adjacent vertices, if any.
   [[nodiscard]] std::optional<LinkId> direct_link(VertexId from, VertexId to) const;
   [[nodiscard]] const std::string& cluster_id() const { return cluster_id_; }
+  /// The server (node) a rank's GPU sits in: the unit that owns NICs.
   [[nodiscard]] int node_of_rank(int rank) const { return vertices_[index(gpu(rank))].node; }
-  /// Links below this id are the nodes' own (node n's: [n, n + 1) x links per node); the rest join
-  /// GPUs or node switches to NICs, and NICs to the fabric.
-  [[nodiscard]] std::size_t node_link_end() const {
-    return has_fabric_ ? static_cast<std::size_t>(vertices_per_node_ ? links_per_node_ : 0) *
-                             static_cast<std::size_t>(node_count_)
+  /// The NVLink domain (copy of the cluster file) a rank's GPU sits in; equal to its node unless
+  /// the cluster file holds several servers.
+  [[nodiscard]] int domain_of_rank(int rank) const { return vertices_[index(gpu(rank))].domain; }
+  /// Links below this id are the domains' own (domain d's: [d, d + 1) x links per domain); the
+  /// rest join GPUs or node switches to NICs, and NICs to the fabric.
+  [[nodiscard]] std::size_t domain_link_end() const {
+    return has_fabric_ ? static_cast<std::size_t>(vertices_per_domain_ ? links_per_domain_ : 0) *
+                             static_cast<std::size_t>(domain_count_)
                        : links_.size();
   }
 
@@ -89,19 +100,25 @@ class Topology {
   std::vector<Vertex> vertices_;
   std::vector<Link> links_;
   std::vector<VertexId> gpu_vertices_;
-  /// Routes are computed on demand and materialised once. One node: one Dijkstra per source
-  /// (predecessor links kept). Several nodes: nodes are identical copies, so a route inside node n
-  /// is node 0's route shifted by n's vertex and link offsets; a route between nodes is the GPU's
-  /// link to its NIC, the unique path up and down the fabric's tree, and the far NIC's link to the
-  /// GPU (GPUs never forward and a NIC joins only its GPUs and one fabric switch, so no other path
-  /// exists). Callers of route() may run on several threads (it locks).
+  /// Routes are computed on demand and materialised once. One domain: one Dijkstra per source
+  /// (predecessor links kept). Several domains: domains are identical copies, so a route inside
+  /// domain d is domain 0's route shifted by d's vertex and link offsets; a route between domains
+  /// is the GPU's link to its node's NIC, the unique path up and down the fabric's tree, and the far
+  /// NIC's link to the GPU (GPUs never forward and a NIC joins only its GPUs and one fabric switch,
+  /// so no other path exists). Callers of route() may run on several threads (it locks).
   void compute_source(std::uint32_t src) const;
-  [[nodiscard]] Route intra_node_route(std::uint32_t src, std::uint32_t dst) const;
+  [[nodiscard]] Route compute_route(std::uint32_t src, std::uint32_t dst) const;
+  [[nodiscard]] Route direct_route(std::uint32_t src, std::uint32_t dst) const;
+  [[nodiscard]] Route intra_domain_route(std::uint32_t src, std::uint32_t dst) const;
   [[nodiscard]] Route fabric_route(std::uint32_t src, std::uint32_t dst) const;
+  /// Without peer-to-peer: the host memory vertex a GPU stages its copies in (least time per byte
+  /// from the GPU, then the lowest id).
+  [[nodiscard]] std::uint32_t staging_vertex(std::uint32_t gpu) const;
   bool has_fabric_ = false;
-  std::uint32_t vertices_per_node_ = 0;  ///< node n's own vertices: [n * this, (n + 1) * this)
-  std::uint32_t links_per_node_ = 0;     ///< node n's own links: [n * this, (n + 1) * this)
-  int node_count_ = 1;
+  bool peer_to_peer_ = true;
+  std::uint32_t vertices_per_domain_ = 0;  ///< domain d's own vertices: [d * this, (d + 1) * this)
+  std::uint32_t links_per_domain_ = 0;     ///< domain d's own links: [d * this, (d + 1) * this)
+  int domain_count_ = 1;
   struct TreeLinks {
     std::int64_t up = -1;    ///< link to the parent (GPU: to its NIC; NIC: to its switch)
     std::int64_t down = -1;  ///< the parent's link back
@@ -116,7 +133,7 @@ class Topology {
   mutable std::vector<std::vector<std::int64_t>> pred_;  ///< per source: predecessor link of each vertex
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> routes_;
   std::unique_ptr<std::mutex> route_mutex_ = std::make_unique<std::mutex>();       ///< guards the route caches
-  mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> node0_routes_;  ///< intra-node template
+  mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> domain0_routes_;  ///< intra-domain template
   std::vector<std::vector<LinkId>> out_links_;
 };
 

@@ -376,18 +376,18 @@ class Partition final : public engine::EventHandler {
   std::uint64_t flows_ = 0;
 };
 
-/// Decides the partitioning: per node when the topology has several nodes, every cross-partition
-/// dependency goes through the fabric, and the lookahead (the smallest fabric-task latency) is
-/// positive. Returns the lookahead in seconds, or 0 for one partition.
+/// Decides the partitioning: per NVLink domain (a node, or a rack of nodes sharing NVLink switches)
+/// when the topology has several, every cross-partition dependency goes through the fabric, and
+/// the lookahead (the smallest fabric-task latency) is positive. Returns the lookahead in seconds, or 0 for one partition.
 double partition(Shared& sh) {
   const auto& g = sh.g;
   const int gpus = g.gpus();
   int nodes = 0;
-  for (int r = 0; r < gpus; ++r) nodes = std::max(nodes, sh.topo.node_of_rank(r) + 1);
+  for (int r = 0; r < gpus; ++r) nodes = std::max(nodes, sh.topo.domain_of_rank(r) + 1);
   if (!sh.opt.partition || nodes < 2 || sh.opt.record_links || gpus % nodes != 0) return 0.0;
   sh.gpus_per_partition = static_cast<std::uint32_t>(gpus / nodes);
   for (int r = 0; r < gpus; ++r) {
-    if (static_cast<std::uint32_t>(sh.topo.node_of_rank(r)) != static_cast<std::uint32_t>(r) / sh.gpus_per_partition)
+    if (static_cast<std::uint32_t>(sh.topo.domain_of_rank(r)) != static_cast<std::uint32_t>(r) / sh.gpus_per_partition)
       return 0.0;
   }
   sh.partitioned = true;
@@ -453,7 +453,7 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
       const auto& cached = fabric.plan_for(t);
       lookahead = std::min(lookahead, cached.plan.latency_s);
       for (const auto* r : cached.routes) {
-        for (auto l : r->links) disjoint = disjoint && net::index(l) >= topo.node_link_end();
+        for (auto l : r->links) disjoint = disjoint && net::index(l) >= topo.domain_link_end();
       }
       if (!disjoint) break;
     }
