@@ -40,7 +40,7 @@ TEST_CASE("datasheet peaks are as published (H- cases of shared/validation)") {
 TEST_CASE("the 2026 rental parts carry their datasheet peaks, FP4 on Blackwell only") {
   const auto c = test::catalog();
   auto load = [&](const char* id) {
-    return calib::parse_profile(config::load(c.locate(config::CatalogKind::kProfile, id, "t", "")), id);
+    return config::parse_profile(config::load(c.locate(config::CatalogKind::kProfile, id, "t", "")), id);
   };
   // shared/reference/gpus-2026.md, dense rates.
   CHECK(load("b200").peak(calib::Dtype::kBf16).value == doctest::Approx(2250e12));

@@ -42,8 +42,10 @@ Action add_collective(CLI::App& app, const Globals& g) {
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--cluster", o->cluster, "cluster id or path")->required();
-  cmd->add_option("--gpus", o->gpus, "use the first N GPUs of each node (default: all)");
-  cmd->add_option("--nodes", o->nodes, "nodes joined by --fabric (the collective spans all their GPUs)");
+  cmd->add_option("--gpus", o->gpus, "use the first N GPUs of each copy of the cluster (default: all)");
+  cmd->add_option("--nodes", o->nodes,
+                  "copies of the cluster joined by --fabric: nodes, or racks for a rack-scale NVLink domain such as "
+                  "gb200-nvl72 (the collective spans all their GPUs)");
   cmd->add_option("--fabric", o->fabric, "fabric id or path, with --nodes");
   cmd->add_option("--profile", o->profile, "hardware profile id or path (default: the cluster's)");
   cmd->add_option("--op", o->op, "allreduce, allgather, reducescatter, alltoall, sendrecv or shift");

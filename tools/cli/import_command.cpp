@@ -92,7 +92,10 @@ Action add_import(CLI::App& app, const Globals& g) {
         for (const auto& id : catalog.ids(config::CatalogKind::kProfile)) {
           const auto p =
               config::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, id, "", "")), id);
-          if (!device.empty() && p.gpu_name.rfind(device, 0) == 0) matches.push_back(id);
+          // A prefix ending at a word boundary: "NVIDIA H20" names the H20, not the H200.
+          if (!device.empty() && p.gpu_name.rfind(device, 0) == 0 &&
+              (p.gpu_name.size() == device.size() || p.gpu_name[device.size()] == ' '))
+            matches.push_back(id);
         }
         if (matches.size() != 1) {
           throw InputError("command line", "--base",

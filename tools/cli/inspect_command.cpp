@@ -19,6 +19,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/rental_check.hpp"
 
 namespace cs::cli {
 
@@ -73,15 +74,21 @@ Action add_inspect(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("inspect", "rental check: what a measured box is, against datasheet and offer");
   struct Opts {
     std::string file, offer, svg;
+    RentalFiles evidence;
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("file", o->file, "profile written by clustersim calibrate")->required();
+  cmd->add_option("file", o->file, "profile written by clustersim calibrate (or give the tools' output below)");
+  cmd->add_option("--topo", o->evidence.topo, "`nvidia-smi topo -m` output");
+  cmd->add_option("--nccl-tests", o->evidence.nccl, "nccl-tests output files (all_reduce_perf ...)");
+  cmd->add_option("--nvlink", o->evidence.nvlink, "`nvidia-smi nvlink -s` output");
+  cmd->add_option("--smi", o->evidence.smi, "`nvidia-smi -q` output");
   cmd->add_option("--offer", o->offer, "offer id or path whose claims to check");
   cmd->add_option("--svg", o->svg, "write the P2P bandwidth matrix as an SVG heat map");
-  cmd->add_flag("--json", o->json, "print {\"box\": ..., \"checks\": [...]}");
+  cmd->add_flag("--json", o->json, "print {\"box\": ..., \"checks\": [...]} ({\"verdicts\": [...]} from tool output)");
   return [o, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
+    if (!o->evidence.empty() || o->file.empty()) return run_rental_check(o->file, o->evidence, o->offer, o->json, catalog);
     const auto doc = config::load(o->file);
     const auto profile = config::parse_profile(doc, std::filesystem::path(o->file).stem().string());
     if (!doc.json.contains("raw")) {

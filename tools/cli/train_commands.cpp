@@ -236,7 +236,9 @@ Action add_train(CLI::App& app, const Globals& g) {
   cmd->add_option("--gpus", o->gpus, "use the first N GPUs of the cluster (default: all)");
   cmd->add_option("--profile", o->profile, "hardware profile id or path (default: the cluster's)");
   cmd->add_option("--offer", o->offer, "rental offer id or path, for cost figures");
-  cmd->add_option("--nodes", o->nodes, "number of nodes (copies of the cluster) joined by --fabric");
+  cmd->add_option("--nodes", o->nodes,
+                  "copies of the cluster joined by --fabric: nodes, or racks for a rack-scale NVLink domain such as "
+                  "gb200-nvl72");
   cmd->add_option("--fabric", o->fabric, "fabric id or path (clustersim list fabrics)");
   cmd->add_option("--tp", o->tp, "tensor-parallel degree")->required();
   cmd->add_option("--dp", o->dp, "data-parallel degree (default: GPUs / TP)");

@@ -1,0 +1,55 @@
+// The 2026 rental parts in the catalog: listed, and runnable (collective, training step).
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/builders.hpp"
+
+using cs::test::run_cli;
+
+TEST_CASE("list shows the 2026 profiles and clusters") {
+  const auto p = run_cli("list profiles");
+  REQUIRE(p.exit_code == 0);
+  for (const char* id : {"b200", "gb200", "h20", "a800-sxm-80", "l40s", "l20", "rtx4090"}) {
+    CAPTURE(id);
+    CHECK(p.out.find(id) != std::string::npos);
+  }
+  const auto c = run_cli("list clusters");
+  REQUIRE(c.exit_code == 0);
+  for (const char* id :
+       {"hgx-b200", "gb200-nvl72", "hgx-h20", "hgx-a800", "pcie-l40sx8", "pcie-l20x8", "pcie-rtx4090x8"}) {
+    CAPTURE(id);
+    CHECK(c.out.find(id) != std::string::npos);
+  }
+}
+
+namespace {
+double peak_busbw(const std::string& args) {
+  const auto r = run_cli("collective " + args + " --min 1G --max 1G --json");
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out)["rows"][0]["busbw_GBps"].get<double>();
+}
+}  // namespace
+
+TEST_CASE("collective on gb200-nvl72: in the NVLink domain at NVLink rate, across racks at the NICs' rate") {
+  const double in_domain = peak_busbw("--cluster gb200-nvl72 --gpus 8");  // two trays of one rack
+  const double across = peak_busbw("--cluster gb200-nvl72 --gpus 4 --nodes 2 --fabric ib-ndr-nvl72-rail");
+  CHECK(in_domain == doctest::Approx(900 * 0.83).epsilon(0.03));
+  CHECK(across < 0.1 * in_domain);
+  CHECK(peak_busbw("--cluster hgx-b200") == doctest::Approx(900 * 0.83).epsilon(0.03));
+}
+
+TEST_CASE("a training step runs on every 2026 cluster") {
+  for (const char* c :
+       {"hgx-b200", "hgx-h20", "hgx-a800", "pcie-l40sx8", "pcie-l20x8", "pcie-rtx4090x8"}) {
+    CAPTURE(c);
+    const auto r = run_cli(std::string("train --model llama3.1-8b --cluster ") + c +
+                           " --tp 8 --seq 2048 --global-batch 8 --recompute full --json");
+    REQUIRE(r.exit_code == 0);
+    CHECK(nlohmann::json::parse(r.out).dump().find("step_time") != std::string::npos);
+  }
+  // 16 GPUs: TP8 inside one rack (two trays over NVLink), DP2 across two racks over the fabric.
+  const auto r = run_cli(
+      "train --model llama3.1-8b --cluster gb200-nvl72 --gpus 8 --nodes 2 --fabric ib-ndr-nvl72-rail --tp 8 --seq 2048 "
+      "--global-batch 8 --json");
+  REQUIRE(r.exit_code == 0);
+}
