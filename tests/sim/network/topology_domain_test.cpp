@@ -32,7 +32,7 @@ double busbw(const Topology& t, const std::vector<int>& ranks, coll::Algorithm a
 
 }  // namespace
 
-TEST_CASE("an NVL72 rack is one NVLink domain of 18 nodes of 4 GPUs; NICs belong to the nodes") {
+TEST_CASE("an NVL72 rack is one NVLink domain of 18 nodes of 4 GPUs, and the NICs belong to the nodes") {
   const auto spec = test::shipped_cluster("gb200-nvl72");
   CHECK(spec.gpus == 72);
   CHECK(spec.gpus_per_node == 4);
