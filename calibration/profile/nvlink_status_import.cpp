@@ -80,8 +80,7 @@ NvlinkStatus parse_nvlink_status(const std::string& text, const std::string& fil
       fail("expected a link rate such as '26.562 GB/s' or '<inactive>'; got '" + rest + "'");
     links.push_back(gbps * 1e9);
   }
-  if (out.gpus.empty())
-    throw InputError(file, "", "no 'GPU <n>:' line: is this the output of `nvidia-smi nvlink -s`?");
+  if (out.gpus.empty()) throw InputError(file, "", "no 'GPU <n>:' line: is this the output of `nvidia-smi nvlink -s`?");
   return out;
 }
 

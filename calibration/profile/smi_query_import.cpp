@@ -121,8 +121,7 @@ SmiQuery parse_smi_query(const std::string& text, const std::string& file) {
     // lines that follow belong to it.
     sections.emplace_back(indent, key);
   }
-  if (blocks.empty())
-    throw InputError(file, "", "no 'GPU <bus id>' block: is this the output of `nvidia-smi -q`?");
+  if (blocks.empty()) throw InputError(file, "", "no 'GPU <bus id>' block: is this the output of `nvidia-smi -q`?");
   if (attached >= 0 && static_cast<std::size_t>(attached) != blocks.size()) {
     throw InputError(file + ":" + std::to_string(attached_line), "",
                      "'Attached GPUs' says " + std::to_string(attached) + " but " + std::to_string(blocks.size()) +
@@ -134,17 +133,19 @@ SmiQuery parse_smi_query(const std::string& text, const std::string& file) {
     g.bus_id = bus_ids[i];
     if (const Field* f = find(b, {"Product Name"})) g.name = f->value;
     g.memory_bytes = number(b, {"FB Memory Usage/Total"}, "MiB", 1048576.0, file);
-    g.power_limit_w = number(b, {"GPU Power Readings/Current Power Limit", "Power Readings/Current Power Limit",
-                                 "GPU Power Readings/Power Limit", "Power Readings/Power Limit"},
+    g.power_limit_w = number(b,
+                             {"GPU Power Readings/Current Power Limit", "Power Readings/Current Power Limit",
+                              "GPU Power Readings/Power Limit", "Power Readings/Power Limit"},
                              "W", 1.0, file);
-    g.default_power_limit_w = number(b, {"GPU Power Readings/Default Power Limit", "Power Readings/Default Power Limit"},
-                                     "W", 1.0, file);
+    g.default_power_limit_w =
+        number(b, {"GPU Power Readings/Default Power Limit", "Power Readings/Default Power Limit"}, "W", 1.0, file);
     g.max_power_limit_w =
         number(b, {"GPU Power Readings/Max Power Limit", "Power Readings/Max Power Limit"}, "W", 1.0, file);
     g.sm_clock_hz = number(b, {"Clocks/SM"}, "MHz", 1e6, file);
     g.max_sm_clock_hz = number(b, {"Max Clocks/SM"}, "MHz", 1e6, file);
     g.pcie_gen = integer(b, {"PCI/GPU Link Info/PCIe Generation/Current"}, file);
-    g.pcie_gen_max = integer(b, {"PCI/GPU Link Info/PCIe Generation/Device Max", "PCI/GPU Link Info/PCIe Generation/Max"}, file);
+    g.pcie_gen_max =
+        integer(b, {"PCI/GPU Link Info/PCIe Generation/Device Max", "PCI/GPU Link Info/PCIe Generation/Max"}, file);
     g.pcie_width = integer(b, {"PCI/GPU Link Info/Link Width/Current"}, file);
     g.pcie_width_max = integer(b, {"PCI/GPU Link Info/Link Width/Max"}, file);
     for (const char* section : {"Clocks Event Reasons/", "Clocks Throttle Reasons/"}) {

@@ -132,7 +132,7 @@ class Topology {
   std::map<std::uint32_t, TreeLinks> nic_attach_;        ///< by NIC vertex: parent = its node switch
   mutable std::vector<std::vector<std::int64_t>> pred_;  ///< per source: predecessor link of each vertex
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> routes_;
-  std::unique_ptr<std::mutex> route_mutex_ = std::make_unique<std::mutex>();       ///< guards the route caches
+  std::unique_ptr<std::mutex> route_mutex_ = std::make_unique<std::mutex>();         ///< guards the route caches
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, Route> domain0_routes_;  ///< intra-domain template
   std::vector<std::vector<LinkId>> out_links_;
 };

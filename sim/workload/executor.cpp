@@ -378,7 +378,8 @@ class Partition final : public engine::EventHandler {
 
 /// Decides the partitioning: per NVLink domain (a node, or a rack of nodes sharing NVLink switches)
 /// when the topology has several, every cross-partition dependency goes through the fabric, and
-/// the lookahead (the smallest fabric-task latency) is positive. Returns the lookahead in seconds, or 0 for one partition.
+/// the lookahead (the smallest fabric-task latency) is positive. Returns the lookahead in seconds, or 0 for one
+/// partition.
 double partition(Shared& sh) {
   const auto& g = sh.g;
   const int gpus = g.gpus();

@@ -39,8 +39,7 @@ TEST_CASE("collective on gb200-nvl72: in the NVLink domain at NVLink rate, acros
 }
 
 TEST_CASE("a training step runs on every 2026 cluster") {
-  for (const char* c :
-       {"hgx-b200", "hgx-h20", "hgx-a800", "pcie-l40sx8", "pcie-l20x8", "pcie-rtx4090x8"}) {
+  for (const char* c : {"hgx-b200", "hgx-h20", "hgx-a800", "pcie-l40sx8", "pcie-l20x8", "pcie-rtx4090x8"}) {
     CAPTURE(c);
     const auto r = run_cli(std::string("train --model llama3.1-8b --cluster ") + c +
                            " --tp 8 --seq 2048 --global-batch 8 --recompute full --json");

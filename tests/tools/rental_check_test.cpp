@@ -71,7 +71,8 @@ TEST_CASE("the fake 8-GPU box (two PCIe switches of four), 40 GB, power capped, 
 }
 
 TEST_CASE("the all-reduce verdict gives bus and algorithm bandwidth, measured and modelled") {
-  const auto r = run_cli("inspect --nccl-tests tests/data/rental/nvswitch-h100/all_reduce_perf.txt --offer cn-8x-h100-sxm");
+  const auto r =
+      run_cli("inspect --nccl-tests tests/data/rental/nvswitch-h100/all_reduce_perf.txt --offer cn-8x-h100-sxm");
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("measured busbw 479.7 GB/s (algbw 274.1) at 8192 MiB on 8 GPUs; our model of hgx-h100 (offer "
                    "cn-8x-h100-sxm): busbw ") != std::string::npos);

@@ -88,7 +88,8 @@ Action add_inspect(CLI::App& app, const Globals& g) {
   cmd->add_flag("--json", o->json, "print {\"box\": ..., \"checks\": [...]} ({\"verdicts\": [...]} from tool output)");
   return [o, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
-    if (!o->evidence.empty() || o->file.empty()) return run_rental_check(o->file, o->evidence, o->offer, o->json, catalog);
+    if (!o->evidence.empty() || o->file.empty())
+      return run_rental_check(o->file, o->evidence, o->offer, o->json, catalog);
     const auto doc = config::load(o->file);
     const auto profile = config::parse_profile(doc, std::filesystem::path(o->file).stem().string());
     if (!doc.json.contains("raw")) {

@@ -26,8 +26,7 @@ std::vector<int> first(int n) {
 }
 
 double busbw(const Topology& t, const std::vector<int>& ranks, coll::Algorithm algo = coll::Algorithm::kRing) {
-  return workload::time_collective(t, coll::CollectiveOp::kAllReduce, algo, ranks, 1073741824.0, 0.0)
-      .busbw_bytes_per_s;
+  return workload::time_collective(t, coll::CollectiveOp::kAllReduce, algo, ranks, 1073741824.0, 0.0).busbw_bytes_per_s;
 }
 
 }  // namespace
@@ -93,12 +92,11 @@ TEST_CASE("GeForce GPUs stage every copy in host memory: routes pass it, all-red
 }
 
 TEST_CASE("a cluster without peer-to-peer must give the host memory it stages in") {
-  CHECK_THROWS_WITH_AS(
-      (void)test::cluster_from_json(R"({"name": "x", "profile": "rtx4090", "gpus": 2, "source": "s",
+  CHECK_THROWS_WITH_AS((void)test::cluster_from_json(R"({"name": "x", "profile": "rtx4090", "gpus": 2, "source": "s",
         "peer_to_peer": {"enabled": false, "source": "GeForce"},
         "link_types": {"pcie": {"bandwidth": "31.5 GB/s", "efficiency": 0.83, "latency": "0.5 us", "source": "s",
                                 "efficiency_source": "s"}},
         "switches": [{"id": "cpu0", "kind": "root_complex"}],
         "links": [{"a": "gpu0", "b": "cpu0", "type": "pcie"}, {"a": "gpu1", "b": "cpu0", "type": "pcie"}]})"),
-      doctest::Contains("expected a switch of kind host_memory"), InputError);
+                       doctest::Contains("expected a switch of kind host_memory"), InputError);
 }
