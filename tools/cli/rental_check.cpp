@@ -196,7 +196,7 @@ RentalReport check_rental(const RentalEvidence& e, const std::optional<scenario:
   if (shape && r.gpus >= 2) {
     if (shape->all_nvlink) {
       add("pcie-switches", "ok",
-          "GPU-to-GPU traffic runs on NVLink (" + shape->text + "); the PCIe tree carries host traffic only");
+          "GPU-to-GPU traffic runs on NVLink: " + shape->text + "; the PCIe tree carries host traffic only");
     } else {
       std::string groups;
       for (const auto& g : shape->pcie_groups) groups += (groups.empty() ? "" : "; ") + gpu_list(g);
