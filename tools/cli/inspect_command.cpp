@@ -95,7 +95,8 @@ Action add_inspect(CLI::App& app, const Globals& g) {
     if (!doc.json.contains("raw")) {
       throw InputError(o->file, "/raw",
                        "no measurements in this profile (" + std::string(calib::provenance_name(profile.origin)) +
-                           "); run `clustersim calibrate --out FILE` on the box and inspect that file");
+                           "); run `clustersim calibrate --out FILE` on the box and inspect that file, or inspect the "
+                           "box's own tool output (--topo, --nccl-tests, --nvlink, --smi)");
     }
     const auto& raw = doc.json["raw"];
     std::optional<scenario::Offer> offer;
