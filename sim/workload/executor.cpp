@@ -1,6 +1,7 @@
 #include "sim/workload/executor.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -40,6 +41,8 @@ struct Message {
 };
 
 inline constexpr std::uint32_t kSerial = 0;
+/// Open runs drop a stream's run tasks from its order once this many have accumulated.
+inline constexpr std::size_t kOpenStreamTrim = 64;
 
 /// What every partition shares: the graph, the per-task and per-stream state (each element is
 /// written by one partition only), and the ownership map.
@@ -61,6 +64,11 @@ struct Shared {
   std::uint32_t gpus_per_partition = 0;    ///< node partitions hold consecutive GPU ranks
   bool partitioned = false;
   net::LinkState links;
+  // Open runs (simulate_open): the graph grows while it runs; the successors of tasks added then,
+  // and the hook that tells the source a task ended.
+  WorkloadGraph* open = nullptr;
+  std::vector<std::vector<TaskId>> late_succ;
+  std::function<void(TaskId)> on_end;
 
   Shared(const WorkloadGraph& graph, const net::Topology& t, const ExecutorOptions& o)
       : g(graph), topo(t), opt(o), links(t.link_count()) {}
@@ -105,6 +113,18 @@ class Partition final : public engine::EventHandler {
 
   /// Before the first window: an unordered task of this partition without dependencies starts.
   void prime_unordered(TaskId id) { start_unordered(id); }
+
+  /// Open runs: a task just added (with its edges) starts if its stream and dependencies allow.
+  void admit(TaskId id) {
+    const Task& task = sh_.g.task(id);
+    if (task.stream == Stream::kNone) {
+      if (sh_.preds_left[index(id)] == 0) start_unordered(id);
+    } else if (task.collective) {
+      for (int r : sh_.g.groups()[task.group]) try_start(sh_.stream_index(static_cast<std::uint32_t>(r), task.stream));
+    } else {
+      try_start(sh_.stream_index(task.gpu, task.stream));
+    }
+  }
 
   /// Before the first window, after the unordered tasks: every stream's head.
   void prime() {
@@ -320,19 +340,22 @@ class Partition final : public engine::EventHandler {
     }
     for (auto s : touched) {
       sh_.busy[s] = 0;
-      ++sh_.head[s];
+      if (++sh_.head[s] >= kOpenStreamTrim && sh_.open) {
+        // An open run forgets what its streams have run (their tasks' ids are being reused).
+        sh_.open->drop_stream_front(s, sh_.head[s]);
+        sh_.head[s] = 0;
+      }
     }
-    for (auto k = sh_.succ_begin[t]; k < sh_.succ_begin[t + 1]; ++k) {
-      const TaskId succ = sh_.succ[k];
+    const auto release_successor = [&](TaskId succ) {
       const Task& st = sh_.g.task(succ);
       const auto o = sh_.owner(st);
       if (o != self_) {
         // Only a node's own task reaches here with a successor elsewhere: the fabric's (checked
         // when partitioning); the fabric tells nodes of its tasks' ends itself.
         if (here && !is_fabric()) outbox_.push_back({engine_.now(), o, kRelease, index(succ)});
-        continue;
+        return;
       }
-      if (--sh_.preds_left[index(succ)] > 0) continue;
+      if (--sh_.preds_left[index(succ)] > 0) return;
       if (st.stream == Stream::kNone) {
         start_unordered(succ);
       } else if (st.collective) {
@@ -344,6 +367,11 @@ class Partition final : public engine::EventHandler {
       } else {
         touched.push_back(sh_.stream_index(st.gpu, st.stream));
       }
+    };
+    if (sh_.open) {
+      for (auto succ : sh_.late_succ[t]) release_successor(succ);
+    } else {
+      for (auto k = sh_.succ_begin[t]; k < sh_.succ_begin[t + 1]; ++k) release_successor(sh_.succ[k]);
     }
     if (is_fabric()) return;  // the fabric holds no streams
     // try_start never re-enters complete (ends are events), so the scratch list is stable here.
@@ -353,6 +381,7 @@ class Partition final : public engine::EventHandler {
   void finish(TaskId id) {
     sh_.spans[index(id)].end = engine_.now();
     complete(id, true);
+    if (sh_.on_end) sh_.on_end(id);
   }
 
   /// A node learns that a fabric collective ended.
@@ -548,6 +577,115 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   log.partitions = static_cast<std::uint32_t>(parts.size());
   log.windows = windows;
   log.lookahead_s = sh.partitioned ? lookahead : 0.0;
+  return log;
+}
+
+}  // namespace cs::workload
+
+namespace cs::workload {
+
+namespace {
+
+/// An open run: the graph as the source grows it, on one partition. Each task's slot is reused
+/// once the source has been told it ended, so memory follows the tasks in flight, not the run.
+class OpenRun final : public OpenGraph {
+ public:
+  OpenRun(WorkloadGraph& graph, Shared& sh, Partition& part, TaskSource& source)
+      : g_(graph), sh_(sh), part_(part), source_(source) {}
+
+  [[nodiscard]] SimTime now() const override { return part_.engine().now(); }
+  std::uint32_t add_group(const std::vector<int>& ranks) override { return g_.add_group(ranks); }
+  TaskId add_compute(int gpu, Stream stream, Category category, const char* label, SimTime duration) override {
+    return fresh(g_.add_compute(gpu, stream, category, label, -1, -1, duration));
+  }
+  TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label, coll::CollectiveOp op,
+                        double bytes) override {
+    return fresh(g_.add_collective(group, stream, category, label, -1, -1, op, bytes));
+  }
+  void depend(TaskId before, TaskId after) override {
+    CS_ASSERT(state_[index(before)] != kGone, "an edge comes from a task that has not ended");
+    CS_ASSERT(state_[index(after)] == kNew, "an edge goes into a task added in the same call");
+    sh_.late_succ[index(before)].push_back(after);
+    ++sh_.preds_left[index(after)];
+  }
+
+  void begin() {
+    source_.begin(*this);
+    admit_new();
+  }
+
+  /// The executor's hook: tell the source, start what it added, reuse the ended task's slot.
+  void ended(TaskId id) {
+    const auto t = index(id);
+    state_[t] = kGone;
+    sh_.late_succ[t].clear();
+    source_.ended(id, sh_.spans[t], *this);
+    g_.recycle(id);
+    admit_new();
+  }
+
+ private:
+  enum State : std::uint8_t { kGone = 0, kNew = 1, kAdmitted = 2 };
+
+  TaskId fresh(TaskId id) {
+    const auto t = index(id);
+    if (t >= state_.size()) {
+      const std::size_t n = t + 1;
+      state_.resize(n, kGone);
+      sh_.preds_left.resize(n, 0);
+      sh_.arrived.resize(n, 0);
+      sh_.flows_left.resize(n, 0);
+      sh_.latency.resize(n, 0.0);
+      sh_.spans.resize(n);
+      sh_.late_succ.resize(n);
+    }
+    CS_ASSERT(state_[t] == kGone, "a reused slot held a task that ended");
+    state_[t] = kNew;
+    sh_.preds_left[t] = 0;
+    sh_.arrived[t] = 0;
+    sh_.flows_left[t] = 0;
+    sh_.latency[t] = 0.0;
+    sh_.spans[t] = TaskSpan{};
+    added_.push_back(id);
+    return id;
+  }
+
+  /// Tasks added by the last call of the source start now, in the order they were added.
+  void admit_new() {
+    for (auto id : added_) state_[index(id)] = kAdmitted;
+    for (std::size_t k = 0; k < added_.size(); ++k) part_.admit(added_[k]);
+    added_.clear();
+  }
+
+  WorkloadGraph& g_;
+  Shared& sh_;
+  Partition& part_;
+  TaskSource& source_;
+  std::vector<std::uint8_t> state_;  ///< per slot
+  std::vector<TaskId> added_;
+};
+
+}  // namespace
+
+RunLog simulate_open(int gpus, const net::Topology& topo, const ExecutorOptions& options, TaskSource& source) {
+  WorkloadGraph graph(gpus);
+  Shared sh(graph, topo, options);
+  sh.open = &graph;
+  sh.head.assign(graph.stream_count(), 0);
+  sh.busy.assign(graph.stream_count(), 0);
+  sh.succ_begin.assign(1, 0);
+  Partition part(sh, kSerial, 0, static_cast<std::uint32_t>(gpus));
+  OpenRun run(graph, sh, part, source);
+  sh.on_end = [&run](TaskId id) { run.ended(id); };
+  run.begin();
+  RunLog log;
+  log.events = part.engine().run(part);
+  log.flows = part.flows();
+  log.makespan = part.engine().now();
+  log.link_samples = std::move(part.link_samples());
+  for (std::size_t s = 0; s < graph.stream_count(); ++s) {
+    CS_ASSERT(sh.head[s] == graph.stream_order(s).size(), "every task ran (no deadlock in the open run)");
+  }
   return log;
 }
 

@@ -57,4 +57,37 @@ struct ExecutorOptions {
 /// says when and why); the result is the same for any thread count.
 [[nodiscard]] RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const ExecutorOptions& options);
 
+/// An open run's graph as its source sees it while the simulation runs: tasks added here join the
+/// running simulation on the same clock, streams and network model as a built graph's. Edges may
+/// only come from tasks that have not ended, into tasks added in the same call of the source.
+class OpenGraph {
+ public:
+  virtual ~OpenGraph() = default;
+  [[nodiscard]] virtual SimTime now() const = 0;
+  virtual std::uint32_t add_group(const std::vector<int>& ranks) = 0;
+  /// A kernel (or, on Stream::kNone with no dependencies, a timer that ends `duration` from now).
+  virtual TaskId add_compute(int gpu, Stream stream, Category category, const char* label, SimTime duration) = 0;
+  virtual TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label,
+                                coll::CollectiveOp op, double bytes) = 0;
+  virtual void depend(TaskId before, TaskId after) = 0;
+};
+
+/// The seam for a workload decided while it runs (serving's continuous-batching scheduler plans
+/// each iteration when the previous one ends): the executor tells the source when a task ends,
+/// and the source adds what follows. No nested simulation, one clock.
+class TaskSource {
+ public:
+  virtual ~TaskSource() = default;
+  /// Before the first event: the tasks known at time zero.
+  virtual void begin(OpenGraph& graph) = 0;
+  /// Task `id` ended (it ran over `span`). Its id is reused once this returns.
+  virtual void ended(TaskId id, const TaskSpan& span, OpenGraph& graph) = 0;
+};
+
+/// Runs an open workload on `gpus` GPUs of a topology: the serial engine (one partition), the
+/// graph growing as `source` adds tasks and keeping only those in flight (ids are reused). The
+/// log has no per-task spans (the source saw each one); makespan, events and flows as `simulate`.
+[[nodiscard]] RunLog simulate_open(int gpus, const net::Topology& topo, const ExecutorOptions& options,
+                                   TaskSource& source);
+
 }  // namespace cs::workload

@@ -31,7 +31,6 @@ std::uint32_t WorkloadGraph::add_group(const std::vector<int>& ranks) {
 TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, const char* label, int layer, int micro,
                                   SimTime duration) {
   CS_ASSERT(gpu >= 0 && gpu < gpus_, "compute task on an existing GPU");
-  const auto id = static_cast<TaskId>(tasks_.size());
   Task t;
   t.label = label;
   t.category = category;
@@ -40,7 +39,7 @@ TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, con
   t.micro = micro;
   t.gpu = static_cast<std::uint32_t>(gpu);
   t.duration = duration;
-  tasks_.push_back(t);
+  const auto id = place(t);
   if (stream != Stream::kNone)
     streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   return id;
@@ -50,7 +49,6 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
                                      int layer, int micro, coll::CollectiveOp op, double bytes,
                                      coll::Algorithm algorithm) {
   CS_ASSERT(group < groups_.size(), "collective over a known group");
-  const auto id = static_cast<TaskId>(tasks_.size());
   Task t;
   t.label = label;
   t.category = category;
@@ -64,7 +62,7 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
   t.algorithm = algorithm;
   t.bytes = bytes;
   t.gpu = static_cast<std::uint32_t>(groups_[group].front());
-  tasks_.push_back(t);
+  const auto id = place(t);
   if (stream != Stream::kNone) {
     for (int r : groups_[group])
       streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
@@ -78,6 +76,23 @@ TaskId WorkloadGraph::add_collective_on(std::uint32_t group, std::uint32_t flow_
   const auto id = add_collective(group, stream, category, label, layer, micro, op, bytes);
   tasks_[index(id)].flow_group = flow_group;
   return id;
+}
+
+TaskId WorkloadGraph::place(const Task& t) {
+  if (!free_.empty()) {
+    const auto id = free_.back();
+    free_.pop_back();
+    tasks_[index(id)] = t;
+    return id;
+  }
+  tasks_.push_back(t);
+  return static_cast<TaskId>(tasks_.size() - 1);
+}
+
+void WorkloadGraph::drop_stream_front(std::size_t stream_index, std::size_t n) {
+  auto& order = streams_[stream_index];
+  CS_ASSERT(n <= order.size(), "drop only tasks the stream holds");
+  order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 void WorkloadGraph::depend(TaskId before, TaskId after) {

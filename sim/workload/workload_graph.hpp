@@ -82,13 +82,23 @@ class WorkloadGraph {
   }
   [[nodiscard]] std::size_t stream_count() const { return streams_.size(); }
 
+  /// Open runs (a workload decided while it runs, `simulate_open`): the next task added takes
+  /// `id`'s slot, so the graph stays as large as the tasks in flight. `id` must have ended and
+  /// nothing may refer to it any more (no edge, no later use of the id).
+  void recycle(TaskId id) { free_.push_back(id); }
+  /// Open runs: drops the first `n` tasks of a stream's order (tasks it has already run).
+  void drop_stream_front(std::size_t stream_index, std::size_t n);
+
  private:
+  TaskId place(const Task& t);
+
   int gpus_;
   std::vector<Task> tasks_;
   std::vector<Edge> edges_;
   std::vector<std::vector<int>> groups_;
   std::map<std::vector<int>, std::uint32_t> group_index_;
   std::vector<std::vector<TaskId>> streams_;
+  std::vector<TaskId> free_;  ///< recycled slots (open runs), reused last-in first-out
 };
 
 }  // namespace cs::workload
