@@ -5,51 +5,63 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <optional>
 #include <random>
+#include <tuple>
 
 #include "sim/core/check.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
-#include "sim/engine/engine.hpp"
 #include "sim/network/topology.hpp"
-#include "sim/workload/collective_timing.hpp"
 #include "sim/workload/compute_model.hpp"
+#include "sim/workload/executor.hpp"
 
 namespace cs::serving {
 
 namespace {
 
+using workload::Category;
+using workload::Stream;
+using workload::TaskId;
+
+inline constexpr SimTime kNever{-1};
+
 struct Request {
   int id = 0;
-  double arrival = 0;
+  SimTime arrival{};
   std::int64_t input = 0, output = 0;
   std::int64_t prompt = 0;     ///< tokens to prefill (the input; more after a recompute preemption)
   std::int64_t prefilled = 0;  ///< prompt tokens whose KV is cached
   std::int64_t generated = 0;  ///< output tokens sampled so far
   std::int64_t blocks = 0;
-  double first_token = -1, finish = -1;
+  SimTime first_token = kNever, finish = kNever;
   int replica = -1;
-  bool transferred = false;  ///< disaggregated: the KV came from a prefill replica
-  bool in_flight = false;    ///< part of a batch still in the pipeline
+  int kv_parts_left = 0;   ///< disaggregated: KV transfers (one per GPU pair) still moving
+  bool in_flight = false;  ///< part of a batch still in the pipeline
+};
+
+/// A pipeline stage of a replica: its TP group runs `layers` layers of every batch.
+struct Stage {
+  std::vector<int> ranks;
+  std::uint32_t group = 0;    ///< the TP group (the executor's process group)
+  std::uint32_t to_next = 0;  ///< the send/recv pair to the next stage's first GPU
+  int layers = 0;
+  bool isolated = false;  ///< no other traffic can share its collectives' links (fast path)
 };
 
 struct Replica {
   int index = 0;
-  std::vector<int> ranks;  ///< stage 0's TP group
   models::ServingShape shape;
   ServingMemory memory;
   std::int64_t blocks = 0;
-  int pp = 1;
-  std::vector<int> stage_layers;
-  std::vector<std::vector<int>> stage_ranks;
-  std::vector<double> stage_free;  ///< when each pipeline stage finishes its last batch
-  int inflight = 0;                ///< batches in the pipeline (at most PP)
+  std::vector<Stage> stages;
+  int inflight = 0;  ///< batches in the pipeline (at most PP)
   bool prefill_only = false, decode_only = false;
   std::deque<int> waiting;
   std::vector<int> running;  ///< in admission order
+  int incoming = 0;          ///< disaggregated: requests whose KV is moving here
   std::int64_t free_blocks = 0;
-  std::map<double, double> allreduce_s, allgather_s;       ///< collective time by size
-  std::vector<std::map<double, double>> stage_transfer_s;  ///< per stage boundary, activation transfer time by size
+  [[nodiscard]] int pp() const { return static_cast<int>(stages.size()); }
 };
 
 struct Planned {
@@ -57,7 +69,50 @@ struct Planned {
   std::int64_t chunk = 0;  ///< prefill tokens, or 0 for a decode token
 };
 
-enum Kind : std::uint32_t { kArrival = 0, kStepDone = 1, kKvArrived = 2 };
+/// A piece of a stage's program: kernels back to back (one compute task), or a TP collective.
+struct Segment {
+  SimTime compute{};
+  bool collective = false;
+  coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
+  double bytes = 0;
+};
+
+/// A stage's program for one batch without repeating its layers: the step overhead (zero after
+/// the first stage), `layers` copies of one layer's segments, the LM head's (last stage only).
+struct StageProgram {
+  SimTime overhead{};
+  std::vector<Segment> layer;
+  int layers = 0;
+  std::vector<Segment> head;
+  [[nodiscard]] std::size_t size() const { return 1 + layer.size() * static_cast<std::size_t>(layers) + head.size(); }
+  /// The i-th segment in program order.
+  [[nodiscard]] Segment at(std::size_t i) const {
+    if (i == 0) return Segment{overhead};
+    const std::size_t body = layer.size() * static_cast<std::size_t>(layers);
+    return i - 1 < body ? layer[(i - 1) % layer.size()] : head[i - 1 - body];
+  }
+};
+
+/// A batch in a replica's pipeline.
+struct Batch {
+  int replica = 0;
+  std::vector<Planned> plan;
+  SimTime start{};
+  double kv_used = 0;    ///< the replica's KV-block fraction in use when it was planned
+  std::size_t span = 0;  ///< its StepSpan (when tracing)
+  StageProgram program;  ///< one isolated stage: what is left to add, from `next`
+  std::size_t next = 0;
+};
+
+/// Why the scheduler follows a task of the executor (indexed by the task's id, which is reused).
+struct Purpose {
+  enum Kind : std::uint8_t { kNone, kArrivals, kStepEnd, kResume, kKvPart } kind = kNone;
+  std::uint64_t id = 0;  ///< batch (step end), request (KV part)
+  bool memo = false;     ///< an isolated stage's collective: its time is remembered
+  std::uint32_t group = 0;
+  coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
+  double bytes = 0;
+};
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -86,106 +141,215 @@ std::int64_t draw(const LengthDist& d, std::mt19937_64& rng) {
   return d.lo + static_cast<std::int64_t>(unit(rng) * static_cast<double>(d.hi - d.lo + 1));
 }
 
-class Simulation final : public engine::EventHandler {
+/// Every link a collective of `op` over `ranks` can load, whichever algorithm runs it.
+void collective_links(const net::Topology& topo, coll::CollectiveOp op, const std::vector<int>& ranks,
+                      std::vector<std::uint32_t>& out) {
+  for (auto a : coll::available_algorithms(topo, op, ranks)) {
+    coll::CollectiveRequest req;
+    req.op = op;
+    req.algorithm = a;
+    req.ranks = ranks;
+    req.bytes = 1.0;
+    for (const auto& f : coll::plan_collective(topo, req).flows) {
+      for (auto l : topo.route(f.src, f.dst).links) out.push_back(net::index(l));
+    }
+  }
+}
+
+/// One serving run as an open workload on the executor: the scheduler plans each batch when the
+/// previous one leaves the pipeline and adds its tasks (kernels, TP collectives, pipeline sends)
+/// to the running simulation; disaggregated KV caches move as send/recv tasks on the same links.
+class ServingRun final : public workload::TaskSource {
  public:
-  explicit Simulation(const ServingScenario& s, bool trace)
+  ServingRun(const ServingScenario& s, const ServingRunOptions& opt)
       : s_(s),
-        trace_(trace),
+        opt_(opt),
         topo_(net::Topology::build(s.cluster, s.gpus)),
         gemm_(s.profile, s.weights == models::WeightFormat::kFp8 ? calib::Dtype::kFp8 : calib::Dtype::kBf16,
               s.cuda_graphs),
         other_(s.profile, calib::Dtype::kBf16, s.cuda_graphs),
         rng_(s.seed) {
-    shape_.tp = s.tp;
-    shape_.weights = s.weights;
-    shape_.kv_bytes = s.kv_bytes;
     const bool disagg = s.prefill_replicas > 0;
     const int n = disagg ? s.prefill_replicas + s.decode_replicas : s.replicas;
     int next_rank = 0;
     for (int i = 0; i < n; ++i) {
       Replica r;
       r.index = i;
-      // Each replica's own TP (disaggregated pools may differ): its op shapes, memory and blocks.
+      // Each replica's own TP and PP (disaggregated pools may differ): op shapes, memory, blocks.
       ServingScenario mine = s;
       mine.tp = s.replica_tp(i);
       mine.pp = s.replica_pp(i);
-      r.pp = mine.pp;
-      for (int k = 0; k < mine.pp; ++k) {
-        r.stage_layers.push_back(static_cast<int>(s.model.layers / mine.pp + (k < s.model.layers % mine.pp ? 1 : 0)));
-      }
-      r.shape = shape_;
       r.shape.tp = mine.tp;
+      r.shape.weights = s.weights;
+      r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
       if (i == n - 1) {
         memory_ = r.memory;  // the report shows the (decode) pool that holds the KV cache longest
         blocks_ = r.blocks;
       }
       for (int k = 0; k < mine.pp; ++k) {
-        std::vector<int> stage;
-        for (int t = 0; t < mine.tp; ++t) stage.push_back(next_rank++);
-        r.stage_ranks.push_back(stage);
+        Stage st;
+        st.layers = static_cast<int>(s.model.layers / mine.pp + (k < s.model.layers % mine.pp ? 1 : 0));
+        for (int t = 0; t < mine.tp; ++t) st.ranks.push_back(next_rank++);
+        r.stages.push_back(st);
       }
-      r.ranks = r.stage_ranks.front();
-      r.stage_free.assign(static_cast<std::size_t>(mine.pp), 0.0);
-      r.stage_transfer_s.resize(static_cast<std::size_t>(mine.pp));
       r.prefill_only = disagg && i < s.prefill_replicas;
       r.decode_only = disagg && i >= s.prefill_replicas;
       r.free_blocks = r.blocks;
       replicas_.push_back(std::move(r));
     }
     kv_area_.assign(replicas_.size(), 0.0);
+    if (disagg) kv_pairs_ = std::min(replicas_.front().shape.tp, replicas_.back().shape.tp);
   }
 
   ServingResults run() {
     const auto wall0 = std::chrono::steady_clock::now();
-    // Requests known up front (all but the closed loop's later ones).
+    // Requests known up front (all but the closed loop's later ones), in arrival order.
     if (s_.arrivals == Arrivals::kTrace) {
-      for (const auto& t : s_.trace) add_request(t.arrival_s, t.input, t.output);
+      for (const auto& t : s_.trace) add_request(SimTime::from_seconds(t.arrival_s), t.input, t.output);
     } else if (s_.arrivals == Arrivals::kQueued) {
-      for (std::int64_t i = 0; i < s_.requests; ++i) add_request(0.0, draw(s_.input, rng_), draw(s_.output, rng_));
+      for (std::int64_t i = 0; i < s_.requests; ++i)
+        add_request(SimTime{}, draw(s_.input, rng_), draw(s_.output, rng_));
     } else if (s_.arrivals == Arrivals::kPoisson) {
       double t = 0;
       for (std::int64_t i = 0; i < s_.requests; ++i) {
         t += -std::log(1.0 - unit(rng_)) / s_.rate;
-        add_request(t, draw(s_.input, rng_), draw(s_.output, rng_));
+        add_request(SimTime::from_seconds(t), draw(s_.input, rng_), draw(s_.output, rng_));
       }
     } else {
       for (std::int64_t i = 0; i < std::min(s_.concurrency, s_.requests); ++i)
-        add_request(0.0, draw(s_.input, rng_), draw(s_.output, rng_));
+        add_request(SimTime{}, draw(s_.input, rng_), draw(s_.output, rng_));
     }
-    events_ = engine_.run(*this);
+    std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](int a, int b) {
+      return reqs_[static_cast<std::size_t>(a)].arrival < reqs_[static_cast<std::size_t>(b)].arrival;
+    });
+    workload::ExecutorOptions eo;
+    eo.network = net::NetworkModelKind::kFlow;
+    eo.collective_latency_s = s_.profile.collective_latency.value;
+    eo.curves = &s_.profile.collectives;
+    const auto log = workload::simulate_open(s_.gpus, topo_, eo, *this);
+    events_ = log.events;
     for (const auto& r : reqs_)
-      CS_ASSERT(r.finish >= 0, "every request finishes (the KV pool admits at least one request)");
+      CS_ASSERT(r.finish >= SimTime{}, "every request finishes (the KV pool admits at least one request)");
     auto res = results();
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     return res;
   }
 
-  void handle(const engine::Event& e, engine::Engine& /*engine*/) override {
-    const double now = engine_.now().seconds();
-    if (e.kind == kArrival) {
-      auto& r = reqs_[e.payload];
-      auto& rep = replicas_[static_cast<std::size_t>(route(false))];
-      r.replica = rep.index;
-      rep.waiting.push_back(r.id);
-      start_step(rep, now);
-    } else if (e.kind == kKvArrived) {
-      auto& r = reqs_[e.payload];
-      r.prefilled = r.prompt;  // the prompt's KV arrived with the request
-      auto& rep = replicas_[static_cast<std::size_t>(route(true))];
-      r.replica = rep.index;
-      rep.waiting.push_back(r.id);
-      start_step(rep, now);
-    } else {
-      const auto batch = e.payload;
-      auto& rep = replicas_[static_cast<std::size_t>(batch_replica_.at(batch))];
-      finish_step(rep, batch, now);
-      start_step(rep, now);
+  void begin(workload::OpenGraph& g) override {
+    g_ = &g;
+    for (auto& rep : replicas_) {
+      for (std::size_t k = 0; k < rep.stages.size(); ++k) {
+        auto& st = rep.stages[k];
+        st.group = g.add_group(st.ranks);
+        if (k + 1 < rep.stages.size()) st.to_next = g.add_group({st.ranks.front(), rep.stages[k + 1].ranks.front()});
+      }
+    }
+    find_isolated();
+    arrive_due();
+  }
+
+  void ended(TaskId id, const workload::TaskSpan& span, workload::OpenGraph& g) override {
+    g_ = &g;
+    const auto t = workload::index(id);
+    if (t >= purpose_.size()) return;
+    const Purpose p = purpose_[t];
+    purpose_[t] = Purpose{};
+    if (p.memo) memo_.emplace(std::make_tuple(p.group, static_cast<int>(p.op), p.bytes), span.end - span.start);
+    switch (p.kind) {
+      case Purpose::kNone: break;
+      case Purpose::kArrivals:
+        if (timer_at_ && *timer_at_ <= g.now()) timer_at_.reset();
+        arrive_due();
+        break;
+      case Purpose::kStepEnd: step_ended(p.id); break;
+      case Purpose::kResume: {
+        const Batch& batch = batches_.at(p.id);
+        if (batch.next == batch.program.size()) {
+          step_ended(p.id);
+        } else {
+          resume(p.id);
+        }
+        break;
+      }
+      case Purpose::kKvPart: {
+        auto& r = reqs_[p.id];
+        if (--r.kv_parts_left == 0) kv_arrived(r);
+        break;
+      }
     }
   }
 
  private:
-  void add_request(double arrival, std::int64_t input, std::int64_t output) {
+  Purpose& purpose(TaskId id) {
+    const auto t = workload::index(id);
+    if (t >= purpose_.size()) purpose_.resize(t + 1);
+    return purpose_[t];
+  }
+  void tag(TaskId id, Purpose::Kind kind, std::uint64_t what = 0) {
+    auto& p = purpose(id);
+    p.kind = kind;
+    p.id = what;
+  }
+
+  /// A stage's TP collectives may skip the flow model when no other traffic of the run can ever
+  /// load their links: no other stage's or replica's collectives, no pipeline send, no KV transfer.
+  /// Alone on its links a collective takes the same time whenever it runs (the flow model's
+  /// arithmetic depends on time differences only), so its first run through the flow model gives
+  /// every later one of the same size: identical results, one task per stage and step.
+  void find_isolated() {
+    std::vector<std::vector<std::uint32_t>> classes;
+    std::vector<Stage*> owner;  ///< the stage whose TP collectives a class is (null: a transfer)
+    const auto add_route = [&](std::vector<std::uint32_t>& c, int a, int b) {
+      for (auto l : topo_.route(topo_.gpu(a), topo_.gpu(b)).links) c.push_back(net::index(l));
+    };
+    for (auto& rep : replicas_) {
+      for (std::size_t k = 0; k < rep.stages.size(); ++k) {
+        auto& st = rep.stages[k];
+        std::vector<std::uint32_t> c;
+        if (st.ranks.size() > 1) {
+          collective_links(topo_, coll::CollectiveOp::kAllReduce, st.ranks, c);
+          collective_links(topo_, coll::CollectiveOp::kAllGather, st.ranks, c);
+        }
+        classes.push_back(std::move(c));
+        owner.push_back(&st);
+        if (k + 1 < rep.stages.size()) {
+          std::vector<std::uint32_t> send;
+          add_route(send, st.ranks.front(), rep.stages[k + 1].ranks.front());
+          classes.push_back(std::move(send));
+          owner.push_back(nullptr);
+        }
+      }
+    }
+    if (kv_pairs_ > 0) {
+      for (const auto& p : replicas_) {
+        if (!p.prefill_only) continue;
+        for (const auto& d : replicas_) {
+          if (!d.decode_only) continue;
+          std::vector<std::uint32_t> c;
+          for (int t = 0; t < kv_pairs_; ++t)
+            add_route(c, p.stages.front().ranks[static_cast<std::size_t>(t)],
+                      d.stages.front().ranks[static_cast<std::size_t>(t)]);
+          classes.push_back(std::move(c));
+          owner.push_back(nullptr);
+        }
+      }
+    }
+    std::vector<int> users(topo_.link_count(), 0);
+    for (auto& c : classes) {
+      std::sort(c.begin(), c.end());
+      c.erase(std::unique(c.begin(), c.end()), c.end());
+      for (auto l : c) ++users[l];
+    }
+    for (std::size_t i = 0; i < classes.size(); ++i) {
+      if (!owner[i]) continue;
+      bool alone = opt_.fast_path;
+      for (auto l : classes[i]) alone = alone && users[l] == 1;
+      owner[i]->isolated = alone;
+    }
+  }
+
+  void add_request(SimTime arrival, std::int64_t input, std::int64_t output) {
     Request r;
     r.id = static_cast<int>(reqs_.size());
     r.arrival = arrival;
@@ -193,8 +357,36 @@ class Simulation final : public engine::EventHandler {
     r.output = output;
     r.prompt = input;
     reqs_.push_back(r);
-    engine_.schedule(SimTime::from_seconds(arrival), engine::Phase::kTaskStart,
-                     static_cast<std::uint32_t>(replicas_.size()), kArrival, static_cast<std::uint64_t>(r.id));
+    arrivals_.push_back(r.id);
+  }
+
+  /// Every request due now joins a replica, one at a time (each may start a batch); then a timer
+  /// for the next arrival.
+  void arrive_due() {
+    const SimTime now = g_->now();
+    while (next_arrival_ < arrivals_.size()) {
+      auto& r = reqs_[static_cast<std::size_t>(arrivals_[next_arrival_])];
+      if (r.arrival > now) break;
+      ++next_arrival_;
+      auto& rep = replicas_[static_cast<std::size_t>(route(false))];
+      r.replica = rep.index;
+      rep.waiting.push_back(r.id);
+      start_step(rep);
+    }
+    if (next_arrival_ < arrivals_.size()) {
+      const SimTime at = reqs_[static_cast<std::size_t>(arrivals_[next_arrival_])].arrival;
+      wake_at(at);
+    }
+  }
+
+  /// A timer: a task of no stream that ends at `at`. On the last GPU's clock, so that at equal
+  /// times every step that ends then is seen first (a closed loop's new request joins the batch
+  /// after the one planned when its predecessor finished, as a real server's queue does).
+  void wake_at(SimTime at) {
+    if (timer_at_ && *timer_at_ <= at) return;  // a timer fires by then
+    timer_at_ = at;
+    const auto id = g_->add_compute(s_.gpus - 1, Stream::kNone, Category::kForward, "serving.arrivals", at - g_->now());
+    tag(id, Purpose::kArrivals);
   }
 
   int route(bool decode_pool) {
@@ -209,11 +401,11 @@ class Simulation final : public engine::EventHandler {
       return pool[static_cast<std::size_t>(next++ % static_cast<std::uint64_t>(pool.size()))];
     }
     int best = pool.front();
+    const auto load = [&](int k) {
+      const auto& r = replicas_[static_cast<std::size_t>(k)];
+      return r.waiting.size() + r.running.size() + static_cast<std::size_t>(r.incoming);
+    };
     for (int i : pool) {
-      const auto load = [&](int k) {
-        return replicas_[static_cast<std::size_t>(k)].waiting.size() +
-               replicas_[static_cast<std::size_t>(k)].running.size();
-      };
       if (load(i) < load(best)) best = i;
     }
     return best;
@@ -313,7 +505,7 @@ class Simulation final : public engine::EventHandler {
 
   void plan_static(Replica& rep, std::vector<Planned>& plan, models::StepMix& mix) {
     bool any_live = false;
-    for (int id : rep.running) any_live = any_live || reqs_[static_cast<std::size_t>(id)].finish < 0;
+    for (int id : rep.running) any_live = any_live || reqs_[static_cast<std::size_t>(id)].finish < SimTime{};
     if (!any_live) {
       for (int id : rep.running) free_request(rep, reqs_[static_cast<std::size_t>(id)]);
       rep.running.clear();
@@ -347,69 +539,168 @@ class Simulation final : public engine::EventHandler {
     }
   }
 
-  double collective_s(Replica& rep, coll::CollectiveOp op, double bytes) {
-    auto& cache = op == coll::CollectiveOp::kAllReduce ? rep.allreduce_s : rep.allgather_s;
-    auto it = cache.find(bytes);
-    if (it != cache.end()) return it->second;
-    const double t = workload::time_collective(topo_, op, coll::Algorithm::kAuto, rep.ranks, bytes,
-                                               s_.profile.collective_latency.value, net::NetworkModelKind::kFlow,
-                                               &s_.profile.collectives)
-                         .seconds;
-    cache.emplace(bytes, t);
-    return t;
-  }
-
-  double items_seconds(Replica& rep, const std::vector<models::Item>& items) {
-    double t = 0;
+  /// Ops to segments: consecutive kernels become one compute segment (its time rounded once).
+  void to_segments(const std::vector<models::Item>& items, std::vector<Segment>& out) const {
+    double compute = 0;
+    bool pending = false;
+    const auto flush = [&] {
+      if (pending) out.push_back({SimTime::from_seconds(compute)});
+      compute = 0;
+      pending = false;
+    };
     for (const auto& it : items) {
-      if (it.comm == models::TpComm::kAllReduce)
-        t += collective_s(rep, coll::CollectiveOp::kAllReduce, it.comm_bytes);
-      else if (it.comm == models::TpComm::kAllGather)
-        t += collective_s(rep, coll::CollectiveOp::kAllGather, it.comm_bytes);
-      else if (it.op.kind == models::OpKind::kGemm)
-        t += gemm_.seconds(it.op);
-      else
-        t += other_.seconds(it.op);
+      if (it.comm == models::TpComm::kAllReduce || it.comm == models::TpComm::kAllGather) {
+        flush();
+        Segment seg;
+        seg.collective = true;
+        seg.op =
+            it.comm == models::TpComm::kAllReduce ? coll::CollectiveOp::kAllReduce : coll::CollectiveOp::kAllGather;
+        seg.bytes = it.comm_bytes;
+        out.push_back(seg);
+      } else {
+        CS_ASSERT(it.comm == models::TpComm::kNone, "serving layers hold only TP all-reduces and all-gathers");
+        compute += it.op.kind == models::OpKind::kGemm ? gemm_.seconds(it.op) : other_.seconds(it.op);
+        pending = true;
+      }
+    }
+    flush();
+  }
+
+  [[nodiscard]] std::optional<SimTime> memo(const Stage& st, const Segment& seg) const {
+    auto it = memo_.find(std::make_tuple(st.group, static_cast<int>(seg.op), seg.bytes));
+    if (it == memo_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  /// The time of `segs` run back to back when every collective's time is known, else nothing.
+  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const std::vector<Segment>& segs) const {
+    SimTime t{};
+    for (const auto& seg : segs) {
+      if (!seg.collective) {
+        t += seg.compute;
+      } else if (auto m = memo(st, seg)) {
+        t += *m;
+      } else {
+        return std::nullopt;
+      }
     }
     return t;
   }
 
-  /// Runs a batch through the replica's pipeline stages (FIFO per stage, activations sent between
-  /// them) starting at `now`; returns how long until it leaves the last stage.
-  /// Times are relative to `now`, so that without PP the step lasts exactly its kernels' sum.
-  double pipeline_seconds(Replica& rep, const models::StepMix& mix, double now) {
-    const double layer = items_seconds(rep, models::serving_layer(s_.model, mix, rep.shape));
-    const double head = items_seconds(rep, models::serving_head(s_.model, mix, rep.shape));
-    double t = 0;
-    for (int k = 0; k < rep.pp; ++k) {
-      double stage = static_cast<double>(rep.stage_layers[static_cast<std::size_t>(k)]) * layer;
-      if (k == 0) stage += s_.profile.serving_step_overhead.value;
-      if (k + 1 == rep.pp) stage += head;
-      const double start = std::max(t, rep.stage_free[static_cast<std::size_t>(k)] - now);
-      t = start + stage;
-      rep.stage_free[static_cast<std::size_t>(k)] = now + t;
-      if (k + 1 < rep.pp)
-        t += stage_transfer_s(rep, k, mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / rep.shape.tp);
-    }
-    return t;
+  /// The stage's time when every collective's time is known (fast path), else nothing. Integer
+  /// sums: the same as the tasks' chain.
+  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const StageProgram& prog) const {
+    const auto layer = known_time(st, prog.layer);
+    const auto head = known_time(st, prog.head);
+    if (!layer || !head) return std::nullopt;
+    return prog.overhead + SimTime{layer->ps * prog.layers} + *head;
   }
 
-  double stage_transfer_s(Replica& rep, int k, double bytes) {
-    auto& cache = rep.stage_transfer_s[static_cast<std::size_t>(k)];
-    auto it = cache.find(bytes);
-    if (it != cache.end()) return it->second;
-    const double t = workload::time_collective(topo_, coll::CollectiveOp::kSendRecv, coll::Algorithm::kAuto,
-                                               {rep.stage_ranks[static_cast<std::size_t>(k)].front(),
-                                                rep.stage_ranks[static_cast<std::size_t>(k) + 1].front()},
-                                               bytes, s_.profile.collective_latency.value)
-                         .seconds;
-    cache.emplace(bytes, t);
-    return t;
+  TaskId add_tp_collective(const Stage& st, const Segment& seg) {
+    const auto id = g_->add_collective(st.group, Stream::kCompute, Category::kTpComm,
+                                       seg.op == coll::CollectiveOp::kAllReduce ? "tp.allreduce" : "tp.allgather",
+                                       seg.op, seg.bytes);
+    if (st.isolated) {
+      auto& p = purpose(id);
+      p.memo = true;
+      p.group = st.group;
+      p.op = seg.op;
+      p.bytes = seg.bytes;
+    }
+    return id;
+  }
+
+  /// Adds one stage of a batch: its program on the stage's streams, one compute task when the
+  /// collectives' times are known (fast path), else kernels and collectives through the flow
+  /// model. Returns the first and last task.
+  std::pair<TaskId, TaskId> add_stage(const Stage& st, const StageProgram& prog) {
+    const int gpu = st.ranks.front();
+    if (st.isolated || st.ranks.size() == 1) {
+      if (auto t = known_time(st, prog)) {
+        const auto id = g_->add_compute(gpu, Stream::kCompute, Category::kForward, "serving.stage", *t);
+        return {id, id};
+      }
+    }
+    std::optional<TaskId> first, last;
+    SimTime compute{};
+    bool pending = false;
+    const auto flush = [&] {
+      if (!pending) return;
+      const auto id = g_->add_compute(gpu, Stream::kCompute, Category::kForward, "serving.kernels", compute);
+      if (!first) first = id;
+      last = id;
+      compute = SimTime{};
+      pending = false;
+    };
+    for (std::size_t i = 0; i < prog.size(); ++i) {
+      const Segment& seg = prog.at(i);
+      if (!seg.collective) {
+        compute += seg.compute;  // kernels back to back: one task, the same end
+        pending = true;
+        continue;
+      }
+      flush();
+      const auto id = add_tp_collective(st, seg);
+      if (!first) first = id;
+      last = id;
+    }
+    flush();
+    return {*first, *last};
+  }
+
+  void step_ended(std::uint64_t b) {
+    auto& rep = replicas_[static_cast<std::size_t>(batches_.at(b).replica)];
+    finish_step(rep, b);
+    start_step(rep);
+  }
+
+  /// One isolated stage (no PP): everything whose time is known becomes one compute task; a
+  /// collective of a size not seen yet runs through the flow model, and the batch resumes when it
+  /// ends (its time then known for the rest of the run). The same end as every task separately:
+  /// nothing else can reach these links, and the replica's streams hold only this batch.
+  void resume(std::uint64_t b) {
+    Batch& batch = batches_.at(b);
+    const auto& st = replicas_[static_cast<std::size_t>(batch.replica)].stages.front();
+    const StageProgram& prog = batch.program;
+    const std::size_t per_layer = prog.layer.size();
+    const std::size_t body_end = 1 + per_layer * static_cast<std::size_t>(prog.layers);
+    SimTime known{};
+    bool any = false;
+    while (batch.next < prog.size()) {
+      if (batch.next >= 1 && batch.next < body_end && (batch.next - 1) % per_layer == 0) {
+        // At a layer's start: the remaining layers at once when the layer's time is known.
+        if (auto layer = known_time(st, prog.layer)) {
+          const auto left = static_cast<std::int64_t>((body_end - batch.next) / per_layer);
+          known += SimTime{layer->ps * left};
+          batch.next = body_end;
+          any = true;
+          continue;
+        }
+      }
+      const Segment& seg = prog.at(batch.next);
+      if (!seg.collective) {
+        known += seg.compute;
+      } else if (auto m = memo(st, seg)) {
+        known += *m;
+      } else {
+        break;
+      }
+      any = true;
+      ++batch.next;
+    }
+    if (any) {
+      const auto id = g_->add_compute(st.ranks.front(), Stream::kCompute, Category::kForward, "serving.kernels", known);
+      if (batch.next == prog.size()) {
+        tag(id, Purpose::kStepEnd, b);
+        return;
+      }
+    }
+    tag(add_tp_collective(st, prog.at(batch.next++)), Purpose::kResume, b);
   }
 
   /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
-  void start_step(Replica& rep, double now) {
-    while (rep.inflight < rep.pp) {
+  void start_step(Replica& rep) {
+    while (rep.inflight < rep.pp()) {
       plan_.clear();
       models::StepMix mix;
       if (s_.scheduler == Scheduler::kStatic)
@@ -420,70 +711,130 @@ class Simulation final : public engine::EventHandler {
       CS_ASSERT(rep.free_blocks >= 0, "every admitted token's KV fits in the replica's blocks");
       ++rep.inflight;
       for (const auto& p : plan_) reqs_[static_cast<std::size_t>(p.req)].in_flight = true;
-      const double dt = pipeline_seconds(rep, mix, now);
-      const double end = now + dt;
-      const auto batch = next_batch_++;
-      plans_[batch] = plan_;
-      batch_replica_[batch] = rep.index;
-      const double used =
+      std::uint64_t b = batches_.size();
+      if (free_batches_.empty()) {
+        batches_.emplace_back();
+      } else {
+        b = free_batches_.back();
+        free_batches_.pop_back();
+      }
+      Batch& batch = batches_[b];
+      batch.replica = rep.index;
+      std::swap(batch.plan, plan_);  // both keep their capacity (batches are reused)
+      batch.next = 0;
+      batch.start = g_->now();
+      batch.kv_used =
           1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, rep.blocks));
-      kv_area_[static_cast<std::size_t>(rep.index)] += used * dt / rep.pp;
-      kv_max_ = std::max(kv_max_, used);
+      kv_max_ = std::max(kv_max_, batch.kv_used);
       ++steps_;
-      if (trace_) step_spans_.push_back({rep.index, now, end, mix.tokens, static_cast<double>(plan_.size())});
-      engine_.schedule(engine_.now() + SimTime::from_seconds(dt), engine::Phase::kTaskEnd,
-                       static_cast<std::uint32_t>(rep.index), kStepDone, batch);
+      if (opt_.record_trace) {
+        batch.span = step_spans_.size();
+        step_spans_.push_back(
+            {rep.index, batch.start.seconds(), 0.0, mix.tokens, static_cast<double>(batch.plan.size())});
+      }
+      add_batch(rep, mix, b);
     }
   }
 
-  void finish_step(Replica& rep, std::uint64_t batch, double now) {
+  /// Stage k's program: the step overhead on the first, its layers, the LM head on the last.
+  void stage_program(const Replica& rep, int k, StageProgram& out) const {
+    out.overhead = k == 0 ? SimTime::from_seconds(s_.profile.serving_step_overhead.value) : SimTime{};
+    out.layer = layer_;
+    out.layers = rep.stages[static_cast<std::size_t>(k)].layers;
+    out.head.clear();
+    if (k + 1 == rep.pp()) out.head = head_;
+  }
+
+  /// The batch's tasks: each stage's layers (the first with the step overhead, the last with the
+  /// LM head), stages joined by send/recv of the activations; its end is the last stage's end.
+  void add_batch(const Replica& rep, const models::StepMix& mix, std::uint64_t b) {
+    layer_.clear();
+    head_.clear();
+    to_segments(models::serving_layer(s_.model, mix, rep.shape), layer_);
+    to_segments(models::serving_head(s_.model, mix, rep.shape), head_);
+    const auto& only = rep.stages.front();
+    if (rep.pp() == 1 && (only.isolated || only.ranks.size() == 1)) {
+      Batch& batch = batches_.at(b);
+      stage_program(rep, 0, batch.program);
+      resume(b);
+      return;
+    }
+    std::optional<TaskId> send;
+    TaskId last{};
+    for (int k = 0; k < rep.pp(); ++k) {
+      const auto& st = rep.stages[static_cast<std::size_t>(k)];
+      stage_program(rep, k, program_);
+      const auto [first, end] = add_stage(st, program_);
+      if (send) g_->depend(*send, first);
+      last = end;
+      if (k + 1 < rep.pp()) {
+        const double bytes = mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / rep.shape.tp;
+        send = g_->add_collective(st.to_next, Stream::kNone, Category::kPpComm, "pp.send",
+                                  coll::CollectiveOp::kSendRecv, bytes);
+        g_->depend(end, *send);
+      }
+    }
+    tag(last, Purpose::kStepEnd, b);
+  }
+
+  void finish_step(Replica& rep, std::uint64_t b) {
+    const SimTime now = g_->now();
     --rep.inflight;
-    const auto plan = std::move(plans_.at(batch));
-    plans_.erase(batch);
-    batch_replica_.erase(batch);
-    for (const auto& p : plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = false;
-    for (const auto& p : plan) {
+    free_batches_.push_back(b);  // reused by the next batch planned, after this function
+    const Batch& batch = batches_[b];
+    kv_area_[static_cast<std::size_t>(rep.index)] += batch.kv_used * (now - batch.start).seconds() / rep.pp();
+    if (opt_.record_trace) step_spans_[batch.span].end = now.seconds();
+    for (const auto& p : batch.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = false;
+    for (const auto& p : batch.plan) {
       auto& r = reqs_[static_cast<std::size_t>(p.req)];
-      if (r.finish >= 0) continue;  // static batching padding
+      if (r.finish >= SimTime{}) continue;  // static batching padding
       if (p.chunk > 0) {
         r.prefilled += p.chunk;
         if (r.prefilled < r.prompt) continue;
         ++r.generated;
-        if (r.first_token < 0) r.first_token = now;
+        if (r.first_token < SimTime{}) r.first_token = now;
         if (rep.prefill_only && r.generated < r.output) {
-          // Disaggregated: hand the KV cache to the decode pool.
           free_request(rep, r);
           std::erase(rep.running, r.id);
-          r.transferred = true;
-          // The prompt's KV, all TP ranks' shards, moved by as many GPU pairs as the smaller pool has.
-          const int pairs = std::min(rep.shape.tp, replicas_.back().shape.tp);
-          const double bytes =
-              static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, rep.shape) * rep.shape.tp / pairs;
-          engine_.schedule(engine_.now() + SimTime::from_seconds(kv_transfer_s(bytes)), engine::Phase::kTaskStart,
-                           static_cast<std::uint32_t>(replicas_.size()), kKvArrived, static_cast<std::uint64_t>(r.id));
+          send_kv(rep, r);
           continue;
         }
       } else {
         ++r.generated;
       }
-      if (r.generated >= r.output) complete(rep, r, now);
+      if (r.generated >= r.output) complete(rep, r);
     }
   }
 
-  double kv_transfer_s(double bytes_per_gpu) {
-    auto it = kv_transfer_.find(bytes_per_gpu);
-    if (it != kv_transfer_.end()) return it->second;
-    // Each TP rank of the prefill replica sends its shard to the same rank of a decode replica.
-    const int src = replicas_.front().ranks.front();
-    const int dst = replicas_.back().ranks.front();
-    const double t = workload::time_collective(topo_, coll::CollectiveOp::kSendRecv, coll::Algorithm::kAuto, {src, dst},
-                                               bytes_per_gpu, s_.profile.collective_latency.value)
-                         .seconds;
-    kv_transfer_.emplace(bytes_per_gpu, t);
-    return t;
+  /// Disaggregated: the prompt's KV cache (every TP rank's shard) moves to a decode replica over
+  /// as many GPU pairs as the smaller pool's TP, each pair a send/recv on the topology's links,
+  /// sharing them with whatever else runs there.
+  void send_kv(const Replica& from, Request& r) {
+    auto& to = replicas_[static_cast<std::size_t>(route(true))];
+    r.replica = to.index;
+    ++to.incoming;
+    const double bytes =
+        static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, from.shape) * from.shape.tp / kv_pairs_;
+    r.kv_parts_left = kv_pairs_;
+    for (int t = 0; t < kv_pairs_; ++t) {
+      const auto group = g_->add_group({from.stages.front().ranks[static_cast<std::size_t>(t)],
+                                        to.stages.front().ranks[static_cast<std::size_t>(t)]});
+      const auto id = g_->add_collective(group, Stream::kNone, Category::kPpComm, "kv.transfer",
+                                         coll::CollectiveOp::kSendRecv, bytes);
+      tag(id, Purpose::kKvPart, static_cast<std::uint64_t>(r.id));
+    }
   }
 
-  void complete(Replica& rep, Request& r, double now) {
+  void kv_arrived(Request& r) {
+    r.prefilled = r.prompt;  // the prompt's KV arrived with the request
+    auto& rep = replicas_[static_cast<std::size_t>(r.replica)];
+    --rep.incoming;
+    rep.waiting.push_back(r.id);
+    start_step(rep);
+  }
+
+  void complete(Replica& rep, Request& r) {
+    const SimTime now = g_->now();
     r.finish = now;
     if (s_.scheduler == Scheduler::kContinuous) {
       free_request(rep, r);
@@ -491,6 +842,7 @@ class Simulation final : public engine::EventHandler {
     }
     if (s_.arrivals == Arrivals::kClosedLoop && static_cast<std::int64_t>(reqs_.size()) < s_.requests) {
       add_request(now, draw(s_.input, rng_), draw(s_.output, rng_));
+      wake_at(now);
     }
   }
 
@@ -514,24 +866,25 @@ class Simulation final : public engine::EventHandler {
     r.kv_blocks = blocks_;
     r.fits = blocks_ > 0;
     std::vector<double> ttft, tpot, e2e;
-    double first = 1e300, last = 0;
+    SimTime first = reqs_.empty() ? SimTime{} : reqs_.front().arrival, last{};
     std::int64_t goodput = 0;
     for (const auto& q : reqs_) {
       first = std::min(first, q.arrival);
       last = std::max(last, q.finish);
       r.input_tokens += q.input;
       r.output_tokens += q.output;
-      ttft.push_back(q.first_token - q.arrival);
-      e2e.push_back(q.finish - q.arrival);
-      const double per_token = q.output > 1 ? (q.finish - q.first_token) / static_cast<double>(q.output - 1) : 0.0;
+      const double to_first = (q.first_token - q.arrival).seconds();
+      ttft.push_back(to_first);
+      e2e.push_back((q.finish - q.arrival).seconds());
+      const double per_token =
+          q.output > 1 ? (q.finish - q.first_token).seconds() / static_cast<double>(q.output - 1) : 0.0;
       if (q.output > 1) tpot.push_back(per_token);
-      const bool ok = (!s_.slo_ttft_s || q.first_token - q.arrival <= *s_.slo_ttft_s) &&
-                      (!s_.slo_tpot_s || per_token <= *s_.slo_tpot_s);
+      const bool ok = (!s_.slo_ttft_s || to_first <= *s_.slo_ttft_s) && (!s_.slo_tpot_s || per_token <= *s_.slo_tpot_s);
       goodput += ok ? 1 : 0;
-      if (trace_ && r.request_spans.size() < 5000)
-        r.request_spans.push_back({q.id, q.arrival, q.first_token, q.finish, q.replica});
+      if (opt_.record_trace && r.request_spans.size() < 5000)
+        r.request_spans.push_back({q.id, q.arrival.seconds(), q.first_token.seconds(), q.finish.seconds(), q.replica});
     }
-    r.makespan_s = last - first;
+    r.makespan_s = (last - first).seconds();
     r.ttft = summarise(ttft);
     r.tpot = summarise(tpot);
     r.e2e = summarise(e2e);
@@ -569,22 +922,26 @@ class Simulation final : public engine::EventHandler {
   }
 
   const ServingScenario& s_;
-  bool trace_;
+  ServingRunOptions opt_;
   net::Topology topo_;
   workload::ComputeModel gemm_, other_;
-  models::ServingShape shape_;
   ServingMemory memory_;
   std::int64_t blocks_ = 0;
   std::mt19937_64 rng_;
-  engine::Engine engine_;
+  workload::OpenGraph* g_ = nullptr;  ///< the running graph (set by each call of the executor)
   std::vector<Request> reqs_;
+  std::vector<int> arrivals_;  ///< request ids in arrival order
+  std::size_t next_arrival_ = 0;
+  std::optional<SimTime> timer_at_;  ///< the earliest pending arrival timer
   std::vector<Replica> replicas_;
-  std::map<std::uint64_t, std::vector<Planned>> plans_;  ///< batches in flight
-  std::map<std::uint64_t, int> batch_replica_;
-  std::uint64_t next_batch_ = 0;
-
+  int kv_pairs_ = 0;
+  std::vector<Batch> batches_;  ///< batches in flight, and finished ones to reuse
+  std::vector<std::uint64_t> free_batches_;
+  std::vector<Purpose> purpose_;                                    ///< by task id
+  std::map<std::tuple<std::uint32_t, int, double>, SimTime> memo_;  ///< isolated collectives' times
   std::vector<Planned> plan_;
-  std::map<double, double> kv_transfer_;
+  std::vector<Segment> layer_, head_;
+  StageProgram program_;
   std::vector<double> kv_area_;
   double kv_max_ = 0;
   std::int64_t steps_ = 0, preemptions_ = 0;
@@ -627,7 +984,7 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   return m;
 }
 
-ServingResults simulate_serving(const ServingScenario& s, bool record_trace) {
+ServingResults simulate_serving(const ServingScenario& s, const ServingRunOptions& options) {
   // The tightest replica decides whether a request fits (pools may have different TP).
   std::int64_t blocks = 0;
   auto mem = serving_memory(s, &blocks);
@@ -660,8 +1017,14 @@ ServingResults simulate_serving(const ServingScenario& s, bool record_trace) {
                             std::to_string(need) + " blocks. Try a larger TP, quantised weights or shorter requests";
     if (!s.allow_oom) throw InfeasibleError(s.name.empty() ? msg : s.name + ": " + msg);
   }
-  Simulation sim(s, record_trace);
-  return sim.run();
+  ServingRun run(s, options);
+  return run.run();
+}
+
+ServingResults simulate_serving(const ServingScenario& s, bool record_trace) {
+  ServingRunOptions options;
+  options.record_trace = record_trace;
+  return simulate_serving(s, options);
 }
 
 }  // namespace cs::serving

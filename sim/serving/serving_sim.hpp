@@ -58,9 +58,19 @@ struct ServingResults {
 /// The memory of one replica's GPU and the KV blocks it leaves; does not simulate.
 [[nodiscard]] ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks);
 
-/// Runs the workload through the replicas' schedulers on the discrete-event engine. Each engine
-/// step's time comes from the serving op costs on the profile (and the TP all-reduces timed on
-/// the real topology); the scheduler is documented in docs/serving.md.
+struct ServingRunOptions {
+  bool record_trace = false;  ///< keep every step's and request's span
+  /// Let a stage whose TP collectives can share no link with other traffic reuse their first
+  /// flow-model times (identical results, one task per stage and step); false: every collective
+  /// through the flow model (for tests that check the two agree).
+  bool fast_path = true;
+};
+
+/// Runs the workload through the replicas' schedulers as an open workload on the executor (the
+/// same engine, integer clock and flow model as a training step): each batch's kernels, TP
+/// collectives and pipeline sends are tasks added when the scheduler plans it, so replicas,
+/// pipeline stages and disaggregated KV transfers that share links contend. docs/serving.md.
+[[nodiscard]] ServingResults simulate_serving(const ServingScenario& s, const ServingRunOptions& options);
 [[nodiscard]] ServingResults simulate_serving(const ServingScenario& s, bool record_trace = false);
 
 }  // namespace cs::serving

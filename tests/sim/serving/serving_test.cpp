@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "sim/config/json_doc.hpp"
 #include "sim/config/serving_file.hpp"
@@ -168,4 +169,94 @@ TEST_CASE("disaggregated pools can have their own TP and PP") {
   const auto r = serving::simulate_serving(s);
   CHECK(r.requests == 100);
   CHECK(r.output_tokens == 6400);
+}
+
+namespace {
+
+/// pcie-h100x8 with its GPUs numbered alternately across the two sockets (as a board's PCI order
+/// or CUDA_VISIBLE_DEVICES can make them): TP2 replicas {0,1} and {2,3} then both cross the socket
+/// link, and both go through the same PCIe switch uplinks (plx0 and plx2).
+net::ClusterSpec interleaved_sockets() {
+  auto j = nlohmann::json::parse(test::slurp(test::data_path("scenarios/clusters/pcie-h100x8.json")));
+  const std::vector<std::string> sw{"plx0", "plx2", "plx0", "plx2", "plx1", "plx3", "plx1", "plx3"};
+  for (std::size_t g = 0; g < sw.size(); ++g) {
+    REQUIRE(j["links"][g]["a"] == "gpu" + std::to_string(g));
+    j["links"][g]["b"] = sw[g];
+  }
+  return test::cluster_from_json(j.dump());
+}
+
+serving::ServingScenario tp2_replicas(int replicas, std::int64_t requests) {
+  return serving::parse_serving(
+      config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "pcie-h100x8",
+        "parallel": {"tp": 2, "replicas": )" +
+                             std::to_string(replicas) + R"(}, "workload": {"input_len": 512, "output_len": 128,
+        "rate": "inf", "requests": )" +
+                             std::to_string(requests) + "}}",
+                         "t.json"),
+      test::catalog());
+}
+
+}  // namespace
+
+TEST_CASE("TP replicas whose all-reduces cross the same socket link are slower than one replica at the same load") {
+  // 64 requests per replica, all queued; round robin gives each replica the same requests.
+  auto run = [](int replicas, bool interleaved) {
+    auto s = tp2_replicas(replicas, 64 * replicas);
+    if (interleaved) s.cluster = interleaved_sockets();
+    return serving::simulate_serving(s);
+  };
+  // The shipped box keeps each pair under its own PCIe switch: two replicas share no link and each
+  // runs exactly as one alone.
+  const auto one = run(1, false);
+  const auto two = run(2, false);
+  CHECK(two.makespan_s == doctest::Approx(one.makespan_s).epsilon(1e-12));
+  CHECK(two.tpot.mean == doctest::Approx(one.tpot.mean).epsilon(1e-12));
+  // Interleaved: each pair's ring crosses the socket link (37 GB/s, host-staged); two replicas'
+  // all-reduces share it and the switch uplinks, so every step's all-reduces take longer.
+  const auto one_x = run(1, true);
+  const auto two_x = run(2, true);
+  MESSAGE("TPOT one replica " << one_x.tpot.mean * 1e3 << " ms, two " << two_x.tpot.mean * 1e3 << " ms; per-replica "
+                              << one_x.output_tokens_per_s << " vs " << two_x.output_tokens_per_s / 2 << " tokens/s");
+  CHECK(one_x.tpot.mean > one.tpot.mean);  // the socket link is slower than a PCIe switch
+  CHECK(two_x.tpot.mean > 1.1 * one_x.tpot.mean);
+  CHECK(two_x.output_tokens_per_s < 2 * one_x.output_tokens_per_s / 1.1);
+}
+
+TEST_CASE(
+    "the fast path is exact: a stage whose collectives share no link gives the same run as every collective through "
+    "the flow model") {
+  const std::vector<serving::ServingScenario> cases{
+      make_serving(R"({"input_len": "64-1024", "output_len": "16-256", "rate": 30, "requests": 150, "seed": 3})", "",
+                   "llama3.1-8b", 2),
+      make_serving(R"({"input_len": 512, "output_len": "16-300", "rate": "inf", "requests": 100})",
+                   R"(, "engine": {"scheduler": "static", "max_batch": 32})", "llama3.1-8b", 4),
+      tp2_replicas(4, 200)};
+  for (const auto& s : cases) {
+    serving::ServingRunOptions fast, slow;
+    fast.record_trace = slow.record_trace = true;
+    slow.fast_path = false;
+    auto a = serving::simulate_serving(s, fast);
+    auto b = serving::simulate_serving(s, slow);
+    REQUIRE(a.step_spans.size() == b.step_spans.size());
+    for (std::size_t i = 0; i < a.step_spans.size(); ++i) {
+      CHECK(a.step_spans[i].start == b.step_spans[i].start);
+      CHECK(a.step_spans[i].end == b.step_spans[i].end);
+    }
+    CHECK(a.events < b.events);  // the point of it
+    auto ja = serving::serving_json(a), jb = serving::serving_json(b);
+    for (auto* j : {&ja, &jb}) {
+      j->erase("run_info");
+      j->erase("events");
+    }
+    CHECK(ja.dump() == jb.dump());
+  }
+}
+
+TEST_CASE("a closed loop longer than 2^52 ps (4,505 s) runs on the integer clock (issue 16, item 8)") {
+  const auto r = serving::simulate_serving(
+      make_serving(R"({"input_len": 128, "output_len": 4096, "concurrency": 1, "requests": 400})"));
+  CHECK(r.requests == 400);
+  CHECK(r.output_tokens == 400 * 4096);
+  CHECK(r.makespan_s > 4505.0);
 }
