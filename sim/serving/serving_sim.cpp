@@ -168,7 +168,8 @@ class ServingRun final : public workload::TaskSource {
         gemm_(s.profile, s.weights == models::WeightFormat::kFp8 ? calib::Dtype::kFp8 : calib::Dtype::kBf16,
               s.cuda_graphs),
         other_(s.profile, calib::Dtype::kBf16, s.cuda_graphs),
-        rng_(s.seed) {
+        rng_(s.seed),
+        step_overhead_(SimTime::from_seconds(s.profile.serving_step_overhead.value)) {
     const bool disagg = s.prefill_replicas > 0;
     const int n = disagg ? s.prefill_replicas + s.decode_replicas : s.replicas;
     int next_rank = 0;
@@ -738,7 +739,7 @@ class ServingRun final : public workload::TaskSource {
 
   /// Stage k's program: the step overhead on the first, its layers, the LM head on the last.
   void stage_program(const Replica& rep, int k, StageProgram& out) const {
-    out.overhead = k == 0 ? SimTime::from_seconds(s_.profile.serving_step_overhead.value) : SimTime{};
+    out.overhead = k == 0 ? step_overhead_ : SimTime{};
     out.layer = layer_;
     out.layers = rep.stages[static_cast<std::size_t>(k)].layers;
     out.head.clear();
@@ -928,6 +929,7 @@ class ServingRun final : public workload::TaskSource {
   ServingMemory memory_;
   std::int64_t blocks_ = 0;
   std::mt19937_64 rng_;
+  SimTime step_overhead_;             ///< the profile's per-step host overhead, on the first stage
   workload::OpenGraph* g_ = nullptr;  ///< the running graph (set by each call of the executor)
   std::vector<Request> reqs_;
   std::vector<int> arrivals_;  ///< request ids in arrival order

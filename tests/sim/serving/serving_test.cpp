@@ -187,14 +187,13 @@ net::ClusterSpec interleaved_sockets() {
 }
 
 serving::ServingScenario tp2_replicas(int replicas, std::int64_t requests) {
-  return serving::parse_serving(
-      config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "pcie-h100x8",
-        "parallel": {"tp": 2, "replicas": )" +
-                             std::to_string(replicas) + R"(}, "workload": {"input_len": 512, "output_len": 128,
-        "rate": "inf", "requests": )" +
-                             std::to_string(requests) + "}}",
-                         "t.json"),
-      test::catalog());
+  return config::parse_serving(config::parse_text(R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "pcie-h100x8",
+        "parallel": {"tp": 2, "replicas": )" + std::to_string(replicas) +
+                                                      R"(}, "workload": {"input_len": 512, "output_len": 128,
+        "rate": "inf", "requests": )" + std::to_string(requests) +
+                                                      "}}",
+                                                  "t.json"),
+                               test::catalog());
 }
 
 }  // namespace
@@ -244,7 +243,7 @@ TEST_CASE(
       CHECK(a.step_spans[i].end == b.step_spans[i].end);
     }
     CHECK(a.events < b.events);  // the point of it
-    auto ja = serving::serving_json(a), jb = serving::serving_json(b);
+    auto ja = report::serving_json(a), jb = report::serving_json(b);
     for (auto* j : {&ja, &jb}) {
       j->erase("run_info");
       j->erase("events");
