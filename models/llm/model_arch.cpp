@@ -1,6 +1,13 @@
 #include "models/llm/model_arch.hpp"
 
+#include "sim/core/check.hpp"
+
 namespace cs::models {
+
+LayerKind ModelArch::layer_kind(std::int64_t layer) const {
+  CS_ASSERT(layer >= 0 && layer < layers, "a decoder layer of the model");
+  return LayerKind{FeedForwardKind::kDense};
+}
 
 std::int64_t ModelArch::params_per_layer() const {
   const std::int64_t h = hidden;

@@ -1,10 +1,22 @@
 #pragma once
+#include <compare>
 #include <cstdint>
 #include <string>
 
 namespace cs::models {
 
 enum class Activation { kSwiGlu, kGelu };
+
+/// The feed-forward block of a decoder layer. Dense models have one kind; the mixture-of-experts
+/// families add theirs (issue 12), each with its own program of ops in models/ops.
+enum class FeedForwardKind : std::uint8_t { kDense };
+
+/// What one decoder layer is. A model is a sequence of layer kinds (`ModelArch::layer_kind`);
+/// layers of one kind share one program of ops, so a step builder builds each kind's program once.
+struct LayerKind {
+  FeedForwardKind ffn = FeedForwardKind::kDense;
+  auto operator<=>(const LayerKind&) const = default;
+};
 enum class NormKind { kRms, kLayer };
 
 /// A dense decoder-only transformer, read from a Hugging Face `config.json` (Llama/Qwen2 style
@@ -33,6 +45,8 @@ struct ModelArch {
 
   bool operator==(const ModelArch&) const = default;
 
+  /// The kind of decoder layer `layer` (0-based).
+  [[nodiscard]] LayerKind layer_kind(std::int64_t layer) const;
   /// Parameters of one decoder layer (attention, MLP, norms, biases).
   [[nodiscard]] std::int64_t params_per_layer() const;
   /// Token (and position) embedding parameters.

@@ -9,6 +9,19 @@ namespace cs::models {
 
 std::int64_t q_heads_per_rank(const ModelArch& m, int tp) { return m.heads / tp; }
 
+Item tp_comm(CollectiveOp op, double bytes) {
+  const char* label = "tp.allreduce";
+  switch (op) {
+    case CollectiveOp::kAllReduce: label = "tp.allreduce"; break;
+    case CollectiveOp::kAllGather: label = "tp.allgather"; break;
+    case CollectiveOp::kReduceScatter: label = "tp.reducescatter"; break;
+    case CollectiveOp::kAllToAll:
+    case CollectiveOp::kSendRecv:
+    case CollectiveOp::kShift: CS_ASSERT(false, "tensor parallelism all-reduces, all-gathers or reduce-scatters");
+  }
+  return {Op{}, Comm{op, GroupKind::kTp, label, bytes}};
+}
+
 double lora_params_per_layer(const ModelArch& m, int tp, int rank) {
   const double r = rank, h = static_cast<double>(m.hidden), hd = static_cast<double>(m.head_dim);
   const double q = static_cast<double>(m.heads / tp) * hd;
@@ -64,7 +77,10 @@ void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_v
 
 Item memory_op(std::string_view name, double bytes) { return {Op{name, OpKind::kMemoryBound, 0, 0, 0, 0, bytes}}; }
 
-Item comm(TpComm c, double bytes) { return {Op{}, c, bytes}; }
+/// Context-parallel collectives (ring attention's shift, the all-gather flavour's K/V exchange).
+Item cp_comm(CollectiveOp op, const char* label, double bytes) {
+  return {Op{}, Comm{op, GroupKind::kCp, label, bytes}};
+}
 
 /// Ring attention over CP ranks (Liu et al. 2023; causal, load-balanced so every step is alike):
 /// CP steps, each the attention of the local queries with one K/V block; before step j < CP - 1
@@ -78,7 +94,7 @@ void ring_attention(std::vector<Item>& out, const Op& whole, int cp, double bloc
   const double shift_bytes = backward ? 2 * block_bytes : block_bytes;
   for (int j = 0; j < cp; ++j) {
     if (j + 1 < cp) {
-      Item x = comm(TpComm::kCpShift, shift_bytes);
+      Item x = cp_comm(CollectiveOp::kShift, "cp.kv_shift", shift_bytes);
       x.async = true;
       x.tag = j + 1;
       out.push_back(x);
@@ -87,7 +103,7 @@ void ring_attention(std::vector<Item>& out, const Op& whole, int cp, double bloc
     a.wait = j;  // the block received by the previous shift (none for the first step)
     out.push_back(a);
   }
-  if (backward) out.push_back(comm(TpComm::kCpShift, block_bytes));  // dK, dV home
+  if (backward) out.push_back(cp_comm(CollectiveOp::kShift, "cp.kv_shift", block_bytes));  // dK, dV home
 }
 
 double sp_tokens(const StepShape& s) {
@@ -194,32 +210,38 @@ LayerDims layer_dims(const ModelArch& m, const StepShape& s) {
   return d;
 }
 
-std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s) {
+std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s, LayerKind kind) {
+  switch (kind.ffn) {
+    case FeedForwardKind::kDense: break;  // the program below; each new kind states its own here
+  }
   const auto d = layer_dims(m, s);
   const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up,
                a = d.act_bytes;
   std::vector<Item> out;
   out.push_back(memory_op("attn_norm", 2 * Tn * h * a));
-  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
+  if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   base_gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
   if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
   if (s.cp > 1 && !ring_attention_used(s))
-    out.push_back(comm(TpComm::kCpAllGather, T * s.cp * 2 * kv * a));  // every rank's K and V
+    out.push_back(cp_comm(CollectiveOp::kAllGather, "cp.kv_allgather", T * s.cp * 2 * kv * a));  // every rank's K and V
   core_attention(out, m, s, false);
   base_gemm(out, "out_proj", T, h, q, s);
-  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
+  if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   out.push_back(memory_op("attn_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
   out.push_back(memory_op("mlp_norm", 2 * Tn * h * a));
-  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
+  if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   base_gemm(out, "mlp_up", T, up_n, h, s);
   out.push_back(memory_op("mlp_act", (up_n + f) * T * a));
   base_gemm(out, "mlp_down", T, h, f, s);
-  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
+  if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   out.push_back(memory_op("mlp_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
   return out;
 }
 
-std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
+std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s, LayerKind kind) {
+  switch (kind.ffn) {
+    case FeedForwardKind::kDense: break;  // the program below; each new kind states its own here
+  }
   const auto d = layer_dims(m, s);
   const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up,
                a = d.act_bytes;
@@ -227,21 +249,22 @@ std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s) {
   // input gradient; SP's all-gather becomes a reduce-scatter and vice versa.
   std::vector<Item> out;
   out.push_back(memory_op("mlp_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
-  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
+  if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   gemm_backward(out, "mlp_down.dgrad", "mlp_down.wgrad", T, h, f, s);
   out.push_back(memory_op("mlp_act.bwd", (2 * up_n + f) * T * a));
   gemm_backward(out, "mlp_up.dgrad", "mlp_up.wgrad", T, up_n, h, s);
-  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
+  if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   out.push_back(memory_op("mlp_norm.bwd", 4 * Tn * h * a));
   out.push_back(memory_op("attn_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
-  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * a));
+  if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
   core_attention(out, m, s, true);
   if (s.cp > 1 && !ring_attention_used(s))
-    out.push_back(comm(TpComm::kCpReduceScatter, T * s.cp * 2 * kv * a));  // dK, dV to their owners
+    out.push_back(cp_comm(CollectiveOp::kReduceScatter, "cp.kv_grad_reducescatter",
+                          T * s.cp * 2 * kv * a));  // dK, dV to their owners
   if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (q + kv) * a));
   gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);
-  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * a));
+  if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   out.push_back(memory_op("attn_norm.bwd", 4 * Tn * h * a));
   return out;
 }
@@ -252,7 +275,8 @@ std::vector<Item> embedding_forward(const ModelArch& m, const StepShape& s) {
   std::vector<Item> out;
   // Vocab-parallel lookup: each rank gathers the rows it owns, then the TP group all-reduces.
   out.push_back(memory_op("embedding", (m.learned_positions ? 3.0 : 2.0) * T * h * s.act_bytes));
-  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * s.act_bytes));
+  if (s.tp > 1)
+    out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * s.act_bytes));
   return out;
 }
 
@@ -260,7 +284,7 @@ std::vector<Item> embedding_backward(const ModelArch& m, const StepShape& s) {
   const double T = s.tokens();
   const double h = static_cast<double>(m.hidden);
   std::vector<Item> out;
-  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * s.act_bytes));
+  if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * s.act_bytes));
   if (s.lora_rank == 0)
     out.push_back(memory_op("embedding.bwd", T * h * (s.act_bytes + 2 * 4.0)));  // scatter-add into fp32 grads
   return out;
@@ -272,12 +296,12 @@ std::vector<Item> head_forward(const ModelArch& m, const StepShape& s) {
   const double v = static_cast<double>((m.vocab + s.tp - 1) / s.tp);
   std::vector<Item> out;
   out.push_back(memory_op("final_norm", 2 * sp_tokens(s) * h * s.act_bytes));
-  if (s.sp) out.push_back(comm(TpComm::kAllGather, T * h * s.act_bytes));
+  if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * s.act_bytes));
   out.push_back(gemm("lm_head", T, v, h, s));
   // Vocab-parallel cross-entropy: fp32 softmax over the local shard; the max, sum and target
   // logit are all-reduced across TP (three fp32 values per token).
   out.push_back(memory_op("cross_entropy", T * v * (s.act_bytes + 4.0 + 4.0)));
-  if (s.tp > 1) out.push_back(comm(TpComm::kAllReduce, 3 * T * 4.0));
+  if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllReduce, 3 * T * 4.0));
   return out;
 }
 
@@ -292,7 +316,8 @@ std::vector<Item> head_backward(const ModelArch& m, const StepShape& s) {
   } else {
     gemm_backward(out, "lm_head.dgrad", "lm_head.wgrad", T, v, h, s);
   }
-  if (s.tp > 1) out.push_back(comm(s.sp ? TpComm::kReduceScatter : TpComm::kAllReduce, T * h * s.act_bytes));
+  if (s.tp > 1)
+    out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * s.act_bytes));
   out.push_back(memory_op("final_norm.bwd", 4 * sp_tokens(s) * h * s.act_bytes));
   return out;
 }
@@ -302,7 +327,7 @@ double model_flops(const std::vector<Item>& items) {
   for (const auto& it : items) {
     const bool matrix = it.op.kind == OpKind::kGemm || it.op.kind == OpKind::kAttentionForward ||
                         it.op.kind == OpKind::kAttentionBackward;
-    if (it.comm == TpComm::kNone && matrix) total += it.op.flops;
+    if (!it.comm && matrix) total += it.op.flops;
   }
   return total;
 }

@@ -1,9 +1,11 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "models/llm/model_arch.hpp"
+#include "sim/core/comm_kinds.hpp"
 
 namespace cs::models {
 
@@ -23,25 +25,31 @@ struct Op {
   bool operator==(const Op&) const = default;
 };
 
-/// A tensor-parallel collective between blocks of ops, over the TP group.
-/// kCp*: over the context-parallel group instead (K/V all-gather forward, their gradients'
-/// reduce-scatter backward: Megatron-core's all-gather flavour of context parallelism).
-/// kCpShift: ring attention's step, each CP rank sending a K/V (or dK/dV) block to the next one.
-enum class TpComm { kNone, kAllReduce, kAllGather, kReduceScatter, kCpAllGather, kCpReduceScatter, kCpShift };
+/// A collective between blocks of ops: what it does, over which process group (the plan resolves
+/// the kind to the ranks), its size in the nccl-tests convention (all-reduce = the buffer,
+/// all-gather = the output, reduce-scatter = the input, all-to-all = each rank's send buffer) and
+/// its label in the breakdown and trace (static text: "tp.allreduce", "cp.kv_shift"...).
+struct Comm {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  GroupKind group = GroupKind::kTp;
+  const char* label = "";
+  double bytes = 0;
+};
 
-/// An item of a layer's program: either an op or a TP collective of `comm_bytes` (nccl-tests
-/// size convention: all-reduce = the buffer, all-gather = the output, reduce-scatter = the input).
+/// An item of a layer's program: an op, or (when `comm` is set) a collective.
 struct Item {
   Op op;
-  TpComm comm = TpComm::kNone;
-  double comm_bytes = 0;
-  /// A collective on the communication stream that overlaps the ops after it: it starts once the
-  /// op before it (in this list) is done. `tag` (> 0) names it for `wait`.
+  std::optional<Comm> comm = std::nullopt;
+  /// A collective on its own stream that overlaps the ops after it: it starts once the op before
+  /// it (in this list) is done. `tag` (> 0) names it for `wait`.
   bool async = false;
   int tag = 0;
   /// An op that also waits for the async collective with this tag (0: none).
   int wait = 0;
 };
+
+/// Tensor-parallel collectives (labels "tp.allreduce", "tp.allgather", "tp.reducescatter").
+[[nodiscard]] Item tp_comm(CollectiveOp op, double bytes);
 
 /// The shape of one micro-batch on one GPU.
 struct StepShape {
@@ -91,13 +99,13 @@ struct LayerDims {
 /// attention: micro-batch x heads on this rank x queries (seq / CP) x keys (seq).
 [[nodiscard]] double score_elements(const ModelArch& m, const StepShape& s);
 
-/// Forward program of one decoder layer: norm, QKV (GQA), causal flash attention, output
-/// projection, TP all-reduce (or SP reduce-scatter/all-gather), residual, norm, MLP (SwiGLU or
-/// GELU), TP all-reduce, residual.
-[[nodiscard]] std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s);
+/// Forward program of one decoder layer of `kind` (each kind has its own program). Dense: norm, QKV (GQA), causal flash
+/// attention, output projection, TP all-reduce (or SP reduce-scatter/all-gather), residual, norm, MLP (SwiGLU or GELU),
+/// TP all-reduce, residual.
+[[nodiscard]] std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s, LayerKind kind = {});
 /// Backward program of one decoder layer (reverse order; GEMMs as dgrad + wgrad; flash-attention
 /// backward at 2.5x forward FLOPs: five matmuls against two).
-[[nodiscard]] std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s);
+[[nodiscard]] std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s, LayerKind kind = {});
 /// Embedding lookup (forward) and its gradient scatter (backward).
 [[nodiscard]] std::vector<Item> embedding_forward(const ModelArch& m, const StepShape& s);
 [[nodiscard]] std::vector<Item> embedding_backward(const ModelArch& m, const StepShape& s);

@@ -78,13 +78,13 @@ std::vector<Item> serving_layer(const ModelArch& m, const StepMix& mix, const Se
   out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, 4.0 * hd * hq * pairs,
                     T * 2 * (2 * q) + mix.kv_read_tokens * 2 * kv * s.kv_bytes}});
   gemm(out, "out_proj", T, h, q, s);
-  if (s.tp > 1) out.push_back({Op{}, TpComm::kAllReduce, T * h * 2});
+  if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllReduce, T * h * 2));
   out.push_back(memory_op("attn_residual", 6 * T * h));
   out.push_back(memory_op("mlp_norm", 4 * T * h));
   gemm(out, "mlp_up", T, d.up, h, s);
   out.push_back(memory_op("mlp_act", 2 * T * (d.up + d.ffn)));
   gemm(out, "mlp_down", T, h, d.ffn, s);
-  if (s.tp > 1) out.push_back({Op{}, TpComm::kAllReduce, T * h * 2});
+  if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllReduce, T * h * 2));
   out.push_back(memory_op("mlp_residual", 6 * T * h));
   return out;
 }
@@ -100,7 +100,7 @@ std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const Ser
     out.push_back({Op{"lm_head", OpKind::kGemm, mix.sampled, v, h, 2.0 * mix.sampled * v * h,
                       (mix.sampled * h + mix.sampled * v) * 2.0 + h * v * 2.0}});
     out.push_back(memory_op("sampling", mix.sampled * v * 4.0 * 2));
-    if (s.tp > 1) out.push_back({Op{}, TpComm::kAllGather, mix.sampled * v * 4.0 * s.tp});
+    if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllGather, mix.sampled * v * 4.0 * s.tp));
   }
   return out;
 }

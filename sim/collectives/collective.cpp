@@ -186,6 +186,14 @@ CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, A
         add(v(0), v(1), S, net::kUncapped);
       } else if (req.op == CollectiveOp::kShift) {
         for (int i = 0; i < n; ++i) add(v(i), v((i + 1) % n), S, net::kUncapped);
+      } else if (!req.pair_bytes.empty()) {
+        // A traffic matrix (expert dispatch with routing imbalance): each pair its own bytes.
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) {
+            const double b = req.pair_bytes[static_cast<std::size_t>(i * n + j)];
+            if (i != j && b > 0) add(v(i), v(j), b, net::kUncapped);
+          }
+        }
       } else {
         for (int i = 0; i < n; ++i) {
           for (int j = 0; j < n; ++j) {
@@ -222,6 +230,9 @@ CollectivePlan plan_collective(const net::Topology& topo, const CollectiveReques
   const int n = static_cast<int>(req.ranks.size());
   CS_ASSERT(n >= 1, "a collective has at least one rank");
   CS_ASSERT(req.op != CollectiveOp::kSendRecv || n == 2, "send/recv joins two ranks");
+  CS_ASSERT(req.pair_bytes.empty() ||
+                (req.op == CollectiveOp::kAllToAll && req.pair_bytes.size() == static_cast<std::size_t>(n * n)),
+            "a traffic matrix belongs to an all-to-all, n x n entries");
   if (n == 1) return CollectivePlan{Algorithm::kDirect, {}, 0, 0.0};  // nothing to move
   const auto avail = available_algorithms(topo, req.op, req.ranks);
   if (req.algorithm != Algorithm::kAuto) {

@@ -1,18 +1,20 @@
 #pragma once
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "sim/core/comm_kinds.hpp"
 #include "sim/network/topology.hpp"
 
 namespace cs::coll {
 
-/// kShift: every rank sends `bytes` to the next rank of the group (a ring step, as ring attention
-/// passes K/V blocks between context-parallel ranks).
-enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv, kShift };
+/// The op vocabulary lives in sim/core (models/ names ops too); collectives expand it into flows.
+using CollectiveOp = ::cs::CollectiveOp;
 /// kMeasured: the collective's time came from a measured or imported curve in the profile.
 /// kHierarchical (all-reduce over several nodes): rings inside each node carry the buffer while
 /// rings across nodes, one per local GPU index (a rail), carry 1/g of it.
-enum class Algorithm { kAuto, kRing, kTree, kNvls, kDirect, kMeasured, kHierarchical };
+enum class Algorithm : std::uint8_t { kAuto, kRing, kTree, kNvls, kDirect, kMeasured, kHierarchical };
 
 [[nodiscard]] const char* op_name(CollectiveOp op);
 [[nodiscard]] const char* algorithm_name(Algorithm a);
@@ -44,12 +46,16 @@ struct CollectivePlan {
 /// Sizes follow nccl-tests: all-reduce `bytes` = the buffer; all-gather = the gathered output;
 /// reduce-scatter = the input; all-to-all = each rank's send buffer; send/recv: ranks[0] sends
 /// `bytes` to ranks[1]; shift: each rank sends `bytes` to the next.
+/// A non-uniform all-to-all carries its traffic matrix in `pair_bytes`: n x n, row-major, entry
+/// (i, j) the bytes rank i sends to rank j (the diagonal stays local and moves nothing); `bytes`
+/// is then only its nominal size. Empty: the uniform collective of `bytes`.
 struct CollectiveRequest {
   CollectiveOp op = CollectiveOp::kAllReduce;
   Algorithm algorithm = Algorithm::kAuto;
   std::vector<int> ranks;  ///< GPU ranks of the topology, in ring order
   double bytes = 0.0;
   double call_latency_s = 0.0;
+  std::span<const double> pair_bytes{};
 };
 
 /// The ranks grouped by NVLink domain (a node, or a rack of nodes sharing NVLink switches) when they

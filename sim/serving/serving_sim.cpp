@@ -550,16 +550,17 @@ class ServingRun final : public workload::TaskSource {
       pending = false;
     };
     for (const auto& it : items) {
-      if (it.comm == models::TpComm::kAllReduce || it.comm == models::TpComm::kAllGather) {
+      if (it.comm) {
+        CS_ASSERT(it.comm->group == GroupKind::kTp && (it.comm->op == coll::CollectiveOp::kAllReduce ||
+                                                       it.comm->op == coll::CollectiveOp::kAllGather),
+                  "serving layers hold only TP all-reduces and all-gathers");
         flush();
         Segment seg;
         seg.collective = true;
-        seg.op =
-            it.comm == models::TpComm::kAllReduce ? coll::CollectiveOp::kAllReduce : coll::CollectiveOp::kAllGather;
-        seg.bytes = it.comm_bytes;
+        seg.op = it.comm->op;
+        seg.bytes = it.comm->bytes;
         out.push_back(seg);
       } else {
-        CS_ASSERT(it.comm == models::TpComm::kNone, "serving layers hold only TP all-reduces and all-gathers");
         compute += it.op.kind == models::OpKind::kGemm ? gemm_.seconds(it.op) : other_.seconds(it.op);
         pending = true;
       }

@@ -274,8 +274,8 @@ class Partition final : public engine::EventHandler {
   };
 
   const CachedPlan& plan_for(const Task& task) {
-    const auto key =
-        std::make_tuple(task.flow_group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm), task.bytes);
+    const auto key = std::make_tuple(task.flow_group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm),
+                                     task.bytes, task.traffic);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     const auto cache = [&](coll::CollectivePlan plan) -> const CachedPlan& {
@@ -284,7 +284,7 @@ class Partition final : public engine::EventHandler {
       return plans_.emplace(key, std::move(c)).first->second;
     };
     const auto& ranks = sh_.g.groups()[task.flow_group];
-    if (sh_.opt.curves && task.algorithm == coll::Algorithm::kAuto && ranks.size() > 1) {
+    if (sh_.opt.curves && task.algorithm == coll::Algorithm::kAuto && task.traffic == 0 && ranks.size() > 1) {
       for (const auto& c : *sh_.opt.curves) {
         if (c.op != coll::op_name(task.op) || c.gpus != static_cast<int>(ranks.size())) continue;
         coll::CollectivePlan measured;
@@ -299,6 +299,7 @@ class Partition final : public engine::EventHandler {
     req.ranks = ranks;
     req.bytes = task.bytes;
     req.call_latency_s = sh_.opt.collective_latency_s;
+    req.pair_bytes = sh_.g.traffic(task.traffic);
     return cache(coll::plan_collective(sh_.topo, req));
   }
 
@@ -400,7 +401,7 @@ class Partition final : public engine::EventHandler {
   std::vector<double> last_loads_;
   std::vector<LinkSample> samples_;
   std::vector<Message> outbox_;
-  std::map<std::tuple<std::uint32_t, int, double>, CachedPlan> plans_;
+  std::map<std::tuple<std::uint32_t, int, double, std::uint32_t>, CachedPlan> plans_;
   std::uint64_t net_version_ = 0;
   std::uint64_t flows_ = 0;
 };

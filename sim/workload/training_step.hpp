@@ -1,6 +1,7 @@
 #pragma once
 #include "sim/scenario/scenario.hpp"
 #include "sim/workload/compute_model.hpp"
+#include "sim/workload/stage_programs.hpp"
 #include "sim/workload/workload_graph.hpp"
 
 namespace cs::workload {
@@ -15,18 +16,14 @@ struct TrainingStep {
   std::vector<int> stage_layers;  ///< decoder layers of each pipeline stage
 };
 
-/// Decoder layers of each pipeline stage: an even split, the first stages taking one more when
-/// the layers do not divide.
-[[nodiscard]] std::vector<int> split_layers(int layers, int stages);
-
 /// Builds one step (stage 4). Each pipeline stage runs its micro-batches' forward (F) and backward
-/// (B) blocks in the schedule's order (GPipe: all F then all B; 1F1B: P-s-1 warm-up forwards, then
-/// one forward one backward, then the cool-down), each block its layers' kernels with the TP
-/// collectives on the compute stream (blocking, as Megatron's are), full recompute re-running a
-/// layer's forward before its backward. Activations and their gradients move between stages as
-/// send/recv flows posted when they exist. In each stage's last backward, gradients are reduced
-/// over DP in buckets on the communication stream; then the optimizer (and ZeRO-1's all-gather).
-/// The pipeline bubble is not a formula: it is the idle time this schedule leaves.
+/// (B) blocks in the schedule's order (pipeline_schedule.hpp), each block its layers' programs
+/// (stage_programs.hpp: each layer kind's kernels, and collectives over the process group each
+/// names, resolved by the ParallelPlan; TP collectives block the compute stream as Megatron's do),
+/// full recompute re-running a layer's forward before its backward. Activations and their gradients move between stages
+/// as send/recv flows posted when they exist. In each stage's last backward, gradients are reduced over DP in buckets
+/// on the communication stream; then the optimizer (and ZeRO-1's all-gather). The pipeline bubble is not a formula: it
+/// is the idle time this schedule leaves.
 [[nodiscard]] TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel& compute);
 
 }  // namespace cs::workload

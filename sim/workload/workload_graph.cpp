@@ -95,6 +95,20 @@ void WorkloadGraph::drop_stream_front(std::size_t stream_index, std::size_t n) {
   order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
+TaskId WorkloadGraph::add_alltoall(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
+                                   const char* label, int layer, int micro, std::vector<double> pair_bytes) {
+  CS_ASSERT(flow_group < groups_.size(), "all-to-all flows over a known group");
+  const auto n = groups_[flow_group].size();
+  CS_ASSERT(pair_bytes.size() == n * n, "a traffic matrix has n x n entries");
+  double total = 0;
+  for (double b : pair_bytes) total += b;
+  const auto id = add_collective_on(group, flow_group, stream, category, label, layer, micro,
+                                    coll::CollectiveOp::kAllToAll, total / static_cast<double>(n));
+  tasks_[index(id)].traffic = static_cast<std::uint32_t>(traffic_.size());
+  traffic_.push_back(std::move(pair_bytes));
+  return id;
+}
+
 void WorkloadGraph::depend(TaskId before, TaskId after) {
   CS_ASSERT(before != after, "a task does not wait for itself");
   edges_.push_back({before, after});

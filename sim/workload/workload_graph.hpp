@@ -42,6 +42,7 @@ struct Task {
   bool collective = false;
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   coll::Algorithm algorithm = coll::Algorithm::kAuto;
+  std::uint32_t traffic = 0;  ///< collective: its traffic matrix (index into traffic(); 0: uniform)
 };
 
 /// An explicit dependency: `after` waits for `before`.
@@ -66,12 +67,19 @@ class WorkloadGraph {
   /// members are identical replicas that are not simulated (data-parallel symmetry).
   TaskId add_collective_on(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
                            const char* label, int layer, int micro, coll::CollectiveOp op, double bytes);
+  /// A non-uniform all-to-all: rank i of `flow_group` (n ranks) sends pair_bytes[i n + j] to rank j
+  /// (expert dispatch and combine under routing imbalance). Its nominal size (`bytes`, what the
+  /// breakdown shows) is the mean send buffer, nccl-tests' all-to-all convention.
+  TaskId add_alltoall(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
+                      const char* label, int layer, int micro, std::vector<double> pair_bytes);
   void depend(TaskId before, TaskId after);
 
   [[nodiscard]] int gpus() const { return gpus_; }
   [[nodiscard]] const std::vector<Task>& tasks() const { return tasks_; }
   [[nodiscard]] const Task& task(TaskId t) const { return tasks_[index(t)]; }
   [[nodiscard]] const std::vector<std::vector<int>>& groups() const { return groups_; }
+  /// A task's traffic matrix (empty for index 0: uniform).
+  [[nodiscard]] const std::vector<double>& traffic(std::uint32_t index) const { return traffic_[index]; }
   /// Explicit dependencies in the order they were added.
   [[nodiscard]] const std::vector<Edge>& edges() const { return edges_; }
   /// Room for `tasks` tasks (building a large step without reallocating).
@@ -96,6 +104,7 @@ class WorkloadGraph {
   std::vector<Task> tasks_;
   std::vector<Edge> edges_;
   std::vector<std::vector<int>> groups_;
+  std::vector<std::vector<double>> traffic_{1};  ///< [0]: uniform (empty)
   std::map<std::vector<int>, std::uint32_t> group_index_;
   std::vector<std::vector<TaskId>> streams_;
   std::vector<TaskId> free_;  ///< recycled slots (open runs), reused last-in first-out

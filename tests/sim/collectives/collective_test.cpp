@@ -6,6 +6,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/network/fabric_spec.hpp"
 #include "sim/workload/collective_timing.hpp"
+#include "sim/workload/executor.hpp"
 #include "tests/support/builders.hpp"
 
 using namespace cs;
@@ -132,4 +133,48 @@ TEST_CASE("across nodes, the hierarchical all-reduce beats a flat ring that cros
   CHECK(best.algorithm == Algorithm::kHierarchical);
   // One GPU per node (a DP group of the first GPUs): no hierarchical algorithm to choose.
   CHECK(coll::node_groups(topo, {0, 8, 16, 24}).empty());
+}
+
+TEST_CASE("a non-uniform all-to-all moves each pair's bytes: the busiest sender sets the time") {
+  // Four GPUs on a star of 100 GB/s links: rank 0 sends 3 GB to each peer, the others 1 GB each.
+  const auto topo = net::Topology::build(test::make_star(4, "100 GB/s"), 4);
+  std::vector<double> pairs(16, 1e9);
+  for (int j = 0; j < 4; ++j) pairs[static_cast<std::size_t>(j * 4 + j)] = 0;
+  for (int j = 1; j < 4; ++j) pairs[static_cast<std::size_t>(j)] = 3e9;
+  coll::CollectiveRequest req;
+  req.op = CollectiveOp::kAllToAll;
+  req.ranks = first(4);
+  req.bytes = 4e9;
+  req.pair_bytes = pairs;
+  const auto plan = coll::plan_collective(topo, req);
+  CHECK(plan.flows.size() == 12);
+  double from0 = 0, total = 0;
+  for (const auto& f : plan.flows) {
+    total += f.bytes;
+    if (f.src == topo.gpu(0)) from0 += f.bytes;
+  }
+  CHECK(from0 == 9e9);
+  CHECK(total == 18e9);
+  // Rank 0's uplink carries 9 GB at 100 GB/s; every downlink carries 3 + 1 + 1 = 5 GB.
+  CHECK(coll::estimate_seconds(topo, plan) == doctest::Approx(0.09).epsilon(1e-9));
+  // The uniform all-to-all of the same mean send buffer (4.5 GB, 1.5 GB per peer) is faster.
+  req.pair_bytes = {};
+  req.bytes = 4.5e9 * 4.0 / 3.0;
+  CHECK(coll::estimate_seconds(topo, coll::plan_collective(topo, req)) < 0.09);
+}
+
+TEST_CASE("the executor runs a traffic-matrix all-to-all on the flow model in the closed-form time") {
+  const auto topo = net::Topology::build(test::make_star(4, "100 GB/s"), 4);
+  std::vector<double> pairs(16, 1e9);
+  for (int j = 0; j < 4; ++j) pairs[static_cast<std::size_t>(j * 4 + j)] = 0;
+  for (int j = 1; j < 4; ++j) pairs[static_cast<std::size_t>(j)] = 3e9;
+  workload::WorkloadGraph g(4);
+  const auto gid = g.add_group(first(4));
+  const auto id =
+      g.add_alltoall(gid, gid, workload::Stream::kComm, workload::Category::kTpComm, "ep.dispatch", 0, 0, pairs);
+  CHECK(g.task(id).bytes == doctest::Approx(18e9 / 4));  // the mean send buffer
+  const auto log = workload::simulate(g, topo, workload::ExecutorOptions{});
+  // Flows from rank 0 share its uplink (9 GB); the others finish earlier: 0.09 s in all.
+  CHECK(log.makespan.seconds() == doctest::Approx(0.09).epsilon(1e-6));
+  CHECK(log.flows == 12);
 }

@@ -1,0 +1,198 @@
+#include "sim/workload/stage_programs.hpp"
+
+#include <map>
+
+#include "models/memory/training_memory.hpp"
+#include "sim/core/check.hpp"
+
+namespace cs::workload {
+
+namespace {
+
+/// Appends ops: consecutive kernels merge into one compute item, each collective is its own. An
+/// async collective (ring attention's K/V passing) goes on the CP stream after the compute item
+/// before it; an op that waits for one starts a new compute item with that edge.
+void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& items, const ComputeModel& compute,
+            const char* label, Category cat, int layer) {
+  bool open = false;
+  std::map<int, int> tagged;  // async tag -> item index, within this call
+  for (const auto& it : items) {
+    if (it.comm) {
+      ProgramItem p;
+      p.comm = true;
+      p.group = it.comm->group;
+      p.label = it.comm->label;
+      p.category = Category::kTpComm;
+      p.layer = layer;
+      p.op = it.comm->op;
+      p.bytes = it.comm->bytes;
+      if (it.async) {
+        p.stream = Stream::kCp;
+        for (auto k = static_cast<int>(prog.size()) - 1; k >= 0; --k) {
+          if (!prog[static_cast<std::size_t>(k)].comm) {
+            p.after.push_back(k);
+            break;
+          }
+        }
+        tagged[it.tag] = static_cast<int>(prog.size());
+      }
+      prog.push_back(std::move(p));
+      open = false;
+      continue;
+    }
+    if (!open || it.wait > 0) {
+      ProgramItem p;
+      p.label = label;
+      p.category = cat;
+      p.layer = layer;
+      prog.push_back(std::move(p));
+      open = true;
+    }
+    if (auto w = tagged.find(it.wait); it.wait > 0 && w != tagged.end()) prog.back().after.push_back(w->second);
+    prog.back().seconds += compute.seconds(it.op);
+  }
+}
+
+void mark_last_compute(std::vector<ProgramItem>& prog, double params) {
+  for (auto it = prog.rbegin(); it != prog.rend(); ++it) {
+    if (!it->comm) {
+      it->grad_params += params;
+      return;
+    }
+  }
+  CS_ASSERT(false, "a backward block has a compute item");
+}
+
+/// The op lists of one layer kind: forward, backward, and what selective recompute re-runs (the
+/// core attention's compute; Korthikanti et al. 2022, Sec. 5).
+struct KindOps {
+  std::vector<models::Item> forward, backward, attention_forward;
+};
+
+KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, models::LayerKind kind) {
+  KindOps k{models::layer_forward(m, shape, kind), models::layer_backward(m, shape, kind), {}};
+  for (const auto& it : k.forward) {
+    if (!it.comm && it.op.core_attention) k.attention_forward.push_back(it);
+  }
+  return k;
+}
+
+/// The ops of every layer kind the model has, built once per kind.
+std::map<models::LayerKind, KindOps> ops_by_kind(const models::ModelArch& m, const models::StepShape& shape) {
+  std::map<models::LayerKind, KindOps> out;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const auto kind = m.layer_kind(l);
+    if (!out.contains(kind)) out.emplace(kind, kind_ops(m, shape, kind));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> split_layers(int layers, int stages) {
+  std::vector<int> out(static_cast<std::size_t>(stages), layers / stages);
+  for (int i = 0; i < layers % stages; ++i) ++out[static_cast<std::size_t>(i)];
+  return out;
+}
+
+models::StepShape step_shape(const scenario::Scenario& s) {
+  models::StepShape shape;
+  shape.micro_batch = s.micro_batch;
+  shape.seq = s.seq;
+  shape.tp = s.plan.tp;
+  shape.sp = s.plan.sp;
+  // FP8 training keeps bf16 activations and reads FP8 copies of the weights in its GEMMs.
+  shape.act_bytes = s.dtype == calib::Dtype::kFp8 ? 2.0 : static_cast<double>(calib::dtype_bytes(s.dtype));
+  shape.weight_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
+  shape.lora_rank = s.lora_rank;
+  shape.base_4bit = s.qlora;
+  shape.cp = s.plan.cp;
+  shape.flash_attention = s.flash_attention;
+  shape.cp_ring = s.cp_ring;
+  return shape;
+}
+
+StageParams stage_params(const scenario::Scenario& s) {
+  const auto& m = s.model;
+  const int tp = s.plan.tp;
+  auto no_layers = m;
+  no_layers.layers = 0;
+  StageParams p;
+  p.outer = models::params_per_gpu(no_layers, tp);
+  const bool lora = s.lora_rank > 0;
+  // Trainable parameters per GPU (LoRA: the adapters only; the frozen base has no gradients).
+  p.per_layer = lora ? models::lora_params_per_layer(m, tp, s.lora_rank)
+                     : (models::params_per_gpu(m, tp) - p.outer) / static_cast<double>(m.layers);
+  if (lora) p.outer = 0;
+  p.vocab = lora ? 0.0 : static_cast<double>((m.vocab + tp - 1) / tp * m.hidden);
+  p.positions = lora || !m.learned_positions ? 0.0 : static_cast<double>(m.max_positions * m.hidden);
+  p.final_norm = lora ? 0.0 : static_cast<double>((m.norm == models::NormKind::kLayer ? 2 : 1) * m.hidden);
+  return p;
+}
+
+std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, const ComputeModel& compute) {
+  const auto& m = s.model;
+  const auto shape = step_shape(s);
+  const auto ops = ops_by_kind(m, shape);
+  const auto params = stage_params(s);
+  const auto emb_f = models::embedding_forward(m, shape), emb_b = models::embedding_backward(m, shape);
+  const auto head_f = models::head_forward(m, shape), head_b = models::head_backward(m, shape);
+  const int vstages = s.plan.pp * s.plan.vpp;
+  const auto layers = split_layers(static_cast<int>(m.layers), vstages);
+  std::vector<StagePrograms> programs(static_cast<std::size_t>(vstages));
+  int first_layer = 0;  // global index of this virtual stage's first decoder layer
+  for (int st = 0; st < vstages; ++st) {
+    auto& sp = programs[static_cast<std::size_t>(st)];
+    const int n = layers[static_cast<std::size_t>(st)];
+    const bool first = st == 0, last = st == vstages - 1;
+    auto kind_of = [&](int l) -> const KindOps& { return ops.at(m.layer_kind(first_layer + l)); };
+    if (first) append(sp.f, emb_f, compute, "embedding.fwd", Category::kForward, -1);
+    for (int l = 0; l < n; ++l) append(sp.f, kind_of(l).forward, compute, "layer.fwd", Category::kForward, l);
+    if (last) append(sp.f, head_f, compute, "head.fwd", Category::kForward, -1);
+    // First stage: embedding (and positions); last stage: final norm and LM head (a copy of the
+    // embedding when tied, as Megatron keeps it); one stage holds all of them.
+    const double outer_here = first && last ? params.outer
+                                            : (first ? params.vocab + params.positions : 0.0) +
+                                                  (last ? params.vocab + params.final_norm : 0.0);
+    for (int pass = 0; pass < 2; ++pass) {
+      auto& b = pass == 0 ? sp.b : sp.b_last;
+      if (last) append(b, head_b, compute, "head.bwd", Category::kBackward, -1);
+      for (int l = n - 1; l >= 0; --l) {
+        const auto& k = kind_of(l);
+        if (s.plan.recompute == plan::Recompute::kFull)
+          append(b, k.forward, compute, "layer.recompute", Category::kRecompute, l);
+        if (s.plan.recompute == plan::Recompute::kSelective)
+          append(b, k.attention_forward, compute, "attention.recompute", Category::kRecompute, l);
+        append(b, k.backward, compute, "layer.bwd", Category::kBackward, l);
+        if (pass == 1) mark_last_compute(b, params.per_layer);
+      }
+      if (first) append(b, emb_b, compute, "embedding.bwd", Category::kBackward, -1);
+      if (pass == 1 && outer_here > 0) mark_last_compute(b, outer_here);
+    }
+    sp.params = static_cast<double>(n) * params.per_layer + outer_here;
+    first_layer += n;
+  }
+  return programs;
+}
+
+MicroBatchFlops micro_batch_flops(const scenario::Scenario& s) {
+  const auto& m = s.model;
+  const auto shape = step_shape(s);
+  const auto ops = ops_by_kind(m, shape);
+  std::map<models::LayerKind, double> count;  // layers of each kind
+  for (std::int64_t l = 0; l < m.layers; ++l) count[m.layer_kind(l)] += 1;
+  double layers = 0, recompute = 0;
+  for (const auto& [kind, n] : count) {
+    const auto& k = ops.at(kind);
+    layers += n * (models::model_flops(k.forward) + models::model_flops(k.backward));
+    if (s.plan.recompute == plan::Recompute::kFull) recompute += n * models::model_flops(k.forward);
+    if (s.plan.recompute == plan::Recompute::kSelective) recompute += n * models::model_flops(k.attention_forward);
+  }
+  return {models::model_flops(models::embedding_forward(m, shape)) +
+              models::model_flops(models::embedding_backward(m, shape)) + layers +
+              models::model_flops(models::head_forward(m, shape)) +
+              models::model_flops(models::head_backward(m, shape)),
+          recompute};
+}
+
+}  // namespace cs::workload

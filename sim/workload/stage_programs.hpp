@@ -1,0 +1,69 @@
+#pragma once
+#include <vector>
+
+#include "models/ops/layer_ops.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/workload/compute_model.hpp"
+#include "sim/workload/workload_graph.hpp"
+
+namespace cs::workload {
+
+/// One item of a virtual stage's forward or backward program, identical on every GPU of the
+/// stage: a compute item (consecutive kernels merged) or a collective over a named process group.
+struct ProgramItem {
+  bool comm = false;
+  GroupKind group = GroupKind::kTp;  ///< comm: the process group it runs over
+  const char* label = "";
+  Category category = Category::kForward;
+  int layer = -1;
+  double seconds = 0;  ///< compute
+  coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
+  double bytes = 0;  ///< comm
+  /// Parameters whose gradients are final after this item (in the last micro-batch's backward),
+  /// reduced over the dense weights' replicas (DP x CP).
+  double grad_params = 0;
+  Stream stream = Stream::kCompute;
+  std::vector<int> after;  ///< items of the same program this one also waits for
+};
+
+/// The programs of one virtual stage (a pipeline stage's model chunk): forward, backward, and the
+/// last micro-batch's backward (the same items, marking when gradients are final).
+struct StagePrograms {
+  std::vector<ProgramItem> f, b, b_last;
+  double params = 0;  ///< trainable parameters of this virtual stage on one GPU
+};
+
+/// The decoder layers of each virtual stage: an even split of the model's layers over P x V
+/// virtual stages (virtual stage v P + s is chunk v of stage s), the first taking one more when
+/// the layers do not divide.
+[[nodiscard]] std::vector<int> split_layers(int layers, int stages);
+
+/// The trainable parameters of one GPU, split as the step needs them.
+struct StageParams {
+  double per_layer = 0;  ///< one decoder layer (LoRA: its adapters only)
+  double outer = 0;      ///< embeddings, final norm and LM head when one stage holds them all
+  double vocab = 0;      ///< one vocab-parallel embedding (or LM head) shard
+  double positions = 0;  ///< learned position embeddings
+  double final_norm = 0;
+};
+[[nodiscard]] StageParams stage_params(const scenario::Scenario& s);
+
+/// The micro-batch shape every program of this step is built for.
+[[nodiscard]] models::StepShape step_shape(const scenario::Scenario& s);
+
+/// Builds every virtual stage's programs. Each decoder layer contributes the program of its kind
+/// (models::layer_forward/backward for that kind), so a model whose layers differ gets different
+/// programs per stage; full recompute re-runs a layer's forward before its backward, selective
+/// recompute its core attention (under ring attention only the compute steps: K/V blocks are not
+/// passed again).
+[[nodiscard]] std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, const ComputeModel& compute);
+
+/// Model FLOPs of one micro-batch over the whole model (forward + backward as executed), and the
+/// forward FLOPs recompute adds.
+struct MicroBatchFlops {
+  double model = 0;
+  double recompute = 0;
+};
+[[nodiscard]] MicroBatchFlops micro_batch_flops(const scenario::Scenario& s);
+
+}  // namespace cs::workload
