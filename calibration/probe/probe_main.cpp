@@ -257,7 +257,7 @@ int run(int argc, char** argv) {
     const double factor = r.op == "allreduce"  ? 2.0 * (r.gpus - 1) / r.gpus
                           : r.op == "sendrecv" ? 1.0
                                                : (r.gpus - 1.0) / r.gpus;
-    profile.collectives.push_back({r.op, r.gpus, fit.alpha_s, fit.bytes_per_s * factor,
+    profile.collectives.push_back({r.op, r.gpus, 1, "", fit.alpha_s, fit.bytes_per_s * factor,
                                    cs::calib::Provenance::kMeasured,
                                    "NCCL " + nccl_version + " in one process, fitted alpha-beta (max error " +
                                        cs::fixed(fit.max_relative_error * 100, 1) + "%)",

@@ -49,11 +49,15 @@ struct GemmPoint {
 };
 
 /// A collective's cost on this machine, measured or imported (nccl-tests): time = alpha +
-/// bytes * bus_factor / busbw, fitted to `points` (bytes, seconds); used instead of the topology
-/// model for collectives of the same op over the same number of GPUs.
+/// bytes * bus_factor / busbw, fitted to `points` (bytes, seconds); sets the time of collectives of
+/// its own scope (op, GPUs, boxes, fabric), whose flows still load the links (coll::plan_collective).
 struct CollectiveCurve {
   std::string op;  ///< "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"
-  int gpus = 0;
+  int gpus = 0;    ///< GPUs in the measured group, all nodes together
+  /// Where it was measured: inside one box (1), or across `nodes` boxes (copies of the cluster
+  /// file: servers, or NVLink domains such as an NVL72 rack) joined by `fabric`.
+  int nodes = 1;
+  std::string fabric;
   double alpha_s = 0;
   double busbw_bytes_per_s = 0;
   Provenance provenance = Provenance::kImported;

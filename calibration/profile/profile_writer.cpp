@@ -76,13 +76,20 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
       auto points = nlohmann::ordered_json::array();
       for (const auto& [b, t] : c.points)
         points.push_back({{"bytes", static_cast<std::int64_t>(b)}, {"time", seconds(t)}});
-      curves.push_back({{"op", c.op},
-                        {"gpus", c.gpus},
-                        {"alpha", seconds(c.alpha_s)},
-                        {"busbw", bandwidth(c.busbw_bytes_per_s)},
-                        {"status", provenance_name(c.provenance)},
-                        {"source", c.source},
-                        {"points", points}});
+      nlohmann::ordered_json curve{{"op", c.op}, {"gpus", c.gpus}};
+      if (c.nodes > 1) {
+        curve["nodes"] = c.nodes;
+        curve["fabric"] = c.fabric;
+      }
+      for (auto& [k, v] : nlohmann::ordered_json{
+               {"alpha", seconds(c.alpha_s)},
+               {"busbw", bandwidth(c.busbw_bytes_per_s)},
+               {"status", provenance_name(c.provenance)},
+               {"source", c.source},
+               {"points",
+                points}}.items())
+        curve[k] = v;
+      curves.push_back(curve);
     }
     j["collectives"] = curves;
   }

@@ -70,6 +70,22 @@ double bus_factor(CollectiveOp op, int n) {
   return 1.0;
 }
 
+const MeasuredCurve* curve_for(const net::Topology& topo, const CollectiveRequest& req) {
+  if (req.curves.empty() || req.algorithm != Algorithm::kAuto || !req.pair_bytes.empty() || req.ranks.size() < 2)
+    return nullptr;
+  std::vector<int> nodes;
+  for (int r : req.ranks) {
+    const int node = topo.domain_of_rank(r);
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  const int n = static_cast<int>(req.ranks.size()), spanned = static_cast<int>(nodes.size());
+  for (const auto& c : req.curves) {
+    if (c.op == req.op && c.gpus == n && c.nodes == spanned && (spanned == 1 || c.fabric == topo.fabric_id()))
+      return &c;
+  }
+  return nullptr;
+}
+
 std::vector<std::vector<int>> node_groups(const net::Topology& topo, const std::vector<int>& ranks) {
   // The ranks grouped by domain, in first-seen order; empty unless they span several domains with the
   // same number (at least two) on each.
@@ -244,6 +260,16 @@ CollectivePlan plan_collective(const net::Topology& topo, const CollectiveReques
                            " on these GPUs of " + topo.cluster_id() + "; available: " + names);
     }
     return expand(topo, req, req.algorithm);
+  }
+  if (const auto* c = curve_for(topo, req)) {
+    CollectiveRequest model = req;
+    model.curves = {};
+    auto p = plan_collective(topo, model);
+    const double bw_s = req.bytes * bus_factor(req.op, n) / c->busbw_bytes_per_s;
+    for (auto& f : p.flows) f.rate_cap = bw_s > 0 ? f.bytes / bw_s : net::kUncapped;
+    p.algorithm = Algorithm::kMeasured;
+    p.latency_s = c->alpha_s;
+    return p;
   }
   CollectivePlan best;
   double best_t = 0.0;

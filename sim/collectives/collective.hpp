@@ -46,6 +46,18 @@ struct CollectivePlan {
 /// Sizes follow nccl-tests: all-reduce `bytes` = the buffer; all-gather = the gathered output;
 /// reduce-scatter = the input; all-to-all = each rank's send buffer; send/recv: ranks[0] sends
 /// `bytes` to ranks[1]; shift: each rank sends `bytes` to the next.
+/// A measured (or imported) collective cost for one scope: `op` on `gpus` GPUs spread over `nodes`
+/// nodes (inside one node when 1) joined by `fabric` ("" inside a node); time alpha + S x bus
+/// factor / busbw (nccl-tests' fit).
+struct MeasuredCurve {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int gpus = 0;
+  int nodes = 1;
+  std::string fabric;
+  double alpha_s = 0;
+  double busbw_bytes_per_s = 0;
+};
+
 /// A non-uniform all-to-all carries its traffic matrix in `pair_bytes`: n x n, row-major, entry
 /// (i, j) the bytes rank i sends to rank j (the diagonal stays local and moves nothing); `bytes`
 /// is then only its nominal size. Empty: the uniform collective of `bytes`.
@@ -56,6 +68,9 @@ struct CollectiveRequest {
   double bytes = 0.0;
   double call_latency_s = 0.0;
   std::span<const double> pair_bytes{};
+  /// Measured curves (the profile's): with `kAuto`, a uniform collective whose group has a curve of
+  /// its own scope takes the curve's time (algorithm kMeasured) yet still moves its flows.
+  std::span<const MeasuredCurve> curves{};
 };
 
 /// The ranks grouped by NVLink domain (a node, or a rack of nodes sharing NVLink switches) when they
@@ -68,9 +83,17 @@ struct CollectiveRequest {
 [[nodiscard]] std::vector<Algorithm> available_algorithms(const net::Topology& topo, CollectiveOp op,
                                                           const std::vector<int>& ranks);
 
-/// Expands a request into flows. `kAuto` picks the available algorithm with the lowest
-/// `estimate_seconds` (ties: ring, tree, nvls, direct), as NCCL's tuner picks by its cost model.
-/// Throws InputError when an explicit algorithm cannot run this op here.
+/// The curve measured for this request's scope (op, GPU count, the nodes its ranks span and the
+/// topology's fabric), or null.
+[[nodiscard]] const MeasuredCurve* curve_for(const net::Topology& topo, const CollectiveRequest& req);
+
+/// Expands a request into flows. A measured curve of the request's scope (kAuto only) keeps the
+/// flows of the algorithm the model would pick, each capped at its bytes over the curve's bandwidth
+/// term, with the curve's alpha as latency: alone on the machine it takes the measured time (unless
+/// the cluster file's links are slower than the measurement), and its bytes still load the links
+/// they cross, so other traffic slows it and is slowed by it. Otherwise `kAuto` picks the available algorithm with the
+/// lowest `estimate_seconds` (ties: ring, tree, nvls, direct), as NCCL's tuner picks by its cost model. Throws
+/// InputError when an explicit algorithm cannot run this op here.
 [[nodiscard]] CollectivePlan plan_collective(const net::Topology& topo, const CollectiveRequest& req);
 
 /// Closed-form time of a plan without outside traffic: latency plus the busiest link's bytes over

@@ -128,6 +128,14 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
     CollectiveCurve cc;
     cc.op = c.req_enum("op", {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"});
     cc.gpus = static_cast<int>(c.req_int("gpus", 2, 1 << 20));
+    // Scope: a curve without "nodes" was measured inside one node (what `calibrate` and an
+    // nccl-tests import of one box produce); across nodes it names the fabric it ran on.
+    cc.nodes = static_cast<int>(c.opt_int("nodes", 1, 1, 1 << 20));
+    if (cc.nodes > 1) {
+      cc.fabric = c.req_string("fabric");
+    } else {
+      (void)c.opt_string("fabric", "");
+    }
     cc.alpha_s = c.req_quantity("alpha", Dimension::kTime, 0.0);
     cc.busbw_bytes_per_s = c.req_quantity("busbw", Dimension::kBandwidth, 1.0);
     cc.provenance = to_provenance(c.req_enum("status", kStatuses));

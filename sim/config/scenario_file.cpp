@@ -6,6 +6,7 @@
 #include "sim/config/cluster_file.hpp"
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/machine_file.hpp"
 #include "sim/config/model_file.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/config/reader.hpp"
@@ -196,14 +197,9 @@ Machine resolve_machine(const config::Catalog& catalog, const std::string& file,
     const auto path = catalog.locate(config::CatalogKind::kModel, model, file, "/model");
     m.model = parse_model(config::load(path), model.find('/') == std::string::npos ? model : path);
   }
-  const auto cpath = catalog.locate(config::CatalogKind::kCluster, cluster, file, "/cluster");
-  m.cluster = parse_cluster(config::load(cpath), cluster);
-  {
-    // A cluster's own profile id that does not resolve is the cluster file's fault.
-    const std::string id = profile.empty() ? m.cluster.profile : profile;
-    const auto path = catalog.locate(config::CatalogKind::kProfile, id, profile.empty() ? cpath : file, "/profile");
-    m.profile = parse_profile(config::load(path), std::filesystem::path(path).stem().string());
-  }
+  auto box = resolve_box(catalog, file, BoxRefs{cluster, profile, ""});
+  m.cluster = std::move(box.cluster);
+  m.profile = std::move(box.profile);
   if (!offer.empty())
     m.offer = parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, offer, file, "/offer")), offer);
   return m;

@@ -61,6 +61,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
   CS_ASSERT(gpus_per_domain >= 1 && gpus_per_domain <= spec.gpus && domains >= 1, "sizes checked by the caller");
   Topology t;
   t.cluster_id_ = spec.id;
+  if (domains > 1) t.fabric_id_ = fabric.id;
   t.peer_to_peer_ = spec.peer_to_peer;
   auto add_vertex = [&](Vertex v) {
     const auto id = static_cast<VertexId>(t.vertices_.size());

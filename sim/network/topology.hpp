@@ -79,6 +79,8 @@ class Topology {
   /// The directed link between two adjacent vertices, if any.
   [[nodiscard]] std::optional<LinkId> direct_link(VertexId from, VertexId to) const;
   [[nodiscard]] const std::string& cluster_id() const { return cluster_id_; }
+  /// The fabric joining the nodes ("" for one node).
+  [[nodiscard]] const std::string& fabric_id() const { return fabric_id_; }
   /// The server (node) a rank's GPU sits in: the unit that owns NICs.
   [[nodiscard]] int node_of_rank(int rank) const { return vertices_[index(gpu(rank))].node; }
   /// The NVLink domain (copy of the cluster file) a rank's GPU sits in; equal to its node unless
@@ -97,6 +99,7 @@ class Topology {
   struct Graph;
   std::unique_ptr<Graph> graph_;
   std::string cluster_id_;
+  std::string fabric_id_;
   std::vector<Vertex> vertices_;
   std::vector<Link> links_;
   std::vector<VertexId> gpu_vertices_;

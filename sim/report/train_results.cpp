@@ -130,62 +130,7 @@ std::string rate_text(double value, const std::string& unit, calib::Provenance p
 
 }  // namespace
 
-net::Topology training_topology(const scenario::Scenario& s) {
-  if (s.nodes > 1) return net::Topology::build(s.cluster, s.gpus_per_node, s.nodes, *s.fabric);
-  return net::Topology::build(s.cluster, s.gpus);
-}
-
-models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
-  // The most loaded pipeline stage (1F1B keeps P - stage micro-batches in flight; GPipe all).
-  const auto layers = workload::split_layers(static_cast<int>(s.model.layers), s.plan.pp);
-  const auto micro = static_cast<double>(s.micro_batches());
-  models::MemoryBreakdown worst;
-  for (int st = 0; st < s.plan.pp; ++st) {
-    models::TrainingMemoryInputs in;
-    in.shape.micro_batch = s.micro_batch;
-    in.shape.seq = s.seq;
-    in.shape.tp = s.plan.tp;
-    in.shape.sp = s.plan.sp;
-    in.shape.act_bytes = s.dtype == calib::Dtype::kFp8 ? 2.0 : static_cast<double>(calib::dtype_bytes(s.dtype));
-    in.shape.weight_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
-    in.shape.lora_rank = s.lora_rank;
-    in.shape.cp = s.plan.cp;
-    in.shape.flash_attention = s.flash_attention;
-    in.shape.cp_ring = s.cp_ring;
-    in.shape.base_4bit = s.qlora;
-    in.dp = s.plan.dp;
-    in.zero = s.plan.zero;
-    // In flight on stage s: GPipe all micro-batches; 1F1B P - s; interleaved its warm-up chunks
-    // plus one, each 1/V of a micro-batch's layers.
-    const double P = s.plan.pp, V = s.plan.vpp;
-    in.micro_batches_in_flight = s.plan.schedule == plan::PipelineSchedule::kGpipe ? micro
-                                 : V > 1 ? std::min(micro * V, (P - st - 1) * 2 + (V - 1) * P + 1) / V
-                                         : std::min(micro, P - st);
-    in.runtime_reserved = s.profile.runtime_reserved.value;
-    in.capacity = s.profile.hbm_capacity.value;
-    in.stage_layers = layers[static_cast<std::size_t>(st)];
-    in.first_stage = st == 0;
-    in.last_stage = st == s.plan.pp - 1;
-    in.recompute = s.plan.recompute == plan::Recompute::kFull        ? 2
-                   : s.plan.recompute == plan::Recompute::kSelective ? 1
-                                                                     : 0;
-    const auto m = models::training_memory(s.model, in);
-    if (st == 0 || m.total > worst.total) worst = m;
-  }
-  return worst;
-}
-
-std::string does_not_fit_message(const scenario::Scenario& s, const models::MemoryBreakdown& m) {
-  const double gib = 1024.0 * 1024.0 * 1024.0;
-  auto g = [&](double b) { return fixed(b / gib, 1); };
-  return "does not fit: needs " + g(m.total) + " GiB per GPU, " + s.profile.gpu_name + " has " + g(m.capacity) +
-         " GiB (weights " + g(m.weights) + ", gradients " + g(m.gradients) + ", optimizer " + g(m.optimizer) +
-         ", activations " + g(m.activations) + ", other " + g(m.other) +
-         "); try more GPUs, a larger TP, --zero 1, a smaller micro-batch, or --allow-oom to simulate anyway";
-}
-
-TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOptions& options, workload::RunLog* log_out,
-                               std::optional<workload::TrainingStep>* step_out) {
+TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun& run) {
   const auto wall0 = std::chrono::steady_clock::now();
   TrainResults r;
   r.name = s.name;
@@ -200,59 +145,23 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.dp_symmetry = s.dp_symmetry && s.plan.dpcp() > s.plan.cp;
   r.flash_attention = s.flash_attention;
   r.cp_ring = s.cp_ring;
-  r.memory = training_memory_of(s);
+  r.memory = run.memory;
   r.fits = r.memory.fits();
-
-  auto lap = [last = wall0]() mutable {
-    const auto now = std::chrono::steady_clock::now();
-    const double d = std::chrono::duration<double>(now - last).count();
-    last = now;
-    return d;
-  };
-  const workload::ComputeModel compute(s.profile, s.dtype);
-  workload::ExecutorOptions eo;
-  eo.network = s.network_model;
-  eo.collective_latency_s = s.profile.collective_latency.value;
-  eo.record_links = options.record_links;
-  eo.curves = &s.profile.collectives;
-  eo.partition = options.partition;
-  // The step and the one-GPU baseline are independent simulations: run side by side.
-  std::optional<net::Topology> topo_slot;
-  std::optional<workload::TrainingStep> step_slot;
-  workload::RunLog log;
-  const bool baseline = options.single_gpu_baseline && s.gpus > 1;
-  parallel_for_each(baseline ? 2 : 1, [&](std::size_t job) {
-    if (job == 1) {
-      const auto t0 = std::chrono::steady_clock::now();
-      scenario::Scenario one = s;
-      one.gpus = 1;
-      one.gpus_per_node = 1;
-      one.nodes = 1;
-      one.plan = plan::ParallelPlan{};
-      one.plan.recompute = s.plan.recompute;
-      const auto topo1 = net::Topology::build(s.cluster, 1);
-      const auto step1 = workload::build_training_step(one, compute);
-      r.single_gpu_step_time_s = workload::simulate(step1.graph, topo1, eo).makespan.seconds();
-      r.single_gpu_fits = training_memory_of(one).fits();
-      r.phase_s.baseline = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return;
-    }
-    topo_slot.emplace(training_topology(s));
-    r.phase_s.topology = lap();
-    step_slot.emplace(workload::build_training_step(s, compute));
-    r.phase_s.graph = lap();
-    log = workload::simulate(step_slot->graph, *topo_slot, eo);
-    r.phase_s.simulate = lap();
-  });
-  auto& step = *step_slot;
-  lap();  // waiting for the baseline is not the metrics' time
+  r.phase_s.topology = run.phase_s.topology;
+  r.phase_s.graph = run.phase_s.graph;
+  r.phase_s.simulate = run.phase_s.simulate;
+  r.phase_s.baseline = run.phase_s.baseline;
+  r.single_gpu_step_time_s = run.single_gpu_step_time_s;
+  r.single_gpu_fits = run.single_gpu_fits;
+  const auto& step = run.step;
+  const auto& log = run.log;
 
   r.step_time_s = log.makespan.seconds();
   r.tokens_per_s = step.tokens / r.step_time_s;
   r.tflops_per_gpu = step.model_flops / r.step_time_s / s.gpus / 1e12;
-  r.mfu = step.model_flops / (r.step_time_s * s.gpus * compute.peak_flops());
+  r.mfu = step.model_flops / (r.step_time_s * s.gpus * run.peak_flops);
   r.hw_tflops_per_gpu = step.hardware_flops / r.step_time_s / s.gpus / 1e12;
-  r.hfu = step.hardware_flops / (r.step_time_s * s.gpus * compute.peak_flops());
+  r.hfu = step.hardware_flops / (r.step_time_s * s.gpus * run.peak_flops);
   r.stage_layers = step.stage_layers;
   // Eq. 3 describes GPT layers (4h MLP, GELU, full multi-head attention) only.
   if (s.model.activation == models::Activation::kGelu && s.model.ffn == 4 * s.model.hidden &&
@@ -270,13 +179,7 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
   r.flows = log.flows;
   r.partitions = log.partitions;
   r.windows = log.windows;
-  r.phase_s.metrics = lap();
-
-  if (options.single_gpu_baseline) {
-    if (s.gpus == 1) {
-      r.single_gpu_step_time_s = r.step_time_s;
-      r.single_gpu_fits = r.fits;
-    }
+  if (run.baseline) {
     r.speedup = r.single_gpu_step_time_s / r.step_time_s;
     r.scaling_efficiency = r.speedup / s.gpus;
   }
@@ -319,9 +222,8 @@ TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOption
     r.rates.emplace_back("link " + name, shortest(t.bandwidth_bytes_per_s / 1e9) + " GB/s x " + shortest(t.efficiency) +
                                              " (cluster file, cited)");
   }
-  if (log_out) *log_out = std::move(log);
-  if (step_out) *step_out = std::move(step);
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.phase_s.metrics = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.wall_s = run.wall_s + r.phase_s.metrics;
   return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include "models/memory/training_memory.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/study/training_run.hpp"
 #include "sim/workload/executor.hpp"
 #include "sim/workload/training_step.hpp"
 
@@ -83,25 +84,8 @@ struct TrainResults {
   } phase_s;
 };
 
-struct EvaluateOptions {
-  bool record_links = false;
-  bool single_gpu_baseline = true;
-  bool partition = true;  ///< the parallel engine's node/fabric partitions (false: one, serial)
-};
-
-/// A training scenario end to end (stages 4-6): build, simulate, the one-GPU baseline, memory and
-/// cost. `log_out`/`step_out`, when given, receive the main run's graph and log (for traces).
-[[nodiscard]] TrainResults evaluate_training(const scenario::Scenario& s, const EvaluateOptions& options,
-                                             workload::RunLog* log_out = nullptr,
-                                             std::optional<workload::TrainingStep>* step_out = nullptr);
-
-/// The scenario's machine: one node, or nodes joined by its fabric.
-[[nodiscard]] net::Topology training_topology(const scenario::Scenario& s);
-
-/// Per-GPU memory of a scenario's plan (no simulation needed).
-[[nodiscard]] models::MemoryBreakdown training_memory_of(const scenario::Scenario& s);
-
-/// The exit-4 message for a plan that does not fit, with the breakdown in GiB.
-[[nodiscard]] std::string does_not_fit_message(const scenario::Scenario& s, const models::MemoryBreakdown& m);
+/// The metrics of a simulated training scenario (stage 6): step time, throughput, MFU, the time
+/// breakdown, collectives, memory, speedup against one GPU, cost and the rates used. Runs nothing.
+[[nodiscard]] TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun& run);
 
 }  // namespace cs::report

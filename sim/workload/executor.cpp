@@ -46,6 +46,17 @@ inline constexpr std::size_t kOpenStreamTrim = 64;
 
 /// What every partition shares: the graph, the per-task and per-stream state (each element is
 /// written by one partition only), and the ownership map.
+/// A profile's curves in the collectives' terms (the op parsed once).
+std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::CollectiveCurve>* curves) {
+  std::vector<coll::MeasuredCurve> out;
+  if (!curves) return out;
+  for (const auto& c : *curves) {
+    coll::MeasuredCurve m{coll::CollectiveOp::kAllReduce, c.gpus, c.nodes, c.fabric, c.alpha_s, c.busbw_bytes_per_s};
+    if (coll::parse_op(c.op, m.op)) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 struct Shared {
   const WorkloadGraph& g;
   const net::Topology& topo;
@@ -69,9 +80,10 @@ struct Shared {
   WorkloadGraph* open = nullptr;
   std::vector<std::vector<TaskId>> late_succ;
   std::function<void(TaskId)> on_end;
+  std::vector<coll::MeasuredCurve> curves;  ///< the profile's curves, for plan_collective
 
   Shared(const WorkloadGraph& graph, const net::Topology& t, const ExecutorOptions& o)
-      : g(graph), topo(t), opt(o), links(t.link_count()) {}
+      : g(graph), topo(t), opt(o), links(t.link_count()), curves(measured_curves(o.curves)) {}
 
   [[nodiscard]] std::uint32_t node_partition(std::uint32_t gpu) const {
     return partitioned ? gpu / gpus_per_partition : kSerial;
@@ -284,15 +296,6 @@ class Partition final : public engine::EventHandler {
       return plans_.emplace(key, std::move(c)).first->second;
     };
     const auto& ranks = sh_.g.groups()[task.flow_group];
-    if (sh_.opt.curves && task.algorithm == coll::Algorithm::kAuto && task.traffic == 0 && ranks.size() > 1) {
-      for (const auto& c : *sh_.opt.curves) {
-        if (c.op != coll::op_name(task.op) || c.gpus != static_cast<int>(ranks.size())) continue;
-        coll::CollectivePlan measured;
-        measured.algorithm = coll::Algorithm::kMeasured;
-        measured.latency_s = c.alpha_s + task.bytes * coll::bus_factor(task.op, c.gpus) / c.busbw_bytes_per_s;
-        return cache(measured);
-      }
-    }
     coll::CollectiveRequest req;
     req.op = task.op;
     req.algorithm = task.algorithm;
@@ -300,6 +303,7 @@ class Partition final : public engine::EventHandler {
     req.bytes = task.bytes;
     req.call_latency_s = sh_.opt.collective_latency_s;
     req.pair_bytes = sh_.g.traffic(task.traffic);
+    req.curves = sh_.curves;
     return cache(coll::plan_collective(sh_.topo, req));
   }
 

@@ -41,8 +41,9 @@ struct ExecutorOptions {
   net::NetworkModelKind network = net::NetworkModelKind::kFlow;
   double collective_latency_s = 0;  ///< fixed cost per collective call (profile)
   bool record_links = false;
-  /// Measured or imported collective costs (the profile's); a collective with a curve for its op
-  /// and GPU count, and no explicit algorithm, takes its time from the curve instead of the flows.
+  /// Measured or imported collective costs (the profile's); a collective with no explicit algorithm
+  /// whose group has a curve of its own scope (op, GPUs, nodes, fabric) takes the curve's time and
+  /// still loads the links with its flows (coll::plan_collective).
   const std::vector<calib::CollectiveCurve>* curves = nullptr;
   /// Let the parallel engine split a multi-node run into node and fabric partitions (false: one
   /// partition, the plain serial engine; for comparison in tests and benchmarks).

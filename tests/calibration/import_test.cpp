@@ -143,3 +143,49 @@ TEST_CASE("a truncated topo matrix is bad input naming the line") {
       (void)calib::parse_topo_matrix(test::slurp(test::data_path("tests/data/topo/truncated.txt")), "t.txt"),
       "t.txt:3: row GPU1 has 3 entries; expected at least 4 (one per GPU and NIC column)", InputError);
 }
+
+TEST_CASE("a measured curve stands for its own scope only, and its collective still loads the links") {
+  const auto cluster = test::shipped_cluster("hgx-h100");
+  config::Catalog cat = test::catalog();
+  const auto fabric = config::parse_fabric(
+      config::load(cat.locate(config::CatalogKind::kFabric, "ib-ndr-rail", "test", "/fabric")), "ib-ndr-rail");
+  std::vector<calib::CollectiveCurve> curves(1);
+  curves[0].op = "allreduce";
+  curves[0].gpus = 8;
+  curves[0].alpha_s = 20e-6;
+  curves[0].busbw_bytes_per_s = 500e9;
+  curves[0].source = "test";
+  const std::vector<int> eight{0, 1, 2, 3, 4, 5, 6, 7};
+  // Measured inside one node: used for eight GPUs of one node...
+  const auto one_node = net::Topology::build(cluster, 8);
+  auto t = workload::time_collective(one_node, coll::CollectiveOp::kAllReduce, coll::Algorithm::kAuto, eight, 1e9, 6e-6,
+                                     net::NetworkModelKind::kFlow, &curves);
+  CHECK(t.algorithm == coll::Algorithm::kMeasured);
+  CHECK(t.seconds == doctest::Approx(20e-6 + 1e9 * 1.75 / 500e9).epsilon(1e-6));
+  // ...but not for eight GPUs spread over two nodes (4 + 4 on the fabric).
+  const auto two_nodes = net::Topology::build(cluster, 4, 2, fabric);
+  t = workload::time_collective(two_nodes, coll::CollectiveOp::kAllReduce, coll::Algorithm::kAuto, eight, 1e9, 6e-6,
+                                net::NetworkModelKind::kFlow, &curves);
+  CHECK(t.algorithm != coll::Algorithm::kMeasured);
+  // A curve measured on two nodes of that fabric is.
+  curves[0].nodes = 2;
+  curves[0].fabric = "ib-ndr-rail";
+  t = workload::time_collective(two_nodes, coll::CollectiveOp::kAllReduce, coll::Algorithm::kAuto, eight, 1e9, 6e-6,
+                                net::NetworkModelKind::kFlow, &curves);
+  CHECK(t.algorithm == coll::Algorithm::kMeasured);
+  // The measured collective's flows load the links: two at once on the same GPUs take longer than one.
+  curves[0].nodes = 1;
+  curves[0].fabric.clear();
+  workload::WorkloadGraph g(8);
+  const auto gid = g.add_group(eight);
+  g.add_collective(gid, workload::Stream::kComm, workload::Category::kDpComm, "a", -1, -1,
+                   coll::CollectiveOp::kAllReduce, 1e9);
+  g.add_collective(gid, workload::Stream::kCp, workload::Category::kDpComm, "b", -1, -1, coll::CollectiveOp::kAllReduce,
+                   1e9);
+  workload::ExecutorOptions eo;
+  eo.curves = &curves;
+  const double alone = 20e-6 + 1e9 * 1.75 / 500e9;
+  const auto log = workload::simulate(g, one_node, eo);
+  CHECK(log.flows > 0);
+  CHECK(log.makespan.seconds() > alone * 1.2);
+}

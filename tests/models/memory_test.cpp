@@ -45,10 +45,10 @@ TEST_CASE("training memory parts add up to the total, ZeRO-1 divides optimizer s
 TEST_CASE("full-parameter Llama-3.1-70B does not fit one 8x H100 box with TP8") {
   const auto s = test::scenario_from_json(R"({"model": "llama3.1-70b", "cluster": "hgx-h100", "parallel": {"tp": 8},
     "training": {"seq": 4096, "global_batch": 16}})");
-  const auto mem = report::training_memory_of(s);
+  const auto mem = workload::training_memory_of(s);
   CHECK_FALSE(mem.fits());
   CHECK(mem.weights + mem.gradients + mem.optimizer > 140.0 * (1 << 30));
-  CHECK(report::does_not_fit_message(s, mem).find("does not fit: needs ") == 0);
+  CHECK(study::does_not_fit_message(s, mem).find("does not fit: needs ") == 0);
 }
 
 TEST_CASE("ZeRO stages shard optimizer state (1), gradients (2) and weights (3) over DP") {

@@ -34,10 +34,10 @@ double peak_rss_gib() {
 void run_case(const cs::config::Catalog& catalog, const std::string& name, const nlohmann::json& j) {
   const auto spec = cs::config::parse_scenario(cs::config::JsonDoc{"bench", j}).specs.at(0);
   const auto s = cs::config::resolve(spec, catalog, "bench");
-  cs::report::EvaluateOptions opt;
+  cs::study::RunOptions opt;
   opt.single_gpu_baseline = false;
   opt.partition = std::getenv("CS_ENGINE") == nullptr || std::string(std::getenv("CS_ENGINE")) != "serial";
-  const auto r = cs::report::evaluate_training(s, opt);
+  const auto r = cs::report::train_results(s, cs::study::run_training(s, opt));
   const auto& p = r.phase_s;
   const double sim_s = p.simulate;
   std::cout << name << "\n"

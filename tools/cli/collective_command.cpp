@@ -8,6 +8,7 @@
 #include "sim/config/cluster_file.hpp"
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/machine_file.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
@@ -56,13 +57,13 @@ Action add_collective(CLI::App& app, const Globals& g) {
   cmd->add_flag("--json", o->json, "print {\"rows\": [...]} instead of the table");
   return [o, cmd, &g] {
     const config::Catalog catalog(g.data_dir);
-    const auto cpath = catalog.locate(config::CatalogKind::kCluster, o->cluster, "command line", "--cluster");
-    const auto cluster = config::parse_cluster(config::load(cpath), o->cluster);
-    const std::string pid = o->profile.empty() ? cluster.profile : o->profile;
-    const auto profile = config::parse_profile(
-        config::load(catalog.locate(config::CatalogKind::kProfile, pid, o->profile.empty() ? cpath : "command line",
-                                    o->profile.empty() ? "/profile" : "--profile")),
-        pid);
+    if (o->nodes > 1 && o->fabric.empty())
+      throw InputError("command line", "--fabric", "a fabric is required with --nodes > 1");
+    const auto box = config::resolve_box(
+        catalog, "command line",
+        config::BoxRefs{o->cluster, o->profile, o->nodes > 1 ? o->fabric : "", "--cluster", "--profile", "--fabric"});
+    const auto& cluster = box.cluster;
+    const auto& profile = box.profile;
     const int gpus = cmd->count("--gpus") ? o->gpus : cluster.gpus;
     if (gpus < 1 || gpus > cluster.gpus) {
       throw InputError("command line", "--gpus",
@@ -96,13 +97,7 @@ Action add_collective(CLI::App& app, const Globals& g) {
       throw InputError("command line", "--gpus", std::string(coll::op_name(op)) + " needs at least 2 GPUs");
     }
     const auto topo =
-        o->nodes > 1
-            ? net::Topology::build(
-                  cluster, gpus, o->nodes,
-                  config::parse_fabric(
-                      config::load(catalog.locate(config::CatalogKind::kFabric, o->fabric, "command line", "--fabric")),
-                      o->fabric))
-            : net::Topology::build(cluster, gpus);
+        o->nodes > 1 ? net::Topology::build(cluster, gpus, o->nodes, *box.fabric) : net::Topology::build(cluster, gpus);
     std::vector<int> ranks;
     for (int r = 0; r < n; ++r) ranks.push_back(op == coll::CollectiveOp::kSendRecv && r == 1 ? total - 1 : r);
     const auto network = o->network == "flow" ? net::NetworkModelKind::kFlow : net::NetworkModelKind::kAnalytical;

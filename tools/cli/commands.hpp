@@ -3,8 +3,13 @@
 #include <functional>
 #include <string>
 
+#include <memory>
+
 namespace cs::config {
 struct JsonDoc;
+}
+namespace cs::study {
+class Progress;
 }
 
 namespace cs::cli {
@@ -28,6 +33,9 @@ Action add_calibrate(CLI::App& app, const Globals& g);
 Action add_inspect(CLI::App& app, const Globals& g);
 Action add_infer(CLI::App& app, const Globals& g);
 Action add_infer_sweep(CLI::App& app, const Globals& g);
+/// Progress for a batch of `n` runs on stderr: a bar on a terminal (n >= 2); plain lines when
+/// stderr is not a terminal and the batch is long enough to be worth it (n >= 4); else none.
+[[nodiscard]] std::unique_ptr<study::Progress> batch_progress(const std::string& what, std::size_t n);
 /// Runs an inference scenario document (kind "infer"); shared by `infer` and `run`.
 int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const std::string& trace_out);
 /// `validate` for an inference scenario: parse, resolve, size the KV cache; no simulation.

@@ -13,6 +13,9 @@
 #include "sim/core/quantity.hpp"
 #include "sim/report/writers.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/study/batch.hpp"
+#include "sim/study/training_run.hpp"
+#include "sim/workload/step_memory.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace cs::cli {
@@ -105,20 +108,19 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     std::cout << (scenarios.size() == 1 ? j[0] : j).dump(2) << "\n";
     return 0;
   }
-  // Memory first: a plan that does not fit stops here (exit 4) unless --allow-oom.
+  // Feasibility first: a plan that does not fit stops here (exit 4) unless --allow-oom.
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    const auto& s = scenarios[i];
-    const auto mem = report::training_memory_of(s);
-    if (!mem.fits() && !s.allow_oom) {
+    const auto f = study::training_feasibility(scenarios[i]);
+    if (!f.ok()) {
       const std::string who =
           file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
-      throw InfeasibleError(who + ": " + report::does_not_fit_message(s, mem));
+      throw InfeasibleError(who + ": " + f.reasons.front().message);
     }
   }
   if (out.validate_only) {
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
       const auto& s = scenarios[i];
-      const auto mem = report::training_memory_of(s);
+      const auto mem = workload::training_memory_of(s);
       std::cout << "ok: " << (file.variant_names.empty() ? doc.path : file.variant_names[i]) << ": " << s.model.id
                 << " on " << s.gpus << "x " << s.profile.gpu_name << " (" << s.cluster.id << "), TP " << s.plan.tp
                 << " x DP " << s.plan.dp << ", " << s.micro_batches() << " micro-batches, "
@@ -129,26 +131,31 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
   }
   // Variants are independent: simulated in parallel, reported in file order.
   std::vector<report::TrainResults> results(scenarios.size());
-  std::vector<workload::RunLog> logs(out.trace.empty() ? 0 : scenarios.size());
-  std::vector<std::optional<workload::TrainingStep>> steps(logs.size());
-  parallel_for_each(scenarios.size(), [&](std::size_t i) {
-    report::EvaluateOptions eo;
-    eo.record_links = !out.trace.empty();
-    results[i] = report::evaluate_training(scenarios[i], eo, out.trace.empty() ? nullptr : &logs[i],
-                                           out.trace.empty() ? nullptr : &steps[i]);
-  });
+  std::vector<std::optional<study::TrainingRun>> runs(out.trace.empty() ? 0 : scenarios.size());
+  study::TopologyCache topologies;
+  auto progress = batch_progress("simulating", scenarios.size());
+  study::run_batch(
+      scenarios.size(),
+      [&](std::size_t i) {
+        study::RunOptions ro;
+        ro.record_links = !out.trace.empty();
+        ro.topologies = &topologies;
+        auto run = study::run_training(scenarios[i], ro);
+        results[i] = report::train_results(scenarios[i], run);
+        if (!runs.empty()) runs[i].emplace(std::move(run));
+      },
+      progress.get());
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     if (!out.trace.empty()) {
-      const auto& log = logs[i];
-      const auto& step = steps[i];
+      const auto& log = runs[i]->log;
+      const auto& step = runs[i]->step;
       std::string path = out.trace;
       if (!file.variant_names.empty()) {
         const auto p = std::filesystem::path(out.trace);
         path = (p.parent_path() / (p.stem().string() + "." + slug(file.variant_names[i]) + p.extension().string()))
                    .string();
       }
-      const auto topo = report::training_topology(scenarios[i]);
-      write_file(path, report::chrome_trace(step->graph, log, topo).dump());
+      write_file(path, report::chrome_trace(step.graph, log, *runs[i]->topology).dump());
       std::cerr << "trace written to " << path << "\n";
     }
   }

@@ -10,6 +10,7 @@
 #include "sim/config/cluster_file.hpp"
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/machine_file.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/config/scenario_file.hpp"
@@ -22,6 +23,8 @@
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
+#include "sim/study/batch.hpp"
+#include "sim/study/training_run.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "tools/cli/commands.hpp"
 
@@ -141,61 +144,61 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
     std::erase_if(cases, [&](const Case& c) { return !glob_match(o->ids, c.id); });
     if (cases.empty()) throw InputError("command line", "--ids", "no case id matches '" + o->ids + "' in " + o->file);
     // Cases are independent: simulated in parallel; scored in file order afterwards.
-    parallel_for_each(cases.size(), [&](std::size_t i) {
-      auto& c = cases[i];
-      const std::string where = "/cases/" + std::to_string(i);
-      if (c.kind == "training") {
-        const auto file = config::parse_scenario(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving});
-        const auto sc = config::resolve(file.specs.at(0), catalog, doc.path + " " + where + "/scenario");
-        const auto r = report::evaluate_training(sc, report::EvaluateOptions{false, false});
-        c.predicted = c.metric == "megatron_tflops_per_gpu" ? r.megatron_tflops_per_gpu
-                      : c.metric == "hw_tflops_per_gpu"     ? r.hw_tflops_per_gpu
-                      : c.metric == "mfu"                   ? r.mfu * 100
-                                                            : r.tflops_per_gpu;
-        c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.plan.tp) + " PP" + std::to_string(sc.plan.pp) +
-                           " DP" + std::to_string(sc.plan.dp);
-        c.cluster = sc.cluster.id;
-        c.gpus = sc.gpus;
-        return;
-      }
-      if (c.kind == "serving") {
-        const auto sc =
-            config::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
-        const auto r = serving::simulate_serving(sc, false);
-        c.predicted = c.metric == "output_tokens_per_s" ? r.output_tokens_per_s : r.output_tokens_per_s_per_gpu;
-        c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);
-        c.cluster = sc.cluster.id;
-        c.gpus = sc.gpus;
-        return;
-      }
-      const auto cpath = catalog.locate(config::CatalogKind::kCluster, c.cluster, doc.path, where + "/cluster");
-      const auto cluster = config::parse_cluster(config::load(cpath), c.cluster);
-      const auto profile = config::parse_profile(
-          config::load(catalog.locate(config::CatalogKind::kProfile, cluster.profile, cpath, "/profile")),
-          cluster.profile);
-      if (c.gpus > cluster.gpus)
-        throw InputError(doc.path, where + "/gpus", "cluster '" + c.cluster + "' has fewer GPUs");
-      const auto topo =
-          c.nodes > 1 ? net::Topology::build(
-                            cluster, c.gpus, c.nodes,
-                            config::parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, c.fabric,
-                                                                             doc.path, where + "/fabric")),
-                                                 c.fabric))
-                      : net::Topology::build(cluster, c.gpus);
-      coll::CollectiveOp op{};
-      coll::Algorithm algo{};
-      (void)coll::parse_op(c.op, op);
-      (void)coll::parse_algorithm(c.algo, algo);
-      std::vector<int> ranks;
-      if (op == coll::CollectiveOp::kSendRecv) {
-        ranks = {0, 1};
-      } else {
-        for (int r = 0; r < c.gpus * c.nodes; ++r) ranks.push_back(r);
-      }
-      const auto t = workload::time_collective(topo, op, algo, ranks, c.bytes, profile.collective_latency.value);
-      c.predicted = (c.metric == "busbw" ? t.busbw_bytes_per_s : t.algbw_bytes_per_s) / 1e9;
-      c.algorithm_used = coll::algorithm_name(t.algorithm);
-    });
+    auto progress = batch_progress("validation cases", cases.size());
+    study::run_batch(
+        cases.size(),
+        [&](std::size_t i) {
+          auto& c = cases[i];
+          const std::string where = "/cases/" + std::to_string(i);
+          if (c.kind == "training") {
+            const auto file = config::parse_scenario(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving});
+            const auto sc = config::resolve(file.specs.at(0), catalog, doc.path + " " + where + "/scenario");
+            const auto r = report::train_results(sc, study::run_training(sc, study::RunOptions{false, false}));
+            c.predicted = c.metric == "megatron_tflops_per_gpu" ? r.megatron_tflops_per_gpu
+                          : c.metric == "hw_tflops_per_gpu"     ? r.hw_tflops_per_gpu
+                          : c.metric == "mfu"                   ? r.mfu * 100
+                                                                : r.tflops_per_gpu;
+            c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.plan.tp) + " PP" + std::to_string(sc.plan.pp) +
+                               " DP" + std::to_string(sc.plan.dp);
+            c.cluster = sc.cluster.id;
+            c.gpus = sc.gpus;
+            return;
+          }
+          if (c.kind == "serving") {
+            const auto sc =
+                config::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
+            const auto r = serving::simulate_serving(sc, false);
+            c.predicted = c.metric == "output_tokens_per_s" ? r.output_tokens_per_s : r.output_tokens_per_s_per_gpu;
+            c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);
+            c.cluster = sc.cluster.id;
+            c.gpus = sc.gpus;
+            return;
+          }
+          const auto box = config::resolve_box(
+              catalog, doc.path,
+              config::BoxRefs{c.cluster, "", c.nodes > 1 ? c.fabric : "", where + "/cluster", "", where + "/fabric"});
+          const auto& cluster = box.cluster;
+          const auto& profile = box.profile;
+          if (c.gpus > cluster.gpus)
+            throw InputError(doc.path, where + "/gpus", "cluster '" + c.cluster + "' has fewer GPUs");
+          const auto topo = c.nodes > 1 ? net::Topology::build(cluster, c.gpus, c.nodes, *box.fabric)
+                                        : net::Topology::build(cluster, c.gpus);
+          coll::CollectiveOp op{};
+          coll::Algorithm algo{};
+          (void)coll::parse_op(c.op, op);
+          (void)coll::parse_algorithm(c.algo, algo);
+          std::vector<int> ranks;
+          if (op == coll::CollectiveOp::kSendRecv) {
+            ranks = {0, 1};
+          } else {
+            for (int r = 0; r < c.gpus * c.nodes; ++r) ranks.push_back(r);
+          }
+          const auto t = workload::time_collective(topo, op, algo, ranks, c.bytes, profile.collective_latency.value,
+                                                   net::NetworkModelKind::kFlow, &profile.collectives);
+          c.predicted = (c.metric == "busbw" ? t.busbw_bytes_per_s : t.algbw_bytes_per_s) / 1e9;
+          c.algorithm_used = coll::algorithm_name(t.algorithm);
+        },
+        progress.get());
     std::vector<double> scored;
     for (const auto& c : cases) {
       if (c.role == "validation") scored.push_back(std::fabs(c.predicted / c.published - 1.0));

@@ -19,8 +19,7 @@ std::string scenario_json(const std::string& model, const std::string& cluster, 
 }
 
 report::TrainResults eval(const scenario::Scenario& s) {
-  report::EvaluateOptions o;
-  return report::evaluate_training(s, o);
+  return report::train_results(s, study::run_training(s, study::RunOptions{}));
 }
 
 }  // namespace
@@ -298,7 +297,7 @@ struct EngineRuns {
 
 EngineRuns run_engines(const scenario::Scenario& s) {
   const workload::ComputeModel compute(s.profile, s.dtype);
-  const auto topo = report::training_topology(s);
+  const auto topo = study::training_topology(s);
   const auto step = workload::build_training_step(s, compute);
   workload::ExecutorOptions o;
   o.collective_latency_s = s.profile.collective_latency.value;

@@ -1,0 +1,26 @@
+#include "sim/config/machine_file.hpp"
+
+#include <filesystem>
+
+#include "sim/config/cluster_file.hpp"
+#include "sim/config/fabric_file.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
+
+namespace cs::config {
+
+Box resolve_box(const Catalog& catalog, const std::string& file, const BoxRefs& refs) {
+  Box b;
+  const auto cpath = catalog.locate(CatalogKind::kCluster, refs.cluster, file, refs.cluster_at);
+  b.cluster = parse_cluster(load(cpath), refs.cluster);
+  // A cluster's own profile id that does not resolve is the cluster file's fault.
+  const std::string id = refs.profile.empty() ? b.cluster.profile : refs.profile;
+  const auto ppath = refs.profile.empty() ? catalog.locate(CatalogKind::kProfile, id, cpath, "/profile")
+                                          : catalog.locate(CatalogKind::kProfile, id, file, refs.profile_at);
+  b.profile = parse_profile(load(ppath), std::filesystem::path(ppath).stem().string());
+  if (!refs.fabric.empty())
+    b.fabric = parse_fabric(load(catalog.locate(CatalogKind::kFabric, refs.fabric, file, refs.fabric_at)), refs.fabric);
+  return b;
+}
+
+}  // namespace cs::config
