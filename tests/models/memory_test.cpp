@@ -2,6 +2,8 @@
 
 #include "models/memory/training_memory.hpp"
 #include "sim/report/train_results.hpp"
+#include "sim/study/training_run.hpp"
+#include "sim/workload/step_memory.hpp"
 #include "tests/support/builders.hpp"
 
 using namespace cs;
