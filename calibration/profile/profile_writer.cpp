@@ -81,14 +81,11 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
         curve["nodes"] = c.nodes;
         curve["fabric"] = c.fabric;
       }
-      for (auto& [k, v] : nlohmann::ordered_json{
-               {"alpha", seconds(c.alpha_s)},
-               {"busbw", bandwidth(c.busbw_bytes_per_s)},
-               {"status", provenance_name(c.provenance)},
-               {"source", c.source},
-               {"points",
-                points}}.items())
-        curve[k] = v;
+      curve["alpha"] = seconds(c.alpha_s);
+      curve["busbw"] = bandwidth(c.busbw_bytes_per_s);
+      curve["status"] = provenance_name(c.provenance);
+      curve["source"] = c.source;
+      curve["points"] = points;
       curves.push_back(curve);
     }
     j["collectives"] = curves;

@@ -130,7 +130,7 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
     cc.gpus = static_cast<int>(c.req_int("gpus", 2, 1 << 20));
     // Scope: a curve without "nodes" was measured inside one node (what `calibrate` and an
     // nccl-tests import of one box produce); across nodes it names the fabric it ran on.
-    cc.nodes = static_cast<int>(c.opt_int("nodes", 1, 1, 1 << 20));
+    cc.nodes = static_cast<int>(c.opt_int("nodes", 1, 1 << 20, 1));
     if (cc.nodes > 1) {
       cc.fabric = c.req_string("fabric");
     } else {

@@ -551,8 +551,8 @@ class ServingRun final : public workload::TaskSource {
     };
     for (const auto& it : items) {
       if (it.comm) {
-        CS_ASSERT(it.comm->group == GroupKind::kTp && (it.comm->op == coll::CollectiveOp::kAllReduce ||
-                                                       it.comm->op == coll::CollectiveOp::kAllGather),
+        CS_ASSERT(it.comm->group == GroupKind::kTp &&
+                      (it.comm->op == coll::CollectiveOp::kAllReduce || it.comm->op == coll::CollectiveOp::kAllGather),
                   "serving layers hold only TP all-reduces and all-gathers");
         flush();
         Segment seg;

@@ -4,12 +4,15 @@
 #include "calibration/profile/nccl_tests_import.hpp"
 #include "calibration/profile/profile_writer.hpp"
 #include "calibration/profile/topo_import.hpp"
+#include "sim/config/catalog.hpp"
 #include "sim/config/cluster_file.hpp"
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/workload/collective_timing.hpp"
+#include "sim/workload/executor.hpp"
 #include "tests/support/builders.hpp"
 
 using namespace cs;

@@ -104,6 +104,7 @@ std::string cmake_name(const std::string& target) {
       {"cs_scenario", "sim/scenario"},
       {"cs_workload", "sim/workload"},
       {"cs_serving", "sim/serving"},
+      {"cs_study", "sim/study"},
       {"cs_report", "sim/report"},
       {"cs_models", "models"},
       {"cs_calib_profile", "calibration/profile"},
