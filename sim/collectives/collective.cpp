@@ -255,7 +255,7 @@ CollectivePlan plan_collective(const net::Topology& topo, const CollectiveReques
     if (std::find(avail.begin(), avail.end(), req.algorithm) == avail.end()) {
       std::string names;
       for (auto a : avail) names += std::string(names.empty() ? "" : ", ") + algorithm_name(a);
-      throw InputError("command line", "--algo",
+      throw InputError("collective request", "/algorithm",
                        std::string("algorithm '") + algorithm_name(req.algorithm) + "' cannot run " + op_name(req.op) +
                            " on these GPUs of " + topo.cluster_id() + "; available: " + names);
     }

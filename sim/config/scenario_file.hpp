@@ -77,9 +77,9 @@ struct ScenarioFile {
 [[nodiscard]] Scenario resolve(const ScenarioSpec& spec, const Catalog& catalog, const std::string& file);
 [[nodiscard]] Offer parse_offer(const JsonDoc& doc, const std::string& id);
 
-/// Applies `path=value` to a JSON document: path as "a.b" or "/a/b"; value parsed as JSON when it
-/// is valid JSON, else taken as a string. Throws InputError naming `--set` on a malformed pair.
-void apply_override(nlohmann::json& doc, const std::string& assignment);
+/// Sets the field at `path` ("a.b" or "/a/b") from text as a flag or `--set` gives it, typed by
+/// the field table (`value_from_text`); `origin` names where the text came from in messages.
+void set_field_text(nlohmann::json& doc, const std::string& path, const std::string& text, const std::string& origin);
 /// Sets one JSON-pointer path (creating objects on the way).
 void set_path(nlohmann::json& doc, const std::string& path, const nlohmann::json& value, const std::string& origin);
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/config/fields.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/config/scenario_file.hpp"
@@ -48,6 +49,9 @@ LengthDist read_length(config::Reader& r, const std::string& key) {
   r.fail_at(key, expected + "; got " + config::json_type_name(*v));
   return {1, 1};
 }
+
+/// The serving field at `path` (its limits, default and key come from the table).
+const Field& F(const std::string& path) { return field(ScenarioKind::kInfer, path); }
 
 [[noreturn]] void infeasible(const std::string& file, const std::string& msg) {
   throw InfeasibleError(file + ": infeasible plan: " + msg);
@@ -139,43 +143,40 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   auto r = config::Reader::root(doc, problems);
   problems.throw_if_any();
   ServingScenario s;
-  (void)r.req_enum("kind", {"infer"});
-  s.name = r.opt_string("name", "");
-  (void)r.opt_string("description", "");
-  const std::string model = r.req_string("model");
-  const std::string cluster = r.req_string("cluster");
-  const int gpus = static_cast<int>(r.opt_int("gpus", 1, net::kMaxClusterGpus, 0));
-  const std::string profile = r.opt_string("profile", "");
-  const std::string offer = r.opt_string("offer", "");
+  (void)read_string(r, F("/kind"));
+  s.name = read_string(r, F("/name"));
+  (void)read_string(r, F("/description"));
+  const std::string model = read_string(r, F("/model"));
+  const std::string cluster = read_string(r, F("/cluster"));
+  const int gpus = static_cast<int>(read_int(r, F("/gpus")));
+  const std::string profile = read_string(r, F("/profile"));
+  const std::string offer = read_string(r, F("/offer"));
   int& pp = s.pp;
   {
     auto p = r.child("parallel");
-    s.tp = static_cast<int>(p.req_int("tp", 1, 64));
-    pp = static_cast<int>(p.opt_int("pp", 1, 64, 1));
-    s.replicas = static_cast<int>(p.opt_int("replicas", 1, 64, 1));
+    s.tp = static_cast<int>(read_int(p, F("/parallel/tp")));
+    pp = static_cast<int>(read_int(p, F("/parallel/pp")));
+    s.replicas = static_cast<int>(read_int(p, F("/parallel/replicas")));
     p.finish();
   }
   if (auto q = r.opt_child("quantization")) {
-    const auto w = q->opt_enum("weights", {"bf16", "fp8", "int8", "int4"}, "bf16");
+    const auto w = read_string(*q, F("/quantization/weights"));
     s.weights = w == "fp8"    ? models::WeightFormat::kFp8
                 : w == "int8" ? models::WeightFormat::kInt8
                 : w == "int4" ? models::WeightFormat::kInt4
                               : models::WeightFormat::kBf16;
-    s.kv_bytes = q->opt_enum("kv_dtype", {"bf16", "fp8"}, "bf16") == "fp8" ? 1.0 : 2.0;
+    s.kv_bytes = read_string(*q, F("/quantization/kv_dtype")) == "fp8" ? 1.0 : 2.0;
     q->finish();
   }
   if (auto e = r.opt_child("engine")) {
-    s.scheduler = e->opt_enum("scheduler", {"continuous", "static"}, "continuous") == "static" ? Scheduler::kStatic
-                                                                                               : Scheduler::kContinuous;
-    s.max_batch = e->opt_int("max_batch", 1, 1 << 20, 256);
-    s.max_tokens = e->opt_int("max_tokens", 1, 1 << 24, 8192);
-    s.chunked_prefill = e->opt_int("chunked_prefill", 0, 1 << 24, 0);
-    s.kv_fraction = e->opt_number("kv_fraction", 0.05, 1.0, 0.9);
-    s.block_size = e->opt_int("block_size", 1, 4096, 16);
-    s.router = e->opt_enum("router", {"round_robin", "least_loaded"}, "round_robin") == "least_loaded"
-                   ? Router::kLeastLoaded
-                   : Router::kRoundRobin;
-    s.cuda_graphs = e->opt_bool("cuda_graphs", true);
+    s.scheduler = read_string(*e, F("/engine/scheduler")) == "static" ? Scheduler::kStatic : Scheduler::kContinuous;
+    s.max_batch = read_int(*e, F("/engine/max_batch"));
+    s.max_tokens = read_int(*e, F("/engine/max_tokens"));
+    s.chunked_prefill = read_int(*e, F("/engine/chunked_prefill"));
+    s.kv_fraction = read_number(*e, F("/engine/kv_fraction"));
+    s.block_size = read_int(*e, F("/engine/block_size"));
+    s.router = read_string(*e, F("/engine/router")) == "least_loaded" ? Router::kLeastLoaded : Router::kRoundRobin;
+    s.cuda_graphs = read_bool(*e, F("/engine/cuda_graphs"));
     e->finish();
   }
   std::string trace_file;
@@ -188,15 +189,15 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
           "(a closed loop) or 'trace_file'");
     }
     if (has_trace) {
-      trace_file = w.req_string("trace_file");
+      trace_file = w.req_string(F("/workload/trace_file").key());
       s.arrivals = Arrivals::kTrace;
     } else {
-      s.input = read_length(w, "input_len");
-      s.output = read_length(w, "output_len");
-      s.requests = w.req_int("requests", 1, 100000000);
+      s.input = read_length(w, F("/workload/input_len").key());
+      s.output = read_length(w, F("/workload/output_len").key());
+      s.requests = read_int(w, F("/workload/requests"));
       if (has_conc) {
         s.arrivals = Arrivals::kClosedLoop;
-        s.concurrency = w.req_int("concurrency", 1, 1 << 20);
+        s.concurrency = read_int(w, F("/workload/concurrency"));
       } else if (has_rate) {
         const auto* v = w.raw("rate");
         if (v->is_string() && v->get<std::string>() == "inf") {
@@ -210,24 +211,27 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
         }
       }
     }
-    s.seed = static_cast<std::uint64_t>(w.opt_int("seed", 0, std::int64_t{1} << 62, 1));
+    s.seed = static_cast<std::uint64_t>(read_int(w, F("/workload/seed")));
     w.finish();
   }
   if (auto slo = r.opt_child("slo")) {
-    if (slo->has("ttft")) s.slo_ttft_s = slo->req_quantity("ttft", Dimension::kTime, 1e-9);
-    if (slo->has("tpot")) s.slo_tpot_s = slo->req_quantity("tpot", Dimension::kTime, 1e-9);
+    using Slo = std::pair<const char*, std::optional<double>*>;
+    for (const auto& [path, out] : {Slo{"/slo/ttft", &s.slo_ttft_s}, Slo{"/slo/tpot", &s.slo_tpot_s}}) {
+      const auto v = read_field(*slo, F(path));
+      if (v.is_number()) *out = v.get<double>();
+    }
     slo->finish();
   }
   if (auto d = r.opt_child("disaggregate")) {
-    s.prefill_replicas = static_cast<int>(d->req_int("prefill", 1, 64));
-    s.decode_replicas = static_cast<int>(d->req_int("decode", 1, 64));
-    s.prefill_tp = static_cast<int>(d->opt_int("prefill_tp", 1, 64, 0));
-    s.decode_tp = static_cast<int>(d->opt_int("decode_tp", 1, 64, 0));
-    s.prefill_pp = static_cast<int>(d->opt_int("prefill_pp", 1, 64, 0));
-    s.decode_pp = static_cast<int>(d->opt_int("decode_pp", 1, 64, 0));
+    s.prefill_replicas = static_cast<int>(read_int(*d, F("/disaggregate/prefill")));
+    s.decode_replicas = static_cast<int>(read_int(*d, F("/disaggregate/decode")));
+    s.prefill_tp = static_cast<int>(read_int(*d, F("/disaggregate/prefill_tp")));
+    s.decode_tp = static_cast<int>(read_int(*d, F("/disaggregate/decode_tp")));
+    s.prefill_pp = static_cast<int>(read_int(*d, F("/disaggregate/prefill_pp")));
+    s.decode_pp = static_cast<int>(read_int(*d, F("/disaggregate/decode_pp")));
     d->finish();
   }
-  s.allow_oom = r.opt_bool("allow_oom", false);
+  s.allow_oom = read_bool(r, F("/allow_oom"));
   r.finish();
   problems.throw_if_any();
 

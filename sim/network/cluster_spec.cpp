@@ -10,6 +10,7 @@ const char* vertex_kind_name(VertexKind k) {
     case VertexKind::kRootComplex: return "root_complex";
     case VertexKind::kNic: return "nic";
     case VertexKind::kHostMemory: return "host_memory";
+    case VertexKind::kFabricSwitch: return "fabric_switch";
   }
   return "?";
 }

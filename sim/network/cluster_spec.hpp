@@ -10,9 +10,10 @@ namespace cs::net {
 /// 576 GPUs in one domain (NVIDIA GB200 NVL72 datasheet).
 inline constexpr int kMaxClusterGpus = 576;
 
-/// kHostMemory: a socket's DRAM as the staging buffer of GPU-to-GPU copies when the GPUs have no
-/// peer-to-peer access (GeForce parts).
-enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kRootComplex, kNic, kHostMemory };
+/// What a topology vertex is. kHostMemory: a socket's DRAM as the staging buffer of GPU-to-GPU
+/// copies when the GPUs have no peer-to-peer access (GeForce parts). kFabricSwitch: an aggregated
+/// tier of the fabric between nodes (a leaf, rail, spine or pod vertex); never in a cluster file.
+enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kRootComplex, kNic, kHostMemory, kFabricSwitch };
 [[nodiscard]] const char* vertex_kind_name(VertexKind k);
 
 /// A kind of link, shared by many links of a cluster: rate per direction as specified, the

@@ -178,7 +178,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
     const double lat = fabric.switch_latency_s;
     switch (fabric.kind) {
       case FabricKind::kSingleSwitch: {
-        const auto sw = add_vertex({"fabric", VertexKind::kNic, {}, -1, -1});
+        const auto sw = add_vertex({"fabric", VertexKind::kFabricSwitch, {}, -1, -1});
         for (const auto& node : nics) {
           for (auto nic : node) attach(nic, sw, nic_bw, lat, "nic");
         }
@@ -186,26 +186,27 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
       }
       case FabricKind::kRail: {
         // One switch per rail (NIC index); rails meet at the spine for cross-rail traffic.
-        const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1, -1});
+        const auto spine = add_vertex({"spine", VertexKind::kFabricSwitch, {}, -1, -1});
         for (int k = 0; k < fabric.nics_per_node; ++k) {
-          const auto rail = add_vertex({"rail" + std::to_string(k), VertexKind::kNic, {}, -1, -1});
+          const auto rail = add_vertex({"rail" + std::to_string(k), VertexKind::kFabricSwitch, {}, -1, -1});
           for (const auto& node : nics) attach(node[static_cast<std::size_t>(k)], rail, nic_bw, lat, "nic");
           attach(rail, spine, nic_bw * nodes / fabric.oversubscription, lat, "spine");
         }
         break;
       }
       case FabricKind::kFatTree: {
-        const auto spine = add_vertex({"spine", VertexKind::kNic, {}, -1, -1});
+        const auto spine = add_vertex({"spine", VertexKind::kFabricSwitch, {}, -1, -1});
         const int leaves = (nodes + fabric.nodes_per_leaf - 1) / fabric.nodes_per_leaf;
         // With pods (a third tier) leaves hang off their pod and pods off the spine (the core).
         const int per_pod = fabric.leaves_per_pod > 0 ? fabric.leaves_per_pod : leaves;
         for (int p0 = 0; p0 < leaves; p0 += per_pod) {
-          const auto parent = fabric.leaves_per_pod > 0
-                                  ? add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kNic, {}, -1, -1})
-                                  : spine;
+          const auto parent =
+              fabric.leaves_per_pod > 0
+                  ? add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kFabricSwitch, {}, -1, -1})
+                  : spine;
           double pod_uplinks = 0;
           for (int l = p0; l < std::min(leaves, p0 + per_pod); ++l) {
-            const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kNic, {}, -1, -1});
+            const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kFabricSwitch, {}, -1, -1});
             int in_leaf = 0;
             for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf);
                  ++n, ++in_leaf) {

@@ -23,8 +23,7 @@ std::string does_not_fit_message(const scenario::Scenario& s, const models::Memo
   auto g = [&](double b) { return fixed(b / gib, 1); };
   return "does not fit: needs " + g(m.total) + " GiB per GPU, " + s.profile.gpu_name + " has " + g(m.capacity) +
          " GiB (weights " + g(m.weights) + ", gradients " + g(m.gradients) + ", optimizer " + g(m.optimizer) +
-         ", activations " + g(m.activations) + ", other " + g(m.other) +
-         "); try more GPUs, a larger TP, --zero 1, a smaller micro-batch, or --allow-oom to simulate anyway";
+         ", activations " + g(m.activations) + ", other " + g(m.other) + ")";
 }
 
 net::Topology training_topology(const scenario::Scenario& s) {

@@ -33,8 +33,8 @@ struct Feasibility {
 /// (a scenario with `allow_oom` is feasible regardless, and says so nowhere else).
 [[nodiscard]] Feasibility training_feasibility(const scenario::Scenario& s);
 
-/// The exit-4 text for a plan that does not fit, with the breakdown in GiB and the fields that
-/// would help.
+/// The exit-4 text for a plan that does not fit, with the breakdown in GiB (the CLI adds what to
+/// try, in flags).
 [[nodiscard]] std::string does_not_fit_message(const scenario::Scenario& s, const models::MemoryBreakdown& m);
 
 /// The scenario's machine: one node, or nodes joined by its fabric.

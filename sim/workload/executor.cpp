@@ -410,10 +410,12 @@ class Partition final : public engine::EventHandler {
   std::uint64_t flows_ = 0;
 };
 
-/// Decides the partitioning: per NVLink domain (a node, or a rack of nodes sharing NVLink switches)
-/// when the topology has several, every cross-partition dependency goes through the fabric, and
-/// the lookahead (the smallest fabric-task latency) is positive. Returns the lookahead in seconds, or 0 for one
-/// partition.
+/// Decides whether to partition: one partition per NVLink domain (a node, or a rack of nodes sharing
+/// NVLink switches) plus one for the fabric, when the options allow it, links are not recorded, the
+/// topology has several domains filled by rank in order, and every dependency between two domain
+/// partitions goes through a fabric task. Returns 0 (one partition), or infinity: the caller then
+/// narrows it to the lookahead, the smallest fabric-task latency, and still falls back to one
+/// partition when that is not positive or a fabric task's flows touch a domain's links.
 double partition(Shared& sh) {
   const auto& g = sh.g;
   const int gpus = g.gpus();

@@ -5,9 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/config/fields.hpp"
 #include "tests/support/builders.hpp"
 
+using cs::test::data_path;
 using cs::test::run_cli;
+using cs::test::slurp;
 
 namespace {
 nlohmann::json without_run_info(nlohmann::json j) {
@@ -62,14 +65,67 @@ TEST_CASE("train from flags equals the same scenario from a file") {
 }
 
 TEST_CASE("--set overrides a field before parsing, --dump-resolved shows every default") {
+  // --set reaches every variant of a file; values are typed by the field table.
   const auto r = run_cli(
-      "train --model qwen2.5-7b --cluster pcie-h100x8 --gpus 4 --tp 2 --seq 2048 --global-batch 8 --dump-resolved");
+      "run scenarios/default.json --set parallel.tp=2 --set /training/micro_batch=2 --set network_model=analytical "
+      "--dump-resolved");
   REQUIRE(r.exit_code == 0);
-  const auto j = nlohmann::json::parse(r.out);
+  const auto all = nlohmann::json::parse(r.out);
+  REQUIRE(all.size() == 2);
+  for (const auto& j : all) {
+    CHECK(j["parallel"]["tp"] == 2);
+    CHECK(j["parallel"]["dp"] == 4);  // the default, GPUs / TP, after the override
+    CHECK(j["training"]["micro_batch"] == 2);
+    CHECK(j["network_model"] == "analytical");
+    CHECK(j["training"]["seq"] == 8192);  // untouched by --set
+  }
+  // Without --set the file's own values come back.
+  const auto plain = nlohmann::json::parse(run_cli("run scenarios/default.json --dump-resolved").out);
+  CHECK(plain[0]["parallel"]["tp"] == 8);
+  CHECK(plain[0]["network_model"] == "flow");
+  // A flag-built scenario resolves its defaults the same way.
+  const auto f = run_cli(
+      "train --model qwen2.5-7b --cluster pcie-h100x8 --gpus 4 --tp 2 --seq 2048 --global-batch 8 --dump-resolved");
+  REQUIRE(f.exit_code == 0);
+  const auto j = nlohmann::json::parse(f.out);
   CHECK(j["parallel"]["dp"] == 2);
   CHECK(j["profile"] == "h100-pcie");
   CHECK(j["training"]["micro_batch"] == 1);
-  CHECK(j["network_model"] == "flow");
+}
+
+TEST_CASE("describe prints a field from the table, and names the closest field when there is none") {
+  const auto r = run_cli("describe parallel.zero");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("parallel.zero (train)") != std::string::npos);
+  CHECK(r.out.find("values:  0 to 3") != std::string::npos);
+  CHECK(r.out.find("flag:    --zero") != std::string::npos);
+  const auto both = run_cli("describe /parallel/tp");
+  CHECK(both.out.find("(train)") != std::string::npos);
+  CHECK(both.out.find("(infer)") != std::string::npos);
+  const auto bad = run_cli("describe parallel.zeroo");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("did you mean 'parallel.zero'?") != std::string::npos);
+}
+
+TEST_CASE("docs/config-reference.md is what describe --markdown prints (regenerate: clustersim describe --markdown)") {
+  const auto r = run_cli("describe --markdown");
+  REQUIRE(r.exit_code == 0);
+  CHECK_MESSAGE(r.out == slurp(data_path("docs/config-reference.md")),
+                "docs/config-reference.md is stale: build/clustersim describe --markdown > docs/config-reference.md");
+}
+
+TEST_CASE("train and infer have one flag per field that names one, with the field's meaning as help") {
+  for (auto kind : {cs::config::ScenarioKind::kTrain, cs::config::ScenarioKind::kInfer}) {
+    const std::string cmd = cs::config::scenario_kind_name(kind);
+    const auto help = run_cli(cmd + " --help");
+    REQUIRE(help.exit_code == 0);
+    for (const auto* f : cs::config::fields_of(kind)) {
+      if (f->flag.empty()) continue;
+      CAPTURE(f->path);
+      CHECK(help.out.find(f->flag) != std::string::npos);
+      if (f->flag != "--disaggregate") CHECK(help.out.find(f->meaning.substr(0, 20)) != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("collective prints an nccl-tests-style table, --json has rows with bytes, time, algbw and busbw") {

@@ -117,8 +117,20 @@ Action add_collective(CLI::App& app, const Globals& g) {
           << std::setw(14) << "busbw(GB/s)"
           << "  algorithm\n";
     for (double bytes = lo; bytes <= hi; bytes *= 2) {
-      const auto t = workload::time_collective(topo, op, algo, ranks, bytes, profile.collective_latency.value, network,
-                                               &profile.collectives);
+      const auto t = [&] {
+        try {
+          return workload::time_collective(topo, op, algo, ranks, bytes, profile.collective_latency.value, network,
+                                           &profile.collectives);
+        } catch (const InputError& e) {
+          // The collective names the request's field; here the flag set it.
+          std::vector<InputProblem> out;
+          for (auto p : e.problems()) {
+            if (p.pointer == "/algorithm") p = {"command line", "--algo", p.message};
+            out.push_back(p);
+          }
+          throw InputError(out);
+        }
+      }();
       const double secs = t.seconds;
       const double algbw = t.algbw_bytes_per_s / 1e9;
       const double busbw = t.busbw_bytes_per_s / 1e9;

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   reg(cs::cli::add_inspect, "inspect");
   reg(cs::cli::add_infer, "infer");
   reg(cs::cli::add_infer_sweep, "infer-sweep");
+  reg(cs::cli::add_describe, "describe");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -17,61 +17,11 @@
 #include "sim/study/training_run.hpp"
 #include "sim/workload/step_memory.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/field_flags.hpp"
 
 namespace cs::cli {
 
 namespace {
-
-constexpr const char* kCommandLine = "command line";
-
-/// Scenario JSON paths and the `train` flags that set them (for messages about flags).
-const std::map<std::string, std::string>& flag_of_pointer() {
-  static const std::map<std::string, std::string> m{
-      {"/model", "--model"},
-      {"/cluster", "--cluster"},
-      {"/gpus", "--gpus"},
-      {"/profile", "--profile"},
-      {"/offer", "--offer"},
-      {"/nodes", "--nodes"},
-      {"/fabric", "--fabric"},
-      {"/parallel/tp", "--tp"},
-      {"/parallel/dp", "--dp"},
-      {"/parallel/pp", "--pp"},
-      {"/parallel/vpp", "--vpp"},
-      {"/parallel/cp", "--cp"},
-      {"/parallel/cp_comm", "--cp-comm"},
-      {"/parallel/rank_order", "--rank-order"},
-      {"/parallel/schedule", "--schedule"},
-      {"/training/recompute", "--recompute"},
-      {"/training/attention", "--attention"},
-      {"/training/lora_rank", "--lora-rank"},
-      {"/training/qlora", "--qlora"},
-      {"/parallel/sp", "--sp"},
-      {"/parallel/zero", "--zero"},
-      {"/training/seq", "--seq"},
-      {"/training/global_batch", "--global-batch"},
-      {"/training/micro_batch", "--micro-batch"},
-      {"/training/dtype", "--dtype"},
-      {"/training/grad_bucket_params", "--grad-bucket-params"},
-      {"/network_model", "--network-model"},
-      {"/symmetry", "--symmetry"},
-      {"/allow_oom", "--allow-oom"},
-  };
-  return m;
-}
-
-/// Rewrites problems found in flag-built JSON so that they name the flag.
-InputError name_flags(const InputError& e) {
-  std::vector<InputProblem> out;
-  for (auto p : e.problems()) {
-    if (p.file == kCommandLine) {
-      auto it = flag_of_pointer().find(p.pointer);
-      if (it != flag_of_pointer().end()) p.pointer = it->second;
-    }
-    out.push_back(p);
-  }
-  return InputError(out);
-}
 
 struct OutputOptions {
   bool json = false;
@@ -79,6 +29,15 @@ struct OutputOptions {
   bool dump_resolved = false;
   bool validate_only = false;
 };
+
+/// `--set path=value`: the value typed by the field at path (the field table).
+void apply_set(nlohmann::json& doc, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError(kCommandLine, "--set", "expected path=value (e.g. parallel.tp=4); got '" + assignment + "'");
+  }
+  config::set_field_text(doc, assignment.substr(0, eq), assignment.substr(eq + 1), "command line: --set");
+}
 
 std::string slug(const std::string& s) {
   std::string out;
@@ -114,7 +73,10 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     if (!f.ok()) {
       const std::string who =
           file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
-      throw InfeasibleError(who + ": " + f.reasons.front().message);
+      throw InfeasibleError(who + ": " + f.reasons.front().message + "; try more GPUs, a larger TP, " +
+                            config::flag_of(config::ScenarioKind::kTrain, "/parallel/zero") +
+                            " 1, a smaller micro-batch, or " +
+                            config::flag_of(config::ScenarioKind::kTrain, "/allow_oom") + " to simulate anyway");
     }
   }
   if (out.validate_only) {
@@ -204,7 +166,7 @@ Action add_run(CLI::App& app, const Globals& g) {
   cmd->add_flag("--dump-resolved", o->out.dump_resolved, "print the scenario with every default filled, and stop");
   return [o, &g] {
     auto doc = config::load(o->file);
-    for (const auto& s : o->sets) config::apply_override(doc.json, s);
+    for (const auto& s : o->sets) apply_set(doc.json, s);
     if (doc.json.is_object() && doc.json.value("kind", "train") == "infer") {
       return run_serving_document(doc, g, o->out.json, o->out.trace);
     }
@@ -227,92 +189,19 @@ Action add_validate(CLI::App& app, const Globals& g) {
 
 Action add_train(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand("train", "simulate one training step from flags");
-  struct Opts {
-    std::string model, cluster, profile, offer, fabric,
-        dtype = "bf16", network_model = "flow", symmetry = "none", schedule = "1f1b", recompute = "none",
-        rank_order = "tp-cp-dp-pp", attention = "flash", cp_comm = "ring";
-    int gpus = 0, tp = 1, dp = 0, zero = 0, pp = 1, vpp = 1, cp = 1, nodes = 1, lora_rank = 0;
-    bool qlora = false;
-    long long seq = 0, global_batch = 0, micro_batch = 1, bucket = 40000000;
-    bool sp = false, allow_oom = false;
-    OutputOptions out;
-  };
-  auto o = std::make_shared<Opts>();
-  cmd->add_option("--model", o->model, "model id (clustersim list models) or path to a HF config.json")->required();
-  cmd->add_option("--cluster", o->cluster, "cluster id (clustersim list clusters) or path")->required();
-  cmd->add_option("--gpus", o->gpus, "use the first N GPUs of the cluster (default: all)");
-  cmd->add_option("--profile", o->profile, "hardware profile id or path (default: the cluster's)");
-  cmd->add_option("--offer", o->offer, "rental offer id or path, for cost figures");
-  cmd->add_option("--nodes", o->nodes,
-                  "copies of the cluster joined by --fabric: nodes, or racks for a rack-scale NVLink domain such as "
-                  "gb200-nvl72");
-  cmd->add_option("--fabric", o->fabric, "fabric id or path (clustersim list fabrics)");
-  cmd->add_option("--tp", o->tp, "tensor-parallel degree")->required();
-  cmd->add_option("--dp", o->dp, "data-parallel degree (default: GPUs / TP)");
-  cmd->add_option("--pp", o->pp, "pipeline-parallel stages");
-  cmd->add_option("--vpp", o->vpp, "model chunks per stage: interleaved 1F1B when > 1");
-  cmd->add_option("--cp", o->cp, "context parallelism: split each sequence over CP GPUs");
-  cmd->add_option(
-      "--cp-comm", o->cp_comm,
-      "CP's K/V exchange: ring (ring attention, blocks passed to the next rank, overlapped; default) or allgather");
-  cmd->add_option("--rank-order", o->rank_order, "placement, innermost first (default tp-cp-dp-pp: TP inside a node)");
-  cmd->add_option("--schedule", o->schedule, "pipeline schedule: 1f1b or gpipe");
-  cmd->add_option("--recompute", o->recompute, "activation recompute: none, selective or full");
-  cmd->add_option("--attention", o->attention,
-                  "flash (fused, default) or unfused (score matrix in HBM, as Megatron-LM before FlashAttention)");
-  cmd->add_flag("--sp", o->sp, "sequence parallelism with TP");
-  cmd->add_option("--lora-rank", o->lora_rank, "LoRA fine-tuning: adapter rank on a frozen base (0 = full training)");
-  cmd->add_flag("--qlora", o->qlora, "QLoRA: the frozen base in 4 bits");
-  cmd->add_option("--zero", o->zero, "ZeRO stage: 0, 1, 2 or 3 (3 = fully sharded, FSDP)");
-  cmd->add_option("--seq", o->seq, "sequence length in tokens")->required();
-  cmd->add_option("--global-batch", o->global_batch, "sequences per step")->required();
-  cmd->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch");
-  cmd->add_option("--dtype", o->dtype, "bf16, fp16 or fp8 (FP8 GEMMs, bf16 activations and master state)");
-  cmd->add_option("--grad-bucket-params", o->bucket, "parameters per DP gradient bucket");
-  cmd->add_option("--network-model", o->network_model, "flow (max-min sharing) or analytical");
-  cmd->add_option("--symmetry", o->symmetry,
-                  "none (default) or dp: simulate one data-parallel replica (its DP collectives still carry every "
-                  "replica's traffic); faster, approximate, reported");
-  cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when the plan does not fit in memory");
-  cmd->add_flag("--json", o->out.json, "print one JSON document instead of the table");
-  cmd->add_option("--trace", o->out.trace, "write a Chrome/Perfetto trace to this file");
-  cmd->add_flag("--dump-resolved", o->out.dump_resolved, "print the scenario with every default filled, and stop");
-  return [o, cmd, &g] {
-    nlohmann::json j;
-    j["name"] = o->model + " on " + o->cluster;
-    j["model"] = o->model;
-    j["cluster"] = o->cluster;
-    if (cmd->count("--gpus")) j["gpus"] = o->gpus;
-    if (!o->profile.empty()) j["profile"] = o->profile;
-    if (!o->offer.empty()) j["offer"] = o->offer;
-    j["nodes"] = o->nodes;
-    if (!o->fabric.empty()) j["fabric"] = o->fabric;
-    j["parallel"] = {{"tp", o->tp},
-                     {"pp", o->pp},
-                     {"vpp", o->vpp},
-                     {"cp", o->cp},
-                     {"rank_order", o->rank_order},
-                     {"cp_comm", o->cp_comm},
-                     {"schedule", o->schedule},
-                     {"sp", o->sp},
-                     {"zero", o->zero}};
-    if (cmd->count("--dp")) j["parallel"]["dp"] = o->dp;
-    j["training"] = {{"seq", o->seq},
-                     {"global_batch", o->global_batch},
-                     {"micro_batch", o->micro_batch},
-                     {"dtype", o->dtype},
-                     {"grad_bucket_params", o->bucket},
-                     {"recompute", o->recompute},
-                     {"attention", o->attention},
-                     {"lora_rank", o->lora_rank},
-                     {"qlora", o->qlora}};
-    j["network_model"] = o->network_model;
-    j["symmetry"] = o->symmetry;
-    j["allow_oom"] = o->allow_oom;
+  auto flags = std::make_shared<FieldFlags>(cmd, config::ScenarioKind::kTrain);
+  auto out = std::make_shared<OutputOptions>();
+  cmd->add_flag("--json", out->json, "print one JSON document instead of the table");
+  cmd->add_option("--trace", out->trace, "write a Chrome/Perfetto trace to this file");
+  cmd->add_flag("--dump-resolved", out->dump_resolved, "print the scenario with every default filled, and stop");
+  return [flags, out, &g] {
+    nlohmann::json j = nlohmann::json::object();
+    flags->put(j);
+    j["name"] = flags->text("--model") + " on " + flags->text("--cluster");
     try {
-      return run_document(config::JsonDoc{kCommandLine, j}, g, o->out);
+      return run_document(config::JsonDoc{kCommandLine, j}, g, *out);
     } catch (const InputError& e) {
-      throw name_flags(e);
+      throw name_flags(e, config::ScenarioKind::kTrain);
     }
   };
 }

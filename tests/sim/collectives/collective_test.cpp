@@ -99,13 +99,13 @@ TEST_CASE("auto picks the algorithm with the smallest closed-form time, so small
   CHECK(large == Algorithm::kRing);
 }
 
-TEST_CASE("an algorithm that cannot run here is bad input naming --algo") {
+TEST_CASE("an algorithm that cannot run here is bad input naming the request's algorithm field") {
   const auto topo = net::Topology::build(test::shipped_cluster("dgx-a100"), 8);
   coll::CollectiveRequest req{CollectiveOp::kAllReduce, Algorithm::kNvls, first(8), 1e6, 0.0};
-  CHECK_THROWS_WITH_AS(
-      (void)coll::plan_collective(topo, req),
-      "command line: --algo: algorithm 'nvls' cannot run allreduce on these GPUs of dgx-a100; available: ring, tree",
-      InputError);
+  CHECK_THROWS_WITH_AS((void)coll::plan_collective(topo, req),
+                       "collective request: /algorithm: algorithm 'nvls' cannot run allreduce on these GPUs of "
+                       "dgx-a100; available: ring, tree",
+                       InputError);
 }
 
 TEST_CASE("more link bandwidth never makes a collective slower") {

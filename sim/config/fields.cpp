@@ -1,0 +1,929 @@
+#include "sim/config/fields.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "sim/core/check.hpp"
+
+namespace cs::config {
+
+namespace {
+
+using J = nlohmann::ordered_json;
+constexpr auto kT = ScenarioKind::kTrain;
+constexpr auto kI = ScenarioKind::kInfer;
+constexpr double kInt24 = 1 << 24;
+
+std::string order_name(const std::array<char, 4>& o) {
+  std::string out;
+  for (char c : o)
+    out += std::string(out.empty() ? "" : "-") + (c == 't' ? "tp" : c == 'c' ? "cp" : c == 'd' ? "dp" : "pp");
+  return out;
+}
+
+// The entries name only what they set; every other member keeps its default (GCC warns about
+// designated initializers that leave members out, which is the point here).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+
+// Training fields, in the order they are parsed (messages come out in this order).
+std::vector<Field> training_fields() {
+  using enum FieldType;
+  return {
+      {.kind = kT,
+       .path = "/kind",
+       .type = kEnum,
+       .choices = {"train"},
+       .fallback = "train",
+       .default_text = "train",
+       .meaning = "what the file describes: a training step (\"infer\": serving)",
+       .resolved = [](const Scenario&) { return J("train"); }},
+      {.kind = kT,
+       .path = "/name",
+       .type = kString,
+       .fallback = "",
+       .default_text = "(none)",
+       .meaning = "a title for the report",
+       .member = &ScenarioSpec::name,
+       .resolved = [](const Scenario& s) { return J(s.name); }},
+      {.kind = kT,
+       .path = "/description",
+       .type = kString,
+       .fallback = "",
+       .default_text = "(none)",
+       .meaning = "a line printed under the title",
+       .member = &ScenarioSpec::description,
+       .resolved = [](const Scenario& s) { return J(s.description); }},
+      {.kind = kT,
+       .path = "/model",
+       .type = kString,
+       .required = true,
+       .default_text = "(required)",
+       .flag = "--model",
+       .meaning = "model id (clustersim list models) or path to a HF config.json",
+       .member = &ScenarioSpec::model,
+       .resolved = [](const Scenario& s) { return J(s.model.id); }},
+      {.kind = kT,
+       .path = "/cluster",
+       .type = kString,
+       .required = true,
+       .default_text = "(required)",
+       .flag = "--cluster",
+       .meaning = "cluster id (clustersim list clusters) or path: one node",
+       .member = &ScenarioSpec::cluster,
+       .resolved = [](const Scenario& s) { return J(s.cluster.id); }},
+      {.kind = kT,
+       .path = "/gpus",
+       .type = kInt,
+       .unit = "GPUs per node",
+       .min = 1,
+       .max = net::kMaxClusterGpus,
+       .fallback = 0,
+       .default_text = "all GPUs of the cluster",
+       .flag = "--gpus",
+       .meaning = "use the first N GPUs of each node",
+       .member = &ScenarioSpec::gpus,
+       .resolved = [](const Scenario& s) { return J(s.gpus_per_node); }},
+      {.kind = kT,
+       .path = "/nodes",
+       .type = kInt,
+       .unit = "nodes",
+       .min = 1,
+       .max = 100000,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--nodes",
+       .meaning = "copies of the cluster joined by the fabric: nodes, or racks for a rack-scale NVLink domain such as "
+                  "gb200-nvl72",
+       .member = &ScenarioSpec::nodes,
+       .resolved = [](const Scenario& s) { return J(s.nodes); }},
+      {.kind = kT,
+       .path = "/fabric",
+       .type = kString,
+       .fallback = "",
+       .default_text = "none (required when nodes > 1)",
+       .flag = "--fabric",
+       .meaning = "fabric id or path joining the nodes (clustersim list fabrics)",
+       .member = &ScenarioSpec::fabric,
+       .resolved = [](const Scenario& s) { return s.fabric ? J(s.fabric->id) : J(nullptr); }},
+      {.kind = kT,
+       .path = "/profile",
+       .type = kString,
+       .fallback = "",
+       .default_text = "the cluster's profile",
+       .flag = "--profile",
+       .meaning = "hardware profile id or path",
+       .member = &ScenarioSpec::profile,
+       .resolved = [](const Scenario& s) { return J(s.profile.id); }},
+      {.kind = kT,
+       .path = "/offer",
+       .type = kString,
+       .fallback = "",
+       .default_text = "none (no cost figures)",
+       .flag = "--offer",
+       .meaning = "rental offer id or path, for cost figures",
+       .member = &ScenarioSpec::offer,
+       .resolved = [](const Scenario& s) { return s.offer ? J(s.offer->id) : J(nullptr); }},
+      {.kind = kT,
+       .path = "/parallel/tp",
+       .type = kInt,
+       .unit = "GPUs",
+       .min = 1,
+       .max = 64,
+       .required = true,
+       .default_text = "(required)",
+       .flag = "--tp",
+       .meaning = "tensor-parallel degree",
+       .member = &ScenarioSpec::tp,
+       .resolved = [](const Scenario& s) { return J(s.plan.tp); }},
+      {.kind = kT,
+       .path = "/parallel/dp",
+       .type = kInt,
+       .unit = "GPUs",
+       .min = 1,
+       .max = 65536,
+       .fallback = 0,
+       .default_text = "GPUs / (TP x PP x CP)",
+       .flag = "--dp",
+       .meaning = "data-parallel degree",
+       .member = &ScenarioSpec::dp,
+       .resolved = [](const Scenario& s) { return J(s.plan.dp); }},
+      {.kind = kT,
+       .path = "/parallel/pp",
+       .type = kInt,
+       .unit = "stages",
+       .min = 1,
+       .max = 1024,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--pp",
+       .meaning = "pipeline-parallel stages",
+       .member = &ScenarioSpec::pp,
+       .resolved = [](const Scenario& s) { return J(s.plan.pp); }},
+      {.kind = kT,
+       .path = "/parallel/vpp",
+       .type = kInt,
+       .unit = "chunks per stage",
+       .min = 1,
+       .max = 64,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--vpp",
+       .meaning = "model chunks per pipeline stage: interleaved 1F1B when > 1",
+       .member = &ScenarioSpec::vpp,
+       .resolved = [](const Scenario& s) { return J(s.plan.vpp); }},
+      {.kind = kT,
+       .path = "/parallel/cp",
+       .type = kInt,
+       .unit = "GPUs",
+       .min = 1,
+       .max = 1024,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--cp",
+       .meaning = "context parallelism: split each sequence over CP GPUs",
+       .member = &ScenarioSpec::cp,
+       .resolved = [](const Scenario& s) { return J(s.plan.cp); }},
+      {.kind = kT,
+       .path = "/parallel/rank_order",
+       .type = kString,
+       .fallback = "tp-cp-dp-pp",
+       .default_text = "tp-cp-dp-pp",
+       .flag = "--rank-order",
+       .meaning = "placement: tp, cp, dp, pp innermost first, joined by '-' (the default keeps TP inside a node)",
+       .member = &ScenarioSpec::rank_order,
+       .resolved = [](const Scenario& s) { return J(order_name(s.plan.order)); }},
+      {.kind = kT,
+       .path = "/parallel/schedule",
+       .type = kEnum,
+       .choices = {"1f1b", "gpipe"},
+       .fallback = "1f1b",
+       .default_text = "1f1b",
+       .flag = "--schedule",
+       .meaning = "pipeline schedule",
+       .member = &ScenarioSpec::schedule,
+       .resolved =
+           [](const Scenario& s) { return J(s.plan.schedule == plan::PipelineSchedule::kGpipe ? "gpipe" : "1f1b"); }},
+      {.kind = kT,
+       .path = "/parallel/sp",
+       .type = kBool,
+       .fallback = false,
+       .default_text = "false",
+       .flag = "--sp",
+       .meaning = "sequence parallelism along the TP group (a no-op with TP 1)",
+       .member = &ScenarioSpec::sp,
+       .resolved = [](const Scenario& s) { return J(s.plan.sp); }},
+      {.kind = kT,
+       .path = "/parallel/cp_comm",
+       .type = kEnum,
+       .choices = {"ring", "allgather"},
+       .fallback = "ring",
+       .default_text = "ring",
+       .flag = "--cp-comm",
+       .meaning = "CP's K/V exchange: ring attention (blocks passed to the next rank, overlapped) or one all-gather",
+       .member = &ScenarioSpec::cp_comm,
+       .resolved = [](const Scenario& s) { return J(s.cp_ring ? "ring" : "allgather"); }},
+      {.kind = kT,
+       .path = "/parallel/zero",
+       .type = kInt,
+       .unit = "stage",
+       .min = 0,
+       .max = 3,
+       .fallback = 0,
+       .default_text = "0",
+       .flag = "--zero",
+       .meaning = "ZeRO stage: 0, 1 (optimizer state sharded over DP), 2 (+ gradients) or 3 (+ parameters, FSDP)",
+       .member = &ScenarioSpec::zero,
+       .resolved = [](const Scenario& s) { return J(s.plan.zero); }},
+      {.kind = kT,
+       .path = "/training/seq",
+       .type = kInt,
+       .unit = "tokens",
+       .min = 1,
+       .max = kInt24,
+       .required = true,
+       .default_text = "(required)",
+       .flag = "--seq",
+       .meaning = "sequence length",
+       .member = &ScenarioSpec::seq,
+       .resolved = [](const Scenario& s) { return J(s.seq); }},
+      {.kind = kT,
+       .path = "/training/global_batch",
+       .type = kInt,
+       .unit = "sequences",
+       .min = 1,
+       .max = kInt24,
+       .required = true,
+       .default_text = "(required)",
+       .flag = "--global-batch",
+       .meaning = "sequences per step",
+       .member = &ScenarioSpec::global_batch,
+       .resolved = [](const Scenario& s) { return J(s.global_batch); }},
+      {.kind = kT,
+       .path = "/training/micro_batch",
+       .type = kInt,
+       .unit = "sequences",
+       .min = 1,
+       .max = 65536,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--micro-batch",
+       .meaning = "sequences per micro-batch",
+       .member = &ScenarioSpec::micro_batch,
+       .resolved = [](const Scenario& s) { return J(s.micro_batch); }},
+      {.kind = kT,
+       .path = "/training/dtype",
+       .type = kEnum,
+       .choices = {"bf16", "fp16", "fp8"},
+       .fallback = "bf16",
+       .default_text = "bf16",
+       .flag = "--dtype",
+       .meaning = "GEMM number format (fp8: FP8 GEMMs, bf16 activations and master state)",
+       .member = &ScenarioSpec::dtype,
+       .resolved = [](const Scenario& s) { return J(calib::dtype_name(s.dtype)); }},
+      {.kind = kT,
+       .path = "/training/grad_bucket_params",
+       .type = kInt,
+       .unit = "parameters",
+       .min = 1,
+       .max = static_cast<double>(std::int64_t{1} << 40),
+       .fallback = 40000000,
+       .default_text = "40000000",
+       .flag = "--grad-bucket-params",
+       .meaning = "parameters per data-parallel gradient bucket",
+       .member = &ScenarioSpec::grad_bucket_params,
+       .resolved = [](const Scenario& s) { return J(static_cast<std::int64_t>(s.grad_bucket_params)); }},
+      {.kind = kT,
+       .path = "/training/recompute",
+       .type = kEnum,
+       .choices = {"none", "selective", "full"},
+       .fallback = "none",
+       .default_text = "none",
+       .flag = "--recompute",
+       .meaning = "activation recompute",
+       .member = &ScenarioSpec::recompute,
+       .resolved =
+           [](const Scenario& s) {
+             return J(s.plan.recompute == plan::Recompute::kFull        ? "full"
+                      : s.plan.recompute == plan::Recompute::kSelective ? "selective"
+                                                                        : "none");
+           }},
+      {.kind = kT,
+       .path = "/training/attention",
+       .type = kEnum,
+       .choices = {"flash", "unfused"},
+       .fallback = "flash",
+       .default_text = "flash",
+       .flag = "--attention",
+       .meaning = "flash (fused) or unfused (score matrix in HBM, as Megatron-LM before FlashAttention)",
+       .member = &ScenarioSpec::attention,
+       .resolved = [](const Scenario& s) { return J(s.flash_attention ? "flash" : "unfused"); }},
+      {.kind = kT,
+       .path = "/training/lora_rank",
+       .type = kInt,
+       .unit = "rank",
+       .min = 0,
+       .max = 65536,
+       .fallback = 0,
+       .default_text = "0 (full training)",
+       .flag = "--lora-rank",
+       .meaning = "LoRA fine-tuning: adapter rank on a frozen base",
+       .member = &ScenarioSpec::lora_rank,
+       .resolved = [](const Scenario& s) { return J(s.lora_rank); }},
+      {.kind = kT,
+       .path = "/training/qlora",
+       .type = kBool,
+       .fallback = false,
+       .default_text = "false",
+       .flag = "--qlora",
+       .meaning = "QLoRA: the frozen base in 4 bits (needs lora_rank)",
+       .member = &ScenarioSpec::qlora,
+       .resolved = [](const Scenario& s) { return J(s.qlora); }},
+      {.kind = kT,
+       .path = "/network_model",
+       .type = kEnum,
+       .choices = {"flow", "analytical"},
+       .fallback = "flow",
+       .default_text = "flow",
+       .flag = "--network-model",
+       .meaning = "flow (max-min sharing of every link) or analytical (each flow alone at its bottleneck)",
+       .member = &ScenarioSpec::network_model,
+       .resolved = [](const Scenario& s) { return J(net::network_model_name(s.network_model)); }},
+      {.kind = kT,
+       .path = "/symmetry",
+       .type = kEnum,
+       .choices = {"none", "dp"},
+       .fallback = "none",
+       .default_text = "none",
+       .flag = "--symmetry",
+       .meaning = "dp: simulate one data-parallel replica (its DP collectives still carry every replica's "
+                  "traffic); faster, approximate, reported",
+       .member = &ScenarioSpec::symmetry,
+       .resolved = [](const Scenario& s) { return J(s.dp_symmetry ? "dp" : "none"); }},
+      {.kind = kT,
+       .path = "/allow_oom",
+       .type = kBool,
+       .fallback = false,
+       .default_text = "false",
+       .flag = "--allow-oom",
+       .meaning = "simulate even when the plan does not fit in memory",
+       .member = &ScenarioSpec::allow_oom,
+       .resolved = [](const Scenario& s) { return J(s.allow_oom); }},
+  };
+}
+
+// Serving fields, in the order they are parsed.
+std::vector<Field> serving_fields() {
+  using enum FieldType;
+  return {
+      {.kind = kI,
+       .path = "/kind",
+       .type = kEnum,
+       .choices = {"infer"},
+       .required = true,
+       .default_text = "(required)",
+       .meaning = "what the file describes: serving (\"train\": a training step)"},
+      {.kind = kI,
+       .path = "/name",
+       .type = kString,
+       .fallback = "",
+       .default_text = "(none)",
+       .meaning = "a title for the report"},
+      {.kind = kI,
+       .path = "/description",
+       .type = kString,
+       .fallback = "",
+       .default_text = "(none)",
+       .meaning = "a line describing the scenario (not printed)"},
+      {.kind = kI,
+       .path = "/model",
+       .type = kString,
+       .required = true,
+       .default_text = "(required)",
+       .flag = "--model",
+       .meaning = "model id or path to a HF config.json"},
+      {.kind = kI,
+       .path = "/cluster",
+       .type = kString,
+       .required = true,
+       .default_text = "(required)",
+       .flag = "--cluster",
+       .meaning = "cluster id or path"},
+      {.kind = kI,
+       .path = "/gpus",
+       .type = kInt,
+       .unit = "GPUs",
+       .min = 1,
+       .max = net::kMaxClusterGpus,
+       .fallback = 0,
+       .default_text = "what the plan needs: replicas x TP x PP",
+       .flag = "--gpus",
+       .meaning = "GPUs to use"},
+      {.kind = kI,
+       .path = "/profile",
+       .type = kString,
+       .fallback = "",
+       .default_text = "the cluster's profile",
+       .flag = "--profile",
+       .meaning = "hardware profile id or path"},
+      {.kind = kI,
+       .path = "/offer",
+       .type = kString,
+       .fallback = "",
+       .default_text = "none (no cost figures)",
+       .flag = "--offer",
+       .meaning = "rental offer, for cost per million tokens"},
+      {.kind = kI,
+       .path = "/parallel/tp",
+       .type = kInt,
+       .unit = "GPUs",
+       .min = 1,
+       .max = 64,
+       .required = true,
+       .default_text = "(required)",
+       .flag = "--tp",
+       .meaning = "tensor-parallel degree per replica"},
+      {.kind = kI,
+       .path = "/parallel/pp",
+       .type = kInt,
+       .unit = "stages",
+       .min = 1,
+       .max = 64,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--pp",
+       .meaning = "pipeline stages per replica: layers split evenly, up to PP batches in flight (continuous "
+                  "batching only)"},
+      {.kind = kI,
+       .path = "/parallel/replicas",
+       .type = kInt,
+       .unit = "replicas",
+       .min = 1,
+       .max = 64,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--replicas",
+       .meaning = "data-parallel replicas behind a router"},
+      {.kind = kI,
+       .path = "/quantization/weights",
+       .type = kEnum,
+       .choices = {"bf16", "fp8", "int8", "int4"},
+       .fallback = "bf16",
+       .default_text = "bf16",
+       .flag = "--weights",
+       .meaning = "weight format (int8/int4: weight-only)"},
+      {.kind = kI,
+       .path = "/quantization/kv_dtype",
+       .type = kEnum,
+       .choices = {"bf16", "fp8"},
+       .fallback = "bf16",
+       .default_text = "bf16",
+       .flag = "--kv-dtype",
+       .meaning = "KV-cache number format"},
+      {.kind = kI,
+       .path = "/engine/scheduler",
+       .type = kEnum,
+       .choices = {"continuous", "static"},
+       .fallback = "continuous",
+       .default_text = "continuous",
+       .flag = "--scheduler",
+       .meaning = "continuous batching or static batches"},
+      {.kind = kI,
+       .path = "/engine/max_batch",
+       .type = kInt,
+       .unit = "sequences",
+       .min = 1,
+       .max = 1 << 20,
+       .fallback = 256,
+       .default_text = "256",
+       .flag = "--max-batch",
+       .meaning = "most sequences per engine step (vLLM max_num_seqs)"},
+      {.kind = kI,
+       .path = "/engine/max_tokens",
+       .type = kInt,
+       .unit = "tokens",
+       .min = 1,
+       .max = kInt24,
+       .fallback = 8192,
+       .default_text = "8192",
+       .flag = "--max-tokens",
+       .meaning = "most tokens per engine step (vLLM max_num_batched_tokens)"},
+      {.kind = kI,
+       .path = "/engine/chunked_prefill",
+       .type = kInt,
+       .unit = "tokens",
+       .min = 0,
+       .max = kInt24,
+       .fallback = 0,
+       .default_text = "0 (off)",
+       .flag = "--chunked-prefill",
+       .meaning = "chunk prompts: at most this many tokens of one prompt per step"},
+      {.kind = kI,
+       .path = "/engine/kv_fraction",
+       .type = kNumber,
+       .unit = "fraction",
+       .min = 0.05,
+       .max = 1.0,
+       .fallback = 0.9,
+       .default_text = "0.9",
+       .flag = "--kv-fraction",
+       .meaning = "fraction of the memory left after weights given to the KV cache"},
+      {.kind = kI,
+       .path = "/engine/block_size",
+       .type = kInt,
+       .unit = "tokens",
+       .min = 1,
+       .max = 4096,
+       .fallback = 16,
+       .default_text = "16",
+       .meaning = "tokens per paged KV block"},
+      {.kind = kI,
+       .path = "/engine/router",
+       .type = kEnum,
+       .choices = {"round_robin", "least_loaded"},
+       .fallback = "round_robin",
+       .default_text = "round_robin",
+       .flag = "--router",
+       .meaning = "how requests are spread over replicas"},
+      {.kind = kI,
+       .path = "/engine/cuda_graphs",
+       .type = kBool,
+       .fallback = true,
+       .default_text = "true",
+       .meaning = "decode steps run as CUDA graphs (the profile's per-kernel graph overhead)"},
+      {.kind = kI,
+       .path = "/workload/trace_file",
+       .type = kString,
+       .default_text = "none",
+       .flag = "--trace-file",
+       .meaning = "CSV or JSONL of arrival_s, input_tokens, output_tokens (one of rate, concurrency, trace_file)"},
+      {.kind = kI,
+       .path = "/workload/input_len",
+       .type = kLength,
+       .unit = "tokens",
+       .required = true,
+       .default_text = "(required without trace_file)",
+       .flag = "--input-len",
+       .meaning = "prompt tokens: N, or LO-HI drawn uniformly"},
+      {.kind = kI,
+       .path = "/workload/output_len",
+       .type = kLength,
+       .unit = "tokens",
+       .required = true,
+       .default_text = "(required without trace_file)",
+       .flag = "--output-len",
+       .meaning = "output tokens: N, or LO-HI drawn uniformly"},
+      {.kind = kI,
+       .path = "/workload/requests",
+       .type = kInt,
+       .unit = "requests",
+       .min = 1,
+       .max = 100000000,
+       .required = true,
+       .default_text = "(required without trace_file)",
+       .flag = "--requests",
+       .meaning = "number of requests"},
+      {.kind = kI,
+       .path = "/workload/concurrency",
+       .type = kInt,
+       .unit = "requests",
+       .min = 1,
+       .max = 1 << 20,
+       .required = true,
+       .default_text = "none",
+       .flag = "--concurrency",
+       .meaning = "closed loop: this many requests in flight (one of rate, concurrency, trace_file)"},
+      {.kind = kI,
+       .path = "/workload/rate",
+       .type = kRate,
+       .unit = "requests/s",
+       .default_text = "none",
+       .flag = "--rate",
+       .meaning = "Poisson arrivals at this rate, or \"inf\": all queued at once (one of rate, concurrency, "
+                  "trace_file)"},
+      {.kind = kI,
+       .path = "/workload/seed",
+       .type = kInt,
+       .min = 0,
+       .max = static_cast<double>(std::int64_t{1} << 62),
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--seed",
+       .meaning = "seed for Poisson arrivals and length draws"},
+      {.kind = kI,
+       .path = "/slo/ttft",
+       .type = kTime,
+       .unit = "s",
+       .min = 1e-9,
+       .default_text = "none",
+       .flag = "--slo-ttft",
+       .meaning = "time-to-first-token objective, e.g. \"500 ms\""},
+      {.kind = kI,
+       .path = "/slo/tpot",
+       .type = kTime,
+       .unit = "s",
+       .min = 1e-9,
+       .default_text = "none",
+       .flag = "--slo-tpot",
+       .meaning = "time-per-output-token objective, e.g. \"50 ms\""},
+      {.kind = kI,
+       .path = "/disaggregate/prefill",
+       .type = kInt,
+       .unit = "replicas",
+       .min = 1,
+       .max = 64,
+       .required = true,
+       .default_text = "none (not disaggregated)",
+       .flag = "--disaggregate",
+       .meaning = "prefill replicas; the flag takes PREFILL:DECODE (1:1) or with each pool's TP (2x1:1x4)"},
+      {.kind = kI,
+       .path = "/disaggregate/decode",
+       .type = kInt,
+       .unit = "replicas",
+       .min = 1,
+       .max = 64,
+       .required = true,
+       .default_text = "none (not disaggregated)",
+       .flag = "--disaggregate",
+       .meaning = "decode replicas (disaggregated serving)"},
+      {.kind = kI,
+       .path = "/disaggregate/prefill_tp",
+       .type = kInt,
+       .unit = "GPUs",
+       .min = 1,
+       .max = 64,
+       .fallback = 0,
+       .default_text = "the scenario's TP",
+       .flag = "--disaggregate",
+       .meaning = "TP of each prefill replica"},
+      {.kind = kI,
+       .path = "/disaggregate/decode_tp",
+       .type = kInt,
+       .unit = "GPUs",
+       .min = 1,
+       .max = 64,
+       .fallback = 0,
+       .default_text = "the scenario's TP",
+       .flag = "--disaggregate",
+       .meaning = "TP of each decode replica"},
+      {.kind = kI,
+       .path = "/disaggregate/prefill_pp",
+       .type = kInt,
+       .unit = "stages",
+       .min = 1,
+       .max = 64,
+       .fallback = 0,
+       .default_text = "the scenario's PP",
+       .meaning = "PP of each prefill replica"},
+      {.kind = kI,
+       .path = "/disaggregate/decode_pp",
+       .type = kInt,
+       .unit = "stages",
+       .min = 1,
+       .max = 64,
+       .fallback = 0,
+       .default_text = "the scenario's PP",
+       .meaning = "PP of each decode replica"},
+      {.kind = kI,
+       .path = "/allow_oom",
+       .type = kBool,
+       .fallback = false,
+       .default_text = "false",
+       .flag = "--allow-oom",
+       .meaning = "simulate even when a request cannot fit"},
+  };
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+std::string range_text(const Field& f) {
+  std::ostringstream s;
+  switch (f.type) {
+    case FieldType::kInt:
+      s << static_cast<std::int64_t>(f.min) << " to " << static_cast<std::int64_t>(f.max);
+      return s.str();
+    case FieldType::kNumber: s << f.min << " to " << f.max; return s.str();
+    case FieldType::kEnum: {
+      std::string out;
+      for (const auto& c : f.choices) out += (out.empty() ? "" : ", ") + c;
+      return out;
+    }
+    case FieldType::kTime: return "a time, at least 1 ns";
+    case FieldType::kLength: return ">= 1, or LO-HI with 1 <= LO <= HI";
+    case FieldType::kRate: return "> 0, or \"inf\"";
+    case FieldType::kBool: return "true, false";
+    case FieldType::kString: return "";
+  }
+  return "";
+}
+
+std::string dotted(const std::string& pointer) {
+  std::string out = pointer.substr(1);
+  std::replace(out.begin(), out.end(), '/', '.');
+  return out;
+}
+
+}  // namespace
+
+const char* scenario_kind_name(ScenarioKind k) {
+  switch (k) {
+    case ScenarioKind::kTrain: return "train";
+    case ScenarioKind::kInfer: return "infer";
+  }
+  return "?";
+}
+
+const char* field_type_name(FieldType t) {
+  switch (t) {
+    case FieldType::kString: return "string";
+    case FieldType::kEnum: return "enum";
+    case FieldType::kInt: return "integer";
+    case FieldType::kNumber: return "number";
+    case FieldType::kBool: return "boolean";
+    case FieldType::kTime: return "time";
+    case FieldType::kLength: return "length";
+    case FieldType::kRate: return "rate";
+  }
+  return "?";
+}
+
+std::string Field::key() const { return path.substr(path.rfind('/') + 1); }
+std::string Field::object() const { return path.substr(0, path.rfind('/')); }
+
+const std::vector<Field>& scenario_fields() {
+  static const std::vector<Field> all = [] {
+    auto out = training_fields();
+    auto s = serving_fields();
+    out.insert(out.end(), s.begin(), s.end());
+    return out;
+  }();
+  return all;
+}
+
+std::vector<const Field*> fields_of(ScenarioKind kind) {
+  std::vector<const Field*> out;
+  for (const auto& f : scenario_fields()) {
+    if (f.kind == kind) out.push_back(&f);
+  }
+  return out;
+}
+
+std::string pointer_from_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::string out = "/";
+  for (char c : path) out += (c == '.') ? '/' : c;
+  return out;
+}
+
+const Field* find_field(ScenarioKind kind, const std::string& path) {
+  const std::string p = pointer_from_path(path);
+  for (const auto& f : scenario_fields()) {
+    if (f.kind == kind && f.path == p) return &f;
+  }
+  return nullptr;
+}
+
+const Field& field(ScenarioKind kind, const std::string& path) {
+  const Field* f = find_field(kind, path);
+  CS_ASSERT(f != nullptr, ("no field " + path + " in the field table").c_str());
+  return *f;
+}
+
+const std::string& flag_of(ScenarioKind kind, const std::string& path) { return field(kind, path).flag; }
+
+std::int64_t read_int(Reader& r, const Field& f) {
+  CS_ASSERT(f.type == FieldType::kInt, (f.path + " is not an integer field").c_str());
+  const auto lo = static_cast<std::int64_t>(f.min), hi = static_cast<std::int64_t>(f.max);
+  if (f.required) return r.req_int(f.key(), lo, hi);
+  return r.opt_int(f.key(), lo, hi, f.fallback.get<std::int64_t>());
+}
+
+double read_number(Reader& r, const Field& f) {
+  CS_ASSERT(f.type == FieldType::kNumber, (f.path + " is not a number field").c_str());
+  if (f.required) return r.req_number(f.key(), f.min, f.max);
+  return r.opt_number(f.key(), f.min, f.max, f.fallback.get<double>());
+}
+
+bool read_bool(Reader& r, const Field& f) {
+  CS_ASSERT(f.type == FieldType::kBool, (f.path + " is not a boolean field").c_str());
+  if (f.required) return r.req_bool(f.key());
+  return r.opt_bool(f.key(), f.fallback.get<bool>());
+}
+
+std::string read_string(Reader& r, const Field& f) {
+  if (f.type == FieldType::kEnum) {
+    if (f.required) return r.req_enum(f.key(), f.choices);
+    return r.opt_enum(f.key(), f.choices, f.fallback.get<std::string>());
+  }
+  CS_ASSERT(f.type == FieldType::kString, (f.path + " is not a string field").c_str());
+  if (f.required) return r.req_string(f.key());
+  return r.opt_string(f.key(), f.fallback.is_string() ? f.fallback.get<std::string>() : std::string());
+}
+
+nlohmann::json read_field(Reader& r, const Field& f) {
+  switch (f.type) {
+    case FieldType::kString:
+    case FieldType::kEnum: return read_string(r, f);
+    case FieldType::kInt: return read_int(r, f);
+    case FieldType::kNumber: return read_number(r, f);
+    case FieldType::kBool: return read_bool(r, f);
+    case FieldType::kTime:
+      if (!f.required && !r.has(f.key())) return f.fallback;
+      return r.req_quantity(f.key(), Dimension::kTime, f.min);
+    case FieldType::kLength:
+    case FieldType::kRate: break;
+  }
+  CS_ASSERT(false, (f.path + ": lengths and rates are read by the serving parser").c_str());
+  return nullptr;
+}
+
+nlohmann::json value_from_text(const Field* f, const std::string& text) {
+  if (f && (f->type == FieldType::kString || f->type == FieldType::kEnum || f->type == FieldType::kTime)) {
+    // A quoted JSON string is taken unquoted, anything else as written.
+    const auto v = nlohmann::json::parse(text, nullptr, false);
+    return v.is_string() ? v : nlohmann::json(text);
+  }
+  if (f && f->type == FieldType::kLength && !text.empty() &&
+      text.find_first_not_of("0123456789") == std::string::npos) {
+    std::int64_t n = 0;
+    if (std::from_chars(text.data(), text.data() + text.size(), n).ec == std::errc{}) return n;
+  }
+  if (f && f->type == FieldType::kLength) return text;
+  if (f && f->type == FieldType::kRate) {
+    // A finite number is a rate; anything else ("inf", a typo) goes to the parser as text.
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (!text.empty() && end && *end == '\0' && std::isfinite(v)) return v;
+    return text;
+  }
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;
+  return value;
+}
+
+std::string describe_field(const Field& f) {
+  std::ostringstream s;
+  s << dotted(f.path) << " (" << scenario_kind_name(f.kind) << ")\n";
+  s << "  meaning: " << f.meaning << "\n";
+  s << "  type:    " << field_type_name(f.type);
+  if (!f.unit.empty()) s << ", in " << f.unit;
+  s << "\n";
+  const auto range = range_text(f);
+  if (!range.empty()) s << "  values:  " << range << "\n";
+  s << "  default: " << f.default_text << "\n";
+  s << "  flag:    "
+    << (f.flag.empty() ? "(none; set it in the file or with --set " + dotted(f.path) + "=...)" : f.flag) << "\n";
+  s << "  JSON:    " << f.path << "\n";
+  return s.str();
+}
+
+std::string describe_all() {
+  std::ostringstream s;
+  for (auto kind : {ScenarioKind::kTrain, ScenarioKind::kInfer}) {
+    s << "\"kind\": \"" << scenario_kind_name(kind) << "\" scenario fields (clustersim describe FIELD for one):\n";
+    std::size_t width = 0;
+    for (const auto* f : fields_of(kind)) width = std::max(width, dotted(f->path).size());
+    for (const auto* f : fields_of(kind)) {
+      const auto name = dotted(f->path);
+      s << "  " << name << std::string(width - name.size() + 2, ' ') << f->meaning << "\n";
+    }
+    if (kind == ScenarioKind::kTrain) s << "\n";
+  }
+  return s.str();
+}
+
+std::string config_reference_markdown() {
+  std::ostringstream s;
+  s << "# Scenario fields\n\n"
+    << "Generated from the field table (sim/config/fields.cpp) by `clustersim describe --markdown`;\n"
+    << "do not edit by hand (a test fails when this file is stale). `clustersim describe FIELD`\n"
+    << "prints one entry. A field is written in JSON at its path (`parallel.tp` is\n"
+    << "`{\"parallel\": {\"tp\": ...}}`), set with `--set parallel.tp=4`, or with its flag.\n"
+    << "Times are strings with a unit (\"500 ms\").\n";
+  for (auto kind : {ScenarioKind::kTrain, ScenarioKind::kInfer}) {
+    s << "\n## \"kind\": \"" << scenario_kind_name(kind) << "\" (`clustersim "
+      << (kind == ScenarioKind::kTrain ? "train" : "infer") << "`)\n\n";
+    s << "| field | type | unit | values | default | flag | meaning |\n|---|---|---|---|---|---|---|\n";
+    for (const auto* f : fields_of(kind)) {
+      auto cell = [](std::string t) {
+        std::string out;
+        for (char c : t) out += c == '|' ? std::string("\\|") : std::string(1, c);
+        return out;
+      };
+      s << "| `" << dotted(f->path) << "` | " << field_type_name(f->type) << " | " << cell(f->unit) << " | "
+        << cell(range_text(*f)) << " | " << cell(f->default_text) << " | "
+        << (f->flag.empty() ? std::string() : "`" + f->flag + "`") << " | " << cell(f->meaning) << " |\n";
+    }
+  }
+  return s.str();
+}
+
+}  // namespace cs::config
