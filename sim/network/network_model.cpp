@@ -5,6 +5,7 @@
 #include <set>
 
 #include "sim/core/check.hpp"
+#include "sim/network/max_min_solver.hpp"
 
 namespace cs::net {
 
@@ -20,192 +21,215 @@ struct FlowState {
   SimTime updated{};  ///< when `remaining` was last brought up to date
   SimTime finish{};
   bool active = false;
+  bool queued = false;            ///< in the finish queue
+  std::vector<std::uint32_t> at;  ///< per hop: the flow's position in that link's flow list
 };
 
 /// Shared bookkeeping of both models: per-flow progress kept lazily (a flow is brought up to date
-/// only when its rate changes), finish times in an ordered set, per-link loads kept incrementally.
+/// only when its rates are recomputed), finish times in an ordered set, per-link loads kept
+/// incrementally. Starts wait in `pending_` until the model is next asked for something.
 class FluidModel : public NetworkModel {
  public:
   FluidModel(const Topology& topo, LinkState* shared)
-      : topo_(topo),
-        own_(shared ? 0 : topo.link_count()),
-        loads_(shared ? shared->loads : own_.loads),
-        link_flows_(shared ? shared->flows : own_.flows) {}
+      : topo_(topo), own_(shared ? 0 : topo.link_count()), links_(shared ? *shared : own_) {}
 
   void start(FlowId id, const Route& route, double bytes, double rate_cap, SimTime now) override {
+    if (!pending_.empty() && now != pending_time_) settle();
     const auto i = index(id);
     if (i >= flows_.size()) flows_.resize(i + 1);
     auto& f = flows_[i];
     CS_ASSERT(!f.active, "a flow id is started once");
-    f = FlowState{&route, bytes, 0.0, rate_cap, now, now, true};
-    for (auto l : route.links) link_flows_[index(l)].push_back(i);
+    f.route = &route;
+    f.remaining = bytes;
+    f.rate = 0.0;
+    f.cap = rate_cap;
+    f.updated = now;
+    f.finish = now;
+    f.active = true;
+    f.queued = false;
+    f.at.resize(route.links.size());
+    for (std::size_t h = 0; h < route.links.size(); ++h) {
+      auto& v = links_.flows[index(route.links[h])];
+      f.at[h] = static_cast<std::uint32_t>(v.size());
+      v.push_back({i, static_cast<std::uint32_t>(h)});
+    }
     ++active_;
-    changed({i}, now);
+    pending_.push_back(i);
+    pending_time_ = now;
   }
 
-  [[nodiscard]] std::optional<SimTime> next_completion() const override {
+  [[nodiscard]] std::optional<SimTime> next_completion() override {
+    settle();
     if (finish_q_.empty()) return std::nullopt;
     return finish_q_.begin()->first;
   }
 
   std::vector<FlowId> complete(SimTime now) override {
+    settle();
     std::vector<FlowId> done;
-    std::vector<std::uint32_t> neighbours;
+    ended_links_.clear();
     while (!finish_q_.empty() && finish_q_.begin()->first <= now) {
       const auto i = finish_q_.begin()->second;
       finish_q_.erase(finish_q_.begin());
       auto& f = flows_[i];
-      for (auto l : f.route->links) {
-        auto& v = link_flows_[index(l)];
-        v.erase(std::find(v.begin(), v.end(), i));
-        loads_[index(l)] -= f.rate;
-        for (auto other : v) neighbours.push_back(other);
+      for (std::size_t h = 0; h < f.route->links.size(); ++h) {
+        const auto l = index(f.route->links[h]);
+        auto& v = links_.flows[l];
+        const auto moved = v.back();
+        v[f.at[h]] = moved;
+        flows_[moved.flow].at[moved.hop] = f.at[h];
+        v.pop_back();
+        links_.loads[l] -= f.rate;
+        ended_links_.push_back(l);
       }
       f.active = false;
+      f.queued = false;
       --active_;
       done.push_back(static_cast<FlowId>(i));
     }
     std::sort(done.begin(), done.end(), [](FlowId a, FlowId b) { return index(a) < index(b); });
-    if (!neighbours.empty()) changed(neighbours, now);
+    if (!ended_links_.empty()) flows_ended(ended_links_, now);
     return done;
   }
 
-  [[nodiscard]] const std::vector<double>& link_loads() const override { return loads_; }
+  [[nodiscard]] const std::vector<double>& link_loads() override {
+    settle();
+    return links_.loads;
+  }
   [[nodiscard]] std::size_t active_flows() const override { return active_; }
 
  protected:
-  /// Rates of `component` (flows sorted by id) after a change; `links` are the links they cross.
-  virtual void assign_rates(const std::vector<std::uint32_t>& component, const std::vector<std::uint32_t>& links) = 0;
-  /// The flows whose rates a change to `seeds` can affect.
-  virtual std::vector<std::uint32_t> affected(const std::vector<std::uint32_t>& seeds) = 0;
+  /// Assigns the rates of `component` (active flows, sorted by id) after a change.
+  virtual void assign_rates(const std::vector<std::uint32_t>& component) = 0;
+  /// Flows `started` (in start order) at `now` are waiting for rates.
+  virtual void flows_started(const std::vector<std::uint32_t>& started, SimTime now) = 0;
+  /// Flows that crossed `links` (repeats allowed) ended at `now`.
+  virtual void flows_ended(const std::vector<std::uint32_t>& links, SimTime now) = 0;
+
+  /// Brings `component` (active flows, sorted by id) up to `now` at their old rates, assigns new
+  /// rates and finish times, and moves the link loads from the old rates to the new.
+  void update(const std::vector<std::uint32_t>& component, SimTime now) {
+    for (auto i : component) {
+      auto& f = flows_[i];
+      f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated).seconds());
+      f.updated = now;
+      for (auto l : f.route->links) links_.loads[index(l)] -= f.rate;
+    }
+    assign_rates(component);
+    for (auto i : component) {
+      auto& f = flows_[i];
+      CS_ASSERT(f.rate > 0.0 && std::isfinite(f.rate), "every flow gets a positive finite rate");
+      const auto finish = now + SimTime::from_seconds(f.remaining / f.rate);
+      if (!f.queued || finish != f.finish) {
+        if (f.queued) finish_q_.erase({f.finish, i});
+        f.finish = finish;
+        finish_q_.insert({f.finish, i});
+        f.queued = true;
+      }
+      for (auto l : f.route->links) links_.loads[index(l)] += f.rate;
+    }
+  }
 
   const Topology& topo_;
   std::vector<FlowState> flows_;
   LinkState own_;  ///< empty when the links are shared
-  std::vector<double>& loads_;
-  std::vector<std::vector<std::uint32_t>>& link_flows_;  ///< active flows on each link, in start order
+  LinkState& links_;
 
  private:
-  void changed(const std::vector<std::uint32_t>& seeds, SimTime now) {
-    auto component = affected(seeds);
-    std::sort(component.begin(), component.end());
-    component.erase(std::unique(component.begin(), component.end()), component.end());
-    std::vector<std::uint32_t> links;
-    for (auto i : component) {
-      auto& f = flows_[i];
-      // Bring progress up to now at the old rate, and take the old rate off the links.
-      f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated).seconds());
-      f.updated = now;
-      for (auto l : f.route->links) {
-        loads_[index(l)] -= f.rate;
-        links.push_back(index(l));
-      }
-    }
-    std::sort(links.begin(), links.end());
-    links.erase(std::unique(links.begin(), links.end()), links.end());
-    assign_rates(component, links);
-    for (auto i : component) {
-      auto& f = flows_[i];
-      CS_ASSERT(f.rate > 0.0 && std::isfinite(f.rate), "every flow gets a positive finite rate");
-      finish_q_.erase({f.finish, i});
-      f.finish = now + SimTime::from_seconds(f.remaining / f.rate);
-      finish_q_.insert({f.finish, i});
-      for (auto l : f.route->links) loads_[index(l)] += f.rate;
-    }
+  void settle() {
+    if (pending_.empty()) return;
+    flows_started(pending_, pending_time_);
+    pending_.clear();
   }
 
   std::set<std::pair<SimTime, std::uint32_t>> finish_q_;
+  std::vector<std::uint32_t> pending_;  ///< started, no rate yet, in start order
+  SimTime pending_time_{};
+  std::vector<std::uint32_t> ended_links_;
   std::size_t active_ = 0;
 };
 
-/// Max-min fairness by progressive filling over the connected component of flows (flows linked
-/// by shared links, transitively) that a start or end touches: components are independent, so
-/// this equals the global allocation. Ties break by lowest link id, then flow id.
+/// Max-min fairness (MaxMinSolver) over the connected component of flows (flows linked by shared
+/// links, transitively) that a change touches: components are independent, so this equals the
+/// global allocation, and no other flow is visited. Flows started together are settled one final
+/// component at a time, as if each had been settled on its own start; the components around flows
+/// ending together are solved as one problem.
 class FlowModel final : public FluidModel {
  public:
   using FluidModel::FluidModel;
 
  protected:
-  std::vector<std::uint32_t> affected(const std::vector<std::uint32_t>& seeds) override {
-    std::vector<std::uint32_t> out;
-    std::vector<std::uint32_t> stack;
-    for (auto s : seeds) {
-      if (flows_[s].active && mark(s)) stack.push_back(s);
+  void flows_started(const std::vector<std::uint32_t>& started, SimTime now) override {
+    new_search();
+    for (auto s : started) {
+      if (!flows_[s].active || flow_mark_[s] == epoch_) continue;
+      component_.clear();
+      reach_flow(s);
+      spread();
+      solve(now);
     }
-    while (!stack.empty()) {
-      const auto i = stack.back();
-      stack.pop_back();
-      out.push_back(i);
-      for (auto l : flows_[i].route->links) {
-        for (auto j : link_flows_[index(l)]) {
-          if (mark(j)) stack.push_back(j);
-        }
-      }
-    }
-    ++epoch_;
-    return out;
   }
 
-  void assign_rates(const std::vector<std::uint32_t>& comp, const std::vector<std::uint32_t>& links) override {
-    std::vector<double> residual(links.size());
-    std::vector<std::uint32_t> count(links.size(), 0);
-    auto slot = [&](LinkId l) {
-      return static_cast<std::size_t>(std::lower_bound(links.begin(), links.end(), index(l)) - links.begin());
-    };
-    for (std::size_t k = 0; k < links.size(); ++k)
-      residual[k] = topo_.link(static_cast<LinkId>(links[k])).bandwidth_bytes_per_s;
+  void flows_ended(const std::vector<std::uint32_t>& links, SimTime now) override {
+    new_search();
+    component_.clear();
+    for (auto l : links) reach_link(l);
+    spread();
+    if (!component_.empty()) solve(now);
+  }
+
+  void assign_rates(const std::vector<std::uint32_t>& comp) override {
+    problem_.clear();
+    for (auto l : problem_links_) problem_.capacity.push_back(topo_.link(static_cast<LinkId>(l)).bandwidth_bytes_per_s);
     for (auto i : comp) {
-      for (auto l : flows_[i].route->links) ++count[slot(l)];
+      const auto& f = flows_[i];
+      for (auto l : f.route->links) problem_.hops.push_back(links_.slot[index(l)]);
+      problem_.first.push_back(static_cast<std::uint32_t>(problem_.hops.size()));
+      problem_.cap.push_back(f.cap);
     }
-    std::vector<bool> fixed(comp.size(), false);
-    std::size_t left = comp.size();
-    while (left > 0) {
-      double share = kUncapped;
-      for (std::size_t k = 0; k < links.size(); ++k) {
-        if (count[k] > 0) share = std::min(share, residual[k] / count[k]);
-      }
-      double min_cap = kUncapped;
-      for (std::size_t c = 0; c < comp.size(); ++c) {
-        if (!fixed[c]) min_cap = std::min(min_cap, flows_[comp[c]].cap);
-      }
-      CS_ASSERT(std::isfinite(share) || std::isfinite(min_cap), "every flow crosses a link or has a cap");
-      const bool cap_binds = min_cap <= share;
-      const double rate = cap_binds ? min_cap : share;
-      const double tol = 1e-12 * rate;
-      for (std::size_t c = 0; c < comp.size(); ++c) {
-        if (fixed[c]) continue;
-        auto& f = flows_[comp[c]];
-        bool take = false;
-        if (cap_binds) {
-          take = f.cap <= rate + tol;
-        } else {
-          for (auto l : f.route->links) {
-            const auto k = slot(l);
-            if (residual[k] / count[k] <= rate + tol) take = true;
-          }
-        }
-        if (!take) continue;
-        fixed[c] = true;
-        --left;
-        f.rate = rate;
-        for (auto l : f.route->links) {
-          const auto k = slot(l);
-          residual[k] = std::max(0.0, residual[k] - rate);
-          --count[k];
-        }
-      }
-    }
+    solver_.solve(problem_, rates_);
+    for (std::size_t c = 0; c < comp.size(); ++c) flows_[comp[c]].rate = rates_[c];
   }
 
  private:
-  bool mark(std::uint32_t i) {
-    if (seen_.size() <= i) seen_.resize(flows_.size(), 0);
-    if (seen_[i] == epoch_ + 1) return false;
-    seen_[i] = epoch_ + 1;
-    return true;
+  void new_search() {
+    ++epoch_;
+    if (flow_mark_.size() < flows_.size()) flow_mark_.resize(flows_.size(), 0);
+    problem_links_.clear();
   }
-  std::vector<std::uint64_t> seen_;
+  void solve(SimTime now) {
+    std::sort(component_.begin(), component_.end());
+    update(component_, now);
+    problem_links_.clear();
+  }
+  /// Adds flow `i` to the component and queues its links.
+  void reach_flow(std::uint32_t i) {
+    flow_mark_[i] = epoch_;
+    component_.push_back(i);
+    for (auto l : flows_[i].route->links) reach_link(index(l));
+  }
+  void reach_link(std::uint32_t l) {
+    if (links_.mark[l] == epoch_) return;
+    links_.mark[l] = epoch_;
+    links_.slot[l] = static_cast<std::uint32_t>(problem_links_.size());
+    problem_links_.push_back(l);
+  }
+  /// Follows every reached link to its flows and their links, until nothing new is reached.
+  void spread() {
+    for (std::size_t k = 0; k < problem_links_.size(); ++k) {
+      for (const auto& e : links_.flows[problem_links_[k]]) {
+        if (flow_mark_[e.flow] != epoch_) reach_flow(e.flow);
+      }
+    }
+  }
+
   std::uint64_t epoch_ = 0;
+  std::vector<std::uint64_t> flow_mark_;      ///< the last search that reached each flow
+  std::vector<std::uint32_t> component_;      ///< flows reached by the current search
+  std::vector<std::uint32_t> problem_links_;  ///< links reached, in slot order
+  MaxMinProblem problem_;
+  MaxMinSolver solver_;
+  std::vector<double> rates_;
 };
 
 /// Closed form per flow: bottleneck bandwidth of its route (or its cap), ignoring other flows, so
@@ -215,16 +239,19 @@ class AnalyticalModel final : public FluidModel {
   using FluidModel::FluidModel;
 
  protected:
-  std::vector<std::uint32_t> affected(const std::vector<std::uint32_t>& seeds) override {
-    std::vector<std::uint32_t> out;
-    for (auto s : seeds) {
-      if (flows_[s].active && flows_[s].rate == 0.0) out.push_back(s);  // only a newly started flow
+  void flows_started(const std::vector<std::uint32_t>& started, SimTime now) override {
+    for (auto s : started) {
+      one_[0] = s;
+      update(one_, now);
     }
-    return out;
   }
-  void assign_rates(const std::vector<std::uint32_t>& comp, const std::vector<std::uint32_t>& /*links*/) override {
+  void flows_ended(const std::vector<std::uint32_t>& /*links*/, SimTime /*now*/) override {}
+  void assign_rates(const std::vector<std::uint32_t>& comp) override {
     for (auto i : comp) flows_[i].rate = std::min(topo_.bottleneck(*flows_[i].route), flows_[i].cap);
   }
+
+ private:
+  std::vector<std::uint32_t> one_ = {0};
 };
 
 }  // namespace
