@@ -3,21 +3,31 @@
 //   cs_bench scale [DP]      Llama-3.1-405B on DP x 128 H100 (TP8 PP16, seq 8192, 16 micro-batches
 //                            per replica; DP 128 = the 16,384-GPU, 16M-token step of the issue)
 //   cs_bench scale DP --symmetry dp   the same with one simulated data-parallel replica
+//   cs_bench rail [NODES]    one 1 GiB ring all-reduce over NODES x 8 H100 (default 2,048 nodes =
+//                            16,384 GPUs) on ib-ndr-rail and on one flat switch with the same NICs
+//   cs_bench gpt3 [NODES]    GPT-3 175B, TP4 PP6 VPP8, FP8, ZeRO-1, SP, 6 micro-batches per replica,
+//                            --symmetry dp, on NODES HGX H100 (default 1,452 = 11,616 GPUs, the
+//                            size of NVIDIA's MLPerf Training v4.0 GPT-3 submission) over ib-ndr-rail
 // CS_THREADS=N caps the worker threads (default: all cores); CS_ENGINE=serial runs one partition.
 // Each case prints tasks, events, flows, the wall time of every phase and the peak resident memory.
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "sim/config/catalog.hpp"
+#include "sim/config/cluster_file.hpp"
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/profile_file.hpp"
 #include "sim/config/scenario_file.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/workload/collective_timing.hpp"
 
 #ifndef CLUSTERSIM_DATA_DIR
 #define CLUSTERSIM_DATA_DIR "."
@@ -50,6 +60,44 @@ void run_case(const cs::config::Catalog& catalog, const std::string& name, const
             << "  simulated step " << cs::fixed(r.step_time_s, 6) << " s, MFU " << cs::fixed(r.mfu * 100, 2) << "%\n";
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// One 1 GiB ring all-reduce over every GPU of `nodes` HGX H100 nodes, on the rail fabric and on
+/// one flat switch with the same NICs (the same flows, fewer shared links): the flow model's cost
+/// should follow the flows, not the fabric's tiers.
+void run_rail(const cs::config::Catalog& catalog, int nodes) {
+  using cs::config::CatalogKind;
+  const auto cluster = cs::config::parse_cluster(
+      cs::config::load(catalog.locate(CatalogKind::kCluster, "hgx-h100", "bench", "/cluster")), "hgx-h100");
+  const auto profile = cs::config::parse_profile(
+      cs::config::load(catalog.locate(CatalogKind::kProfile, cluster.profile, "bench", "/profile")), cluster.profile);
+  const auto rail = cs::config::parse_fabric(
+      cs::config::load(catalog.locate(CatalogKind::kFabric, "ib-ndr-rail", "bench", "/fabric")), "ib-ndr-rail");
+  auto flat = rail;
+  flat.kind = cs::net::FabricKind::kSingleSwitch;
+  double wall[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto topo = cs::net::Topology::build(cluster, cluster.gpus, nodes, k == 0 ? rail : flat);
+    const double topology_s = seconds_since(t0);
+    std::vector<int> ranks(static_cast<std::size_t>(topo.gpu_count()));
+    for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int>(r);
+    const auto t = cs::workload::time_collective(topo, cs::coll::CollectiveOp::kAllReduce, cs::coll::Algorithm::kRing,
+                                                 ranks, 1024.0 * 1024 * 1024, profile.collective_latency.value);
+    wall[k] = seconds_since(t0);
+    std::cout << "ring all-reduce, 1 GiB, " << topo.gpu_count() << " H100, "
+              << (k == 0 ? "ib-ndr-rail" : "one flat switch (ib-ndr-rail's NICs)") << "\n"
+              << "  wall " << cs::fixed(wall[k], 3) << " s: topology " << cs::fixed(topology_s, 3) << ", collective "
+              << cs::fixed(wall[k] - topology_s, 3) << "\n"
+              << "  peak memory " << cs::fixed(peak_rss_gib(), 2) << " GiB (process, so far)\n"
+              << "  simulated " << cs::fixed(t.seconds * 1e3, 3) << " ms, busbw "
+              << cs::fixed(t.busbw_bytes_per_s / 1e9, 2) << " GB/s\n";
+  }
+  std::cout << "rail / flat wall time: " << cs::fixed(wall[0] / wall[1], 2) << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,6 +119,27 @@ int main(int argc, char** argv) {
     run_case(catalog,
              "llama3.1-405b TP8 PP16 DP" + std::to_string(dp) + " on " + std::to_string(128 * dp) +
                  " H100 (ib-ndr-rail), symmetry " + symmetry,
+             j);
+    return 0;
+  }
+  if (which == "rail") {
+    run_rail(catalog, argc > 2 ? std::stoi(argv[2]) : 2048);
+    return 0;
+  }
+  if (which == "gpt3") {
+    const int nodes = argc > 2 ? std::stoi(argv[2]) : 1452;
+    const int dp = nodes * 8 / 24;
+    const nlohmann::json j = {
+        {"model", "gpt3-175b"},
+        {"cluster", "hgx-h100"},
+        {"nodes", nodes},
+        {"fabric", "ib-ndr-rail"},
+        {"symmetry", "dp"},
+        {"parallel", {{"tp", 4}, {"pp", 6}, {"vpp", 8}, {"dp", dp}, {"sp", true}, {"zero", 1}}},
+        {"training", {{"seq", 2048}, {"global_batch", 6 * dp}, {"micro_batch", 1}, {"dtype", "fp8"}}}};
+    run_case(catalog,
+             "gpt3-175b TP4 PP6 VPP8 DP" + std::to_string(dp) + " FP8 on " + std::to_string(8 * nodes) +
+                 " H100 (ib-ndr-rail), symmetry dp",
              j);
     return 0;
   }
