@@ -1,6 +1,7 @@
 #include "calibration/profile/nccl_tests_import.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <sstream>
 
 #include "calibration/profile/text_tokens.hpp"
@@ -14,7 +15,15 @@ bool to_double(const std::string& s, double& out) {
   const char* b = s.data();
   const char* e = s.data() + s.size();
   auto [p, ec] = std::from_chars(b, e, out);
-  return ec == std::errc{} && p == e;
+  return ec == std::errc{} && p == e && std::isfinite(out);
+}
+
+/// A header count ("nGpus 8"): digits only, 1 to kMaxImportGpus, or false.
+bool to_count(const std::string& s, int& out) {
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  auto [p, ec] = std::from_chars(b, e, out);
+  return ec == std::errc{} && p == e && out >= 1 && out <= kMaxImportGpus;
 }
 
 std::string op_from_name(const std::string& text) {
@@ -57,13 +66,19 @@ NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& file, 
         }
       }
       for (std::size_t i = 0; i + 1 < t.size(); ++i) {
-        if (t[i] == "nGpus") ngpus_header = std::atoi(t[i + 1].c_str());
-        if (t[i] == "nThread") nthreads = std::atoi(t[i + 1].c_str());
+        if (t[i] != "nGpus" && t[i] != "nThread") continue;
+        int v = 0;
+        if (!to_count(t[i + 1], v)) {
+          throw InputError(file + ":" + std::to_string(lineno), "",
+                           t[i] + ": expected a count from 1 to " + std::to_string(kMaxImportGpus) + "; got '" +
+                               t[i + 1].substr(0, 20) + "'");
+        }
+        (t[i] == "nGpus" ? ngpus_header : nthreads) = v;
       }
       continue;
     }
     double first = 0;
-    if (!to_double(t[0], first)) {
+    if (!to_double(t[0], first) || first < 0) {
       throw InputError(file + ":" + std::to_string(lineno), "",
                        "not nccl-tests output: expected a '#' comment or a result row starting with a size; got '" +
                            line.substr(0, 60) + "'");
@@ -96,9 +111,16 @@ NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& file, 
     throw InputError(file, "",
                      "cannot tell which collective this is (no *_perf name in the file or its name); pass --op");
   }
-  run.gpus = gpus_hint > 0          ? gpus_hint
-             : !run.devices.empty() ? static_cast<int>(run.devices.size())
-                                    : ngpus_header * nthreads;
+  // Counts are capped at kMaxImportGpus each, so the product fits an int64 and is checked as one.
+  const std::int64_t gpus = gpus_hint > 0          ? gpus_hint
+                            : !run.devices.empty() ? static_cast<std::int64_t>(run.devices.size())
+                                                   : std::int64_t{ngpus_header} * nthreads;
+  if (gpus > kMaxImportGpus) {
+    throw InputError(file, "",
+                     "the run spans " + std::to_string(gpus) + " GPUs (--gpus, its '#  Rank' lines or nGpus x nThread); " +
+                         "expected at most " + std::to_string(kMaxImportGpus));
+  }
+  run.gpus = static_cast<int>(gpus);
   if (run.gpus < 2) throw InputError(file, "", "cannot tell how many GPUs ran this (no '#  Rank' lines); pass --gpus");
   return run;
 }

@@ -1,8 +1,12 @@
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace cs::calib {
+
+/// The most GPUs an imported nccl-tests run may span (nGpus x nThread, or its "#  Rank" lines).
+inline constexpr int kMaxImportGpus = 1 << 20;
 
 /// One nccl-tests result file, read: which collective, on how many GPUs, which devices, and the
 /// out-of-place rows (size in bytes, time in seconds, algbw and busbw in bytes/s).

@@ -1,5 +1,6 @@
 #include "calibration/profile/topo_import.hpp"
 
+#include <charconv>
 #include <map>
 #include <numeric>
 #include <set>
@@ -16,6 +17,14 @@ bool is_indexed(const std::string& s, const char* prefix) {
   const std::string p(prefix);
   return s.size() > p.size() && s.compare(0, p.size(), p) == 0 &&
          s.find_first_not_of("0123456789", p.size()) == std::string::npos;
+}
+
+/// The link count of an "NV<k>" relation, 1 to kMaxNvlinks; 0 if it is not one.
+int nvlinks(const std::string& r) {
+  if (r.size() <= 2 || r.compare(0, 2, "NV") != 0) return 0;
+  int k = 0;
+  const auto [p, ec] = std::from_chars(r.data() + 2, r.data() + r.size(), k);
+  return ec == std::errc{} && p == r.data() + r.size() && k >= 1 && k <= kMaxNvlinks ? k : 0;
 }
 
 struct UnionFind {
@@ -66,6 +75,11 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
           if (is_indexed(c, "GPU")) ++ngpu;
           if (is_indexed(c, "NIC") || is_indexed(c, "mlx5_")) ++nnic;
         }
+        if (ngpu > kMaxTopoGpus) {
+          throw InputError(file + ":" + std::to_string(lineno), "",
+                           "the header names " + std::to_string(ngpu) + " GPUs; a cluster file holds at most " +
+                               std::to_string(kMaxTopoGpus) + " GPUs per node");
+        }
       }
       continue;
     }
@@ -79,9 +93,10 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
     std::vector<std::string> rel(t.begin() + 1, t.begin() + 1 + ngpu);
     for (const auto& r : rel) {
       static const std::set<std::string> kKnown{"X", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"};
-      if (!kKnown.count(r) && !(r.size() > 2 && r.compare(0, 2, "NV") == 0)) {
+      if (!kKnown.count(r) && nvlinks(r) == 0) {
         throw InputError(file + ":" + std::to_string(lineno), "",
-                         "unknown relation '" + r + "'; expected X, NV<n>, PIX, PXB, PHB, NODE or SYS");
+                         "unknown relation '" + r + "'; expected X, NV<n> (n from 1 to " + std::to_string(kMaxNvlinks) +
+                             "), PIX, PXB, PHB, NODE or SYS");
       }
     }
     m.gpus.push_back(t[0]);
@@ -89,7 +104,9 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
     int numa = -1;
     if (t.size() > needed + 1) {
       const std::string& s = t[needed + 1];
-      if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) numa = std::atoi(s.c_str());
+      int v = 0;
+      const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec == std::errc{} && p == s.data() + s.size() && v >= 0) numa = v;
     }
     m.numa.push_back(numa);
   }
@@ -105,10 +122,7 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
 nlohmann::ordered_json topo_to_cluster(const TopoMatrix& m, const std::string& file, const std::string& profile,
                                        int pcie_gen) {
   const int n = static_cast<int>(m.gpus.size());
-  auto nv = [&](int a, int b) {
-    const auto& r = m.relation[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
-    return r.size() > 2 && r.compare(0, 2, "NV") == 0 ? std::atoi(r.c_str() + 2) : 0;
-  };
+  auto nv = [&](int a, int b) { return nvlinks(m.relation[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]); };
   auto rel = [&](int a, int b) { return m.relation[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]; };
   std::set<int> counts;
   bool all_nv = n >= 2;

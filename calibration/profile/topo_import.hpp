@@ -5,6 +5,11 @@
 
 namespace cs::calib {
 
+/// The most GPUs one imported matrix may name: as many as a cluster file's node holds.
+inline constexpr int kMaxTopoGpus = 64;
+/// The most bonded NVLink links one "NV<k>" relation may claim (18 on an H100).
+inline constexpr int kMaxNvlinks = 64;
+
 /// `nvidia-smi topo -m`, read: GPU names in order and the relation of each GPU pair
 /// ("X", "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"), plus each GPU's NUMA node when given.
 struct TopoMatrix {

@@ -10,6 +10,15 @@ namespace cs::config {
 
 namespace fs = std::filesystem;
 
+namespace {
+/// A regular file at `path`? Never throws: a name too long, a symlink loop or a permission
+/// problem is just "no such file" here, and load() reports the details if it is read.
+bool regular_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && !ec;
+}
+}  // namespace
+
 const char* kind_name(CatalogKind kind) {
   switch (kind) {
     case CatalogKind::kModel: return "model";
@@ -49,13 +58,13 @@ std::string Catalog::locate(CatalogKind kind, const std::string& id_or_path, con
   const bool is_path =
       id_or_path.find('/') != std::string::npos || (id_or_path.size() > 5 && id_or_path.ends_with(".json"));
   if (is_path) {
-    if (!fs::is_regular_file(id_or_path)) {
+    if (!regular_file(id_or_path)) {
       throw InputError(referrer, pointer, std::string("no ") + kind_name(kind) + " file '" + id_or_path + "'");
     }
     return id_or_path;
   }
   const std::string path = folder(kind) + "/" + id_or_path + ".json";
-  if (fs::is_regular_file(path)) return path;
+  if (regular_file(path)) return path;
   const auto all = ids(kind);
   // Name the folder relative to the data root, so messages read the same on every checkout.
   const std::string rel = folder(kind).substr(root_.size() + 1);

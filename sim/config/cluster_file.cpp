@@ -23,7 +23,13 @@ ClusterSpec parse_cluster(const config::JsonDoc& doc, const std::string& id) {
   (void)r.opt_string("id", id);
   c.name = r.req_string("name");
   c.profile = r.req_string("profile");
+  const std::size_t before_gpus = problems.size();
   c.gpus = static_cast<int>(r.req_int("gpus", 1, net::kMaxClusterGpus));
+  // With no usable GPU count, links to gpuN cannot be judged: only /gpus is reported.
+  const bool gpus_known = problems.size() == before_gpus;
+  const auto is_gpu_name = [](const std::string& v) {
+    return v.size() > 3 && v.compare(0, 3, "gpu") == 0 && v.find_first_not_of("0123456789", 3) == std::string::npos;
+  };
   c.gpus_per_node = static_cast<int>(r.opt_int("gpus_per_node", 1, net::kMaxClusterGpus, c.gpus));
   if (c.gpus_per_node > 0 && c.gpus % c.gpus_per_node != 0) {
     r.fail_at("gpus_per_node",
@@ -81,7 +87,7 @@ ClusterSpec parse_cluster(const config::JsonDoc& doc, const std::string& id) {
     ls.type = l.req_string("type");
     for (const auto* key : {"a", "b"}) {
       const auto& v = std::string(key) == "a" ? ls.a : ls.b;
-      if (!v.empty() && !names.count(v)) {
+      if (!v.empty() && !names.count(v) && (gpus_known || !is_gpu_name(v))) {
         std::vector<std::string> all(names.begin(), names.end());
         std::string msg = "unknown vertex '" + v + "' (GPUs are gpu0..gpu" + std::to_string(c.gpus - 1) +
                           ", switches are listed under /switches)";
@@ -109,7 +115,7 @@ ClusterSpec parse_cluster(const config::JsonDoc& doc, const std::string& id) {
               "of kind host_memory (a socket's DRAM) linked to the root complex");
   }
   r.finish();
-  for (int g = 0; g < c.gpus; ++g) {
+  for (int g = 0; g < c.gpus && gpus_known; ++g) {
     if (!connected.count("gpu" + std::to_string(g))) {
       problems.add({doc.path, "/links", "gpu" + std::to_string(g) + " has no link"});
     }

@@ -27,11 +27,12 @@ FabricSpec parse_fabric(const config::JsonDoc& doc, const std::string& id) {
       r.fail_at("gpu_nic", "expected an array giving each GPU's NIC index");
     } else {
       for (const auto& v : *m) {
-        if (!v.is_number_integer() || v.get<int>() < 0 || v.get<int>() >= f.nics_per_node) {
+        // Compared as int64: an index beyond int must not wrap into range.
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= f.nics_per_node) {
           r.fail_at("gpu_nic", "expected NIC indices from 0 to " + std::to_string(f.nics_per_node - 1));
           break;
         }
-        f.gpu_nic.push_back(v.get<int>());
+        f.gpu_nic.push_back(static_cast<int>(v.get<std::int64_t>()));
       }
     }
   }

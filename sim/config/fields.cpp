@@ -5,9 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
+#include "sim/config/json_doc.hpp"
 #include "sim/core/check.hpp"
+#include "sim/core/errors.hpp"
 
 namespace cs::config {
 
@@ -731,6 +734,16 @@ std::string dotted(const std::string& pointer) {
   return out;
 }
 
+/// Command-line JSON through the same checked parser as files (depth, duplicate keys, number
+/// range); nothing when the text is not such JSON, so the caller takes it as plain text.
+std::optional<nlohmann::json> checked_json(const std::string& text) {
+  try {
+    return parse_text(text, "command line: --set").json;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 const char* scenario_kind_name(ScenarioKind k) {
@@ -848,8 +861,8 @@ nlohmann::json read_field(Reader& r, const Field& f) {
 nlohmann::json value_from_text(const Field* f, const std::string& text) {
   if (f && (f->type == FieldType::kString || f->type == FieldType::kEnum || f->type == FieldType::kTime)) {
     // A quoted JSON string is taken unquoted, anything else as written.
-    const auto v = nlohmann::json::parse(text, nullptr, false);
-    return v.is_string() ? v : nlohmann::json(text);
+    const auto v = checked_json(text);
+    return v && v->is_string() ? *v : nlohmann::json(text);
   }
   if (f && f->type == FieldType::kLength && !text.empty() &&
       text.find_first_not_of("0123456789") == std::string::npos) {
@@ -864,9 +877,8 @@ nlohmann::json value_from_text(const Field* f, const std::string& text) {
     if (!text.empty() && end && *end == '\0' && std::isfinite(v)) return v;
     return text;
   }
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-  if (value.is_discarded()) value = text;
-  return value;
+  const auto value = checked_json(text);
+  return value ? *value : nlohmann::json(text);
 }
 
 std::string describe_field(const Field& f) {

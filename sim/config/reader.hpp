@@ -19,6 +19,8 @@ class Problems {
  public:
   void add(InputProblem p);
   [[nodiscard]] bool empty() const { return list_.empty(); }
+  /// How many problems are recorded (to tell whether one field's read added any).
+  [[nodiscard]] std::size_t size() const { return list_.size(); }
   /// Throws InputError with everything collected, if anything was.
   void throw_if_any() const;
 

@@ -103,8 +103,9 @@ void set_path(nlohmann::json& doc, const std::string& path, const nlohmann::json
 }
 
 void set_field_text(nlohmann::json& doc, const std::string& path, const std::string& text, const std::string& origin) {
-  const auto kind =
-      doc.is_object() && doc.value("kind", "train") == "infer" ? ScenarioKind::kInfer : ScenarioKind::kTrain;
+  // Compared, not read with value(): a "kind" that is not a string is the parser's to refuse by name.
+  const bool infer = doc.is_object() && doc.contains("kind") && doc["kind"] == "infer";
+  const auto kind = infer ? ScenarioKind::kInfer : ScenarioKind::kTrain;
   set_path(doc, path, value_from_text(find_field(kind, path), text), origin);
 }
 

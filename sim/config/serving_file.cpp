@@ -1,5 +1,6 @@
 #include "sim/config/serving_file.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include "sim/config/reader.hpp"
 #include "sim/config/scenario_file.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/core/quantity.hpp"
+#include "sim/core/sim_time.hpp"
 
 namespace cs::config {
 
@@ -27,21 +30,27 @@ namespace {
 LengthDist read_length(config::Reader& r, const std::string& key) {
   LengthDist d;
   const auto* v = r.raw(key);
-  const std::string expected = "expected a positive integer or a range \"lo-hi\" of positive integers";
+  const std::string expected = "expected a positive integer or a range \"lo-hi\" of positive integers, at most " +
+                               std::to_string(kMaxRequestTokens);
   if (!v) {
     r.fail_at(key, "missing required field; " + expected);
     return {1, 1};
   }
-  if (v->is_number_integer() && v->get<std::int64_t>() >= 1) return {v->get<std::int64_t>(), v->get<std::int64_t>()};
+  const auto in_range = [](std::int64_t n) { return n >= 1 && n <= kMaxRequestTokens; };
+  if (v->is_number_integer() && in_range(v->get<std::int64_t>())) return {v->get<std::int64_t>(), v->get<std::int64_t>()};
   if (v->is_string()) {
     const std::string s = v->get<std::string>();
     const auto dash = s.find('-');
     std::int64_t lo = 0, hi = 0;
-    if (dash != std::string::npos) {
+    if (dash == std::string::npos) {
+      // A fixed length given as digits (the command line passes lengths too long for an integer so).
+      auto a = std::from_chars(s.data(), s.data() + s.size(), lo);
+      if (a.ec == std::errc{} && a.ptr == s.data() + s.size() && in_range(lo)) return {lo, lo};
+    } else {
       auto a = std::from_chars(s.data(), s.data() + dash, lo);
       auto b = std::from_chars(s.data() + dash + 1, s.data() + s.size(), hi);
       if (a.ec == std::errc{} && b.ec == std::errc{} && a.ptr == s.data() + dash && b.ptr == s.data() + s.size() &&
-          lo >= 1 && hi >= lo) {
+          in_range(lo) && in_range(hi) && hi >= lo) {
         return {lo, hi};
       }
     }
@@ -59,22 +68,38 @@ const Field& F(const std::string& path) { return field(ScenarioKind::kInfer, pat
 
 }  // namespace
 
-std::vector<RequestSpec> read_trace(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
+std::vector<RequestSpec> read_trace(const std::string& path, std::int64_t context) {
+  std::istringstream in(config::read_file(path));
+  return read_trace(in, path, path.ends_with(".jsonl") || path.ends_with(".json"), context);
+}
+
+std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bool jsonl, std::int64_t context) {
   std::vector<RequestSpec> out;
   std::string line;
   int lineno = 0;
-  const bool jsonl = path.ends_with(".jsonl") || path.ends_with(".json");
   std::vector<std::string> header;
   std::vector<InputProblem> problems;
+  const std::string max_tokens = std::to_string(kMaxRequestTokens);
   auto check = [&](double arrival, double in, double outn, const std::string& where) {
-    if (!(arrival >= 0) || !std::isfinite(arrival))
-      problems.push_back({where, "/arrival_s", "expected a time >= 0 in seconds"});
-    if (!(in >= 1) || in != std::floor(in)) problems.push_back({where, "/input_tokens", "expected a positive integer"});
-    if (!(outn >= 1) || outn != std::floor(outn))
-      problems.push_back({where, "/output_tokens", "expected a positive integer"});
-    out.push_back({arrival, static_cast<std::int64_t>(in), static_cast<std::int64_t>(outn)});
+    const std::size_t before = problems.size();
+    if (!(arrival >= 0 && arrival < kMaxSimSeconds)) {
+      problems.push_back({where, "/arrival_s",
+                          "expected a time from 0 to " + fixed(kMaxSimSeconds, 0) +
+                              " seconds (the end of the simulator's clock); got " + shortest(arrival)});
+    }
+    for (const auto& [key, v] : {std::pair{"/input_tokens", in}, std::pair{"/output_tokens", outn}}) {
+      if (!(v >= 1 && v <= static_cast<double>(kMaxRequestTokens)) || v != std::floor(v))
+        problems.push_back({where, key, "expected a positive integer of at most " + max_tokens + "; got " + shortest(v)});
+    }
+    if (problems.size() != before) return;
+    const auto input = static_cast<std::int64_t>(in), output = static_cast<std::int64_t>(outn);
+    if (context > 0 && input + output > context) {
+      problems.push_back({where, "/input_tokens",
+                          std::to_string(input) + " input + " + std::to_string(output) +
+                              " output tokens exceed the model's context of " + std::to_string(context) + " tokens"});
+      return;
+    }
+    out.push_back({arrival, input, output});
   };
   while (std::getline(f, line) && problems.size() < 20) {
     ++lineno;
@@ -82,8 +107,14 @@ std::vector<RequestSpec> read_trace(const std::string& path) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(lineno);
     if (jsonl) {
-      const auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
+      nlohmann::json j;
+      try {
+        j = config::parse_text(line, where).json;
+      } catch (const InputError& e) {
+        for (const auto& p : e.problems()) problems.push_back(p);
+        continue;
+      }
+      if (!j.is_object()) {
         problems.push_back({where, "", "expected one JSON object per line"});
         continue;
       }
@@ -122,8 +153,10 @@ std::vector<RequestSpec> read_trace(const std::string& path) {
     for (int k = 0; k < 3; ++k) {
       const auto col = static_cast<std::size_t>(std::find(header.begin(), header.end(), keys[k]) - header.begin());
       double v = 0;
-      if (col >= cells.size() || cells[col].empty() ||
-          std::from_chars(cells[col].data(), cells[col].data() + cells[col].size(), v).ec != std::errc{}) {
+      const auto parsed = col < cells.size() ? std::from_chars(cells[col].data(), cells[col].data() + cells[col].size(), v)
+                                             : std::from_chars_result{nullptr, std::errc::invalid_argument};
+      if (col >= cells.size() || cells[col].empty() || parsed.ec != std::errc{} ||
+          parsed.ptr != cells[col].data() + cells[col].size()) {
         problems.push_back({where, std::string("/") + keys[k], "missing or not a number"});
         ok = false;
       }
@@ -243,7 +276,21 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.profile = std::move(m.profile);
     s.offer = std::move(m.offer);
   }
-  if (!trace_file.empty()) s.trace = read_trace(trace_file);
+  if (!trace_file.empty()) s.trace = read_trace(trace_file, s.model.max_positions);
+  if (s.arrivals != Arrivals::kTrace && s.model.max_positions > 0 &&
+      s.input.hi + s.output.hi > s.model.max_positions) {
+    throw InputError(doc.path, "/workload/input_len",
+                     "requests of up to " + std::to_string(s.input.hi) + " input + " + std::to_string(s.output.hi) +
+                         " output tokens exceed the context of " + s.model.id + " (" +
+                         std::to_string(s.model.max_positions) + " tokens)");
+  }
+  if (s.arrivals == Arrivals::kPoisson && static_cast<double>(s.requests) / s.rate >= 0.5 * kMaxSimSeconds) {
+    throw InputError(doc.path, "/workload/rate",
+                     std::to_string(s.requests) + " requests at " + shortest(s.rate) + " requests/s arrive over about " +
+                         shortest(static_cast<double>(s.requests) / s.rate) +
+                         " s; the simulator's clock ends at " + fixed(kMaxSimSeconds, 0) +
+                         " s (104 days) and leaves room for half of that: raise the rate or lower the requests");
+  }
   if (s.weights == models::WeightFormat::kFp8) (void)s.profile.peak(calib::Dtype::kFp8);
   const int pools = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
   int needed = pools * s.tp * s.pp;

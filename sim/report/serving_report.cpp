@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "sim/core/peak_memory.hpp"
 #include "sim/core/quantity.hpp"
 
 namespace cs::report {
@@ -16,7 +17,12 @@ namespace {
 nlohmann::ordered_json pct(const Percentiles& p) {
   return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
-std::string ms(double s) { return fixed(s * 1e3, 1) + " ms"; }
+/// A latency for a table cell of at most 10 characters (columns are 11 and 12 wide): milliseconds
+/// below 100 s, seconds above, whole seconds past 10^6 s (the clock ends at 9 x 10^6 s).
+std::string ms(double s) {
+  if (s < 100.0) return fixed(s * 1e3, 1) + " ms";
+  return fixed(s, s < 1e6 ? 1 : 0) + " s";
+}
 std::string gib(double b) { return fixed(b / 1073741824.0, 1) + " GiB"; }
 
 }  // namespace
@@ -66,7 +72,7 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
     j["cost"] = nullptr;
   }
   j["events"] = r.events;
-  j["run_info"] = {{"version", "0.1.0"}, {"wall_s", r.wall_s}};
+  j["run_info"] = {{"version", "0.1.0"}, {"wall_s", r.wall_s}, {"peak_rss_bytes", peak_rss_bytes()}};
   return j;
 }
 

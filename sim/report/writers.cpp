@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "sim/core/peak_memory.hpp"
 #include "sim/core/quantity.hpp"
 
 namespace cs::report {
@@ -67,7 +68,8 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["flows"] = r.flows;
   if (with_run_info) {
     j["run_info"] = {
-        {"version", "0.1.0"}, {"wall_s", r.wall_s}, {"engine_partitions", r.partitions}, {"engine_windows", r.windows}};
+        {"version", "0.1.0"}, {"wall_s", r.wall_s}, {"engine_partitions", r.partitions}, {"engine_windows", r.windows},
+        {"peak_rss_bytes", peak_rss_bytes()}};
   }
   return j;
 }

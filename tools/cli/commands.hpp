@@ -17,6 +17,9 @@ namespace cs::cli {
 /// Options every subcommand shares.
 struct Globals {
   std::string data_dir;  ///< repository/install folder with models/, calibration/, scenarios/
+  /// `--max-work`: the most work items (tasks, flows, request tokens, vertices; see work_bounds.hpp)
+  /// one simulation may take before it is refused with exit 4.
+  double max_work = 0;
 };
 
 /// Each subcommand registers its options and returns the action to run when it was chosen; the

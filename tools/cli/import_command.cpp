@@ -20,18 +20,14 @@
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/topology.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/work_bounds.hpp"
 
 namespace cs::cli {
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
-  std::stringstream b;
-  b << f.rdbuf();
-  return b.str();
-}
+/// Regular files only, within the input size limit (config::read_file).
+std::string read_text(const std::string& path) { return config::read_file(path); }
 
 void write_text(const std::string& path, const std::string& text) {
   // Write beside the target and rename, so a failure never leaves half a file.
@@ -83,7 +79,10 @@ Action add_import(CLI::App& app, const Globals& g) {
         }
       }
       std::vector<calib::NcclTestsRun> runs;
-      for (const auto& f : o->files) runs.push_back(calib::parse_nccl_tests(read_text(f), f, o->op, o->gpus));
+      for (const auto& f : o->files) {
+        runs.push_back(calib::parse_nccl_tests(read_text(f), f, o->op, o->gpus));
+        check_import_work(static_cast<double>(runs.back().rows.size()), f, g);
+      }
       std::string base_id = o->base;
       if (base_id.empty()) {
         // Match the devices' name against the shipped profiles' GPU names.

@@ -1,4 +1,5 @@
 // `infer` and `infer-sweep`: serving runs from flags (or `run FILE` with "kind": "infer").
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -17,6 +18,7 @@
 #include "sim/serving/serving_sim.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
+#include "tools/cli/work_bounds.hpp"
 
 namespace cs::cli {
 
@@ -90,7 +92,10 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   const config::Catalog catalog(g.data_dir);
   const auto docs = config::expand_variants(doc);
   std::vector<std::pair<std::string, serving::ServingScenario>> scenarios;
-  for (const auto& [name, d] : docs) scenarios.emplace_back(name, config::parse_serving(d, catalog));
+  for (const auto& [name, d] : docs) {
+    scenarios.emplace_back(name, config::parse_serving(d, catalog));
+    check_serving_work(scenarios.back().second, d.path, g);
+  }
   nlohmann::ordered_json all;
   all["variants"] = nlohmann::ordered_json::array();
   // Variants are independent: simulated in parallel, reported in file order.
@@ -182,6 +187,7 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
       }
       try {
         scenarios.emplace_back(v, config::parse_serving(config::JsonDoc{"command line", to_doc(*o, tok)}, catalog));
+        check_serving_work(scenarios.back().second, "command line", g);
       } catch (const InputError& e) {
         throw name_infer_flags(e);
       }

@@ -13,6 +13,7 @@
 #include "calibration/profile/hardware_profile.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/measured_box_file.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/config/scenario_file.hpp"
 #include "sim/core/errors.hpp"
@@ -30,10 +31,6 @@ struct Check {
   bool ok = true;
   std::string text;
 };
-
-double num(const nlohmann::json& j, const char* key, double fallback = -1) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
 
 std::string heat_map_svg(const std::vector<std::vector<double>>& bw, const std::string& title) {
   const std::size_t n = bw.size();
@@ -98,27 +95,26 @@ Action add_inspect(CLI::App& app, const Globals& g) {
                            "); run `clustersim calibrate --out FILE` on the box and inspect that file, or inspect the "
                            "box's own tool output (--topo, --nccl-tests, --nvlink, --smi)");
     }
-    const auto& raw = doc.json["raw"];
+    const auto box = config::parse_measured_box(doc);
     std::optional<scenario::Offer> offer;
     if (!o->offer.empty()) {
       offer = config::parse_offer(
           config::load(catalog.locate(config::CatalogKind::kOffer, o->offer, "command line", "--offer")), o->offer);
     }
-    const auto& devices = raw.value("devices", nlohmann::json::array());
+    const auto& devices = box.devices;
     const std::size_t n = devices.size();
-    if (n == 0) throw InputError(o->file, "/raw/devices", "expected the probe's list of devices; got none");
     const auto& d0 = devices[0];
-    const std::string name = d0.value("name", "?");
-    const double mem = num(d0, "memory_bytes", profile.hbm_capacity.value);
+    const std::string name = d0.name;
+    const double mem = d0.memory_bytes >= 0 ? d0.memory_bytes : profile.hbm_capacity.value;
 
     // Interconnect from the topology matrix.
-    const auto& topo = raw.value("topology", nlohmann::json::array());
+    const auto& topo = box.topology;
     std::set<std::string> rels;
     std::size_t nv_pairs = 0, pairs = 0;
     for (std::size_t i = 0; i < topo.size(); ++i) {
       for (std::size_t j = 0; j < topo[i].size(); ++j) {
         if (i == j) continue;
-        const std::string r = topo[i][j].get<std::string>();
+        const std::string& r = topo[i][j];
         rels.insert(r);
         ++pairs;
         if (r.rfind("NV", 0) == 0) ++nv_pairs;
@@ -137,11 +133,11 @@ Action add_inspect(CLI::App& app, const Globals& g) {
     std::vector<std::vector<double>> bw(n, std::vector<double>(n, 0));
     double best_pair = 0, worst_pair = 1e30;
     std::map<int, std::size_t> pos;
-    for (std::size_t i = 0; i < n; ++i) pos[devices[i].value("index", static_cast<int>(i))] = i;
-    for (const auto& p : raw.value("p2p", nlohmann::json::array())) {
-      const auto s = pos.find(p.value("src", -1)), d = pos.find(p.value("dst", -1));
+    for (std::size_t i = 0; i < n; ++i) pos[devices[i].index] = i;
+    for (const auto& p : box.p2p) {
+      const auto s = pos.find(p.src), d = pos.find(p.dst);
       if (s == pos.end() || d == pos.end()) continue;
-      const double v = num(p, "ce_bytes_per_s", 0);
+      const double v = p.ce_bytes_per_s;
       bw[s->second][d->second] = v;
       best_pair = std::max(best_pair, v);
       worst_pair = std::min(worst_pair, v);
@@ -157,13 +153,13 @@ Action add_inspect(CLI::App& app, const Globals& g) {
       std::smatch m;
       const std::regex gb("([0-9]+)\\s*G");
       if (std::regex_search(offer->gpu, m, gb)) {
-        const double claimed = std::stod(m[1]);
+        const double claimed = std::strtod(m[1].str().c_str(), nullptr);  // no throw: huge is inf
         check("memory", mem_gb >= 0.9 * claimed,
               "offer claims " + fixed(claimed, 0) + " GB per GPU; the box has " + fixed(mem_gb, 1) + " GB (" +
                   fixed(mem / 1073741824.0, 1) + " GiB)" + (mem_gb < 0.9 * claimed ? ": a smaller-memory GPU" : ""));
       }
       const bool claims_sxm = offer->gpu.find("SXM") != std::string::npos;
-      const bool pcie_card = name.find("PCIe") != std::string::npos || num(d0, "nvlink_active_links", 0) == 0;
+      const bool pcie_card = name.find("PCIe") != std::string::npos || d0.nvlink_active_links == 0;
       if (claims_sxm)
         check("form-factor", !pcie_card,
               std::string("offer claims SXM; the box reports '") + name + "'" +
@@ -205,14 +201,13 @@ Action add_inspect(CLI::App& app, const Globals& g) {
     std::string slow_links, capped;
     for (std::size_t i = 0; i < n; ++i) {
       const auto& d = devices[i];
-      const double gc = num(d, "pcie_gen_current"), gm = num(d, "pcie_gen_max"), wc = num(d, "pcie_width_current"),
-                   wm = num(d, "pcie_width_max");
+      const double gc = d.pcie_gen_current, gm = d.pcie_gen_max, wc = d.pcie_width_current, wm = d.pcie_width_max;
       if (gc > 0 && gm > 0 && wc > 0 && wm > 0 && (gc < gm || wc < wm)) {
         slow_links +=
             (slow_links.empty() ? "" : ", ") + ("GPU " + std::to_string(i) + " at gen" + fixed(gc, 0) + " x" +
                                                 fixed(wc, 0) + " of gen" + fixed(gm, 0) + " x" + fixed(wm, 0));
       }
-      const double now = num(d, "sm_clock_now_mhz"), max = num(d, "sm_clock_max_mhz");
+      const double now = d.sm_clock_now_mhz, max = d.sm_clock_max_mhz;
       if (now > 0 && max > 0 && now < 0.8 * max) {
         capped += (capped.empty() ? "" : ", ") +
                   ("GPU " + std::to_string(i) + " " + fixed(now, 0) + " of " + fixed(max, 0) + " MHz");
@@ -226,9 +221,8 @@ Action add_inspect(CLI::App& app, const Globals& g) {
                          : "SM clock after the GEMM sweep: " + capped + ": power or thermal capping?");
     // Measured against datasheet.
     double best_bf16 = 0;
-    for (const auto& gm : raw.value("gemm", nlohmann::json::array())) {
-      if (gm.value("dtype", "") == "bf16" && gm.value("correct", false))
-        best_bf16 = std::max(best_bf16, num(gm, "flops_per_s", 0));
+    for (const auto& gm : box.gemm) {
+      if (gm.dtype == "bf16" && gm.correct) best_bf16 = std::max(best_bf16, gm.flops_per_s);
     }
     const double peak =
         profile.matrix_peak.count(calib::Dtype::kBf16) ? profile.matrix_peak.at(calib::Dtype::kBf16).value : 0;
@@ -239,8 +233,8 @@ Action add_inspect(CLI::App& app, const Globals& g) {
                 (best_bf16 < 0.6 * peak ? ": power capping, clocks or a different GPU" : ""));
     }
     double best_copy = 0;
-    for (const auto& h : raw.value("hbm", nlohmann::json::array())) {
-      if (h.value("kernel", "") == "copy") best_copy = std::max(best_copy, num(h, "bytes_per_s", 0));
+    for (const auto& h : box.hbm) {
+      if (h.kernel == "copy") best_copy = std::max(best_copy, h.bytes_per_s);
     }
     if (best_copy > 0) {
       const double ds = profile.hbm_bandwidth.value;
@@ -270,8 +264,7 @@ Action add_inspect(CLI::App& app, const Globals& g) {
       return 0;
     }
     std::cout << "box:          " << n << "x " << name << " (" << fixed(mem / 1073741824.0, 1) << " GiB each)\n"
-              << "measured:     " << raw.value("date", std::string("?")) << ", probe "
-              << raw.value("probe_version", std::string("?")) << "\n"
+              << "measured:     " << box.date << ", probe " << box.probe_version << "\n"
               << "interconnect: " << interconnect << "\n";
     if (n >= 2 && best_pair > 0) {
       std::cout << "P2P (GB/s, copy engines, row -> column):\n      ";

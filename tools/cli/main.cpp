@@ -1,10 +1,13 @@
 // clustersim: the command-line front end. Maps every error to its exit code (README, "Exit codes").
+#include <cstdint>
 #include <iostream>
 #include <vector>
 
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
+#include "sim/config/json_doc.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/work_bounds.hpp"
 
 #ifndef CLUSTERSIM_DATA_DIR
 #define CLUSTERSIM_DATA_DIR "."
@@ -12,7 +15,7 @@
 
 int main(int argc, char** argv) {
   using cs::ExitCode;
-  cs::cli::Globals globals{CLUSTERSIM_DATA_DIR};
+  cs::cli::Globals globals{CLUSTERSIM_DATA_DIR, cs::cli::kDefaultMaxWork};
   CLI::App app{"clustersim: a discrete-event performance simulator for GPU clusters running LLMs"};
   app.require_subcommand(1);
   app.add_option("--data-dir", globals.data_dir, "folder holding models/, calibration/ and scenarios/")
@@ -22,6 +25,16 @@ int main(int argc, char** argv) {
                  "worker threads for independent simulations (variants, validation cases, sweep points, the "
                  "one-GPU baseline); 0 = all cores. Output is the same bytes for any count")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--max-work", globals.max_work,
+                 "the most work items (tasks, flows, request tokens, GPUs) one simulation may take; larger runs are "
+                 "refused (exit 4) before they allocate. About 120 bytes of memory each (docs/testing.md)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  std::uint64_t max_file_bytes = cs::config::kDefaultMaxFileBytes;
+  app.add_option("--max-file-size", max_file_bytes,
+                 "the largest input file read, in bytes (larger files and non-regular files are refused)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   std::vector<std::pair<CLI::App*, cs::cli::Action>> actions;
   auto reg = [&](auto add, const char* name) {
     auto action = add(app, globals);
@@ -50,6 +63,7 @@ int main(int argc, char** argv) {
     return static_cast<int>(ExitCode::kBadInput);
   }
   const cs::ThreadLimit limit(threads);
+  const cs::config::FileSizeLimit file_limit(max_file_bytes);
   try {
     for (auto& [sub, action] : actions) {
       if (sub->parsed()) return action();

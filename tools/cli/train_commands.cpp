@@ -7,6 +7,7 @@
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/reader.hpp"
 #include "sim/config/scenario_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
@@ -18,6 +19,7 @@
 #include "sim/workload/step_memory.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
+#include "tools/cli/work_bounds.hpp"
 
 namespace cs::cli {
 
@@ -45,6 +47,16 @@ std::string slug(const std::string& s) {
   return out;
 }
 
+/// A scenario document's kind, "train" (the default) or "infer", read like any other field.
+std::string document_kind(const config::JsonDoc& doc) {
+  config::Problems problems;
+  config::Reader r(doc.json, doc.path, "", problems);
+  problems.throw_if_any();  // not an object: the parser of either kind says so the same way
+  const std::string kind = r.opt_enum("kind", {"train", "infer"}, "train");
+  problems.throw_if_any();
+  return kind;
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   if (!f) throw InputError(path, "", "cannot write this file");
@@ -69,15 +81,18 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
   }
   // Feasibility first: a plan that does not fit stops here (exit 4) unless --allow-oom.
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    const auto f = study::training_feasibility(scenarios[i]);
+    const auto& s = scenarios[i];
+    const std::string who =
+        file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
+    const auto f = study::training_feasibility(s);
     if (!f.ok()) {
-      const std::string who =
-          file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
       throw InfeasibleError(who + ": " + f.reasons.front().message + "; try more GPUs, a larger TP, " +
                             config::flag_of(config::ScenarioKind::kTrain, "/parallel/zero") +
                             " 1, a smaller micro-batch, or " +
                             config::flag_of(config::ScenarioKind::kTrain, "/allow_oom") + " to simulate anyway");
     }
+    // Work next: a plan that fits the GPUs may still not fit this machine's simulation.
+    check_training_work(s, study::RunOptions{}.single_gpu_baseline, who, g);
   }
   if (out.validate_only) {
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
@@ -167,7 +182,7 @@ Action add_run(CLI::App& app, const Globals& g) {
   return [o, &g] {
     auto doc = config::load(o->file);
     for (const auto& s : o->sets) apply_set(doc.json, s);
-    if (doc.json.is_object() && doc.json.value("kind", "train") == "infer") {
+    if (document_kind(doc) == "infer") {
       return run_serving_document(doc, g, o->out.json, o->out.trace);
     }
     return run_document(doc, g, o->out);
@@ -182,7 +197,7 @@ Action add_validate(CLI::App& app, const Globals& g) {
     OutputOptions out;
     out.validate_only = true;
     const auto doc = config::load(*file);
-    if (doc.json.is_object() && doc.json.value("kind", "train") == "infer") return validate_serving_document(doc, g);
+    if (document_kind(doc) == "infer") return validate_serving_document(doc, g);
     return run_document(doc, g, out);
   };
 }
