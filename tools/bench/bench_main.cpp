@@ -12,10 +12,12 @@
 // Each case prints tasks, events, flows, the wall time of every phase and the peak resident memory.
 #include <sys/resource.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/cluster_file.hpp"
@@ -106,7 +108,15 @@ int main(int argc, char** argv) {
   const cs::ThreadLimit limit(std::getenv("CS_THREADS") ? std::atoi(std::getenv("CS_THREADS")) : 0);
   const std::string which = argc > 1 ? argv[1] : "node";
   if (which == "scale") {
-    const int dp = argc > 2 ? std::stoi(argv[2]) : 128;
+    int dp = 128;
+    if (argc > 2) {
+      const std::string_view arg = argv[2];
+      const auto r = std::from_chars(arg.data(), arg.data() + arg.size(), dp);
+      if (r.ec != std::errc{} || r.ptr != arg.data() + arg.size() || dp < 1 || dp > 4096) {
+        std::cerr << "cs_bench scale DP: expected DP from 1 to 4096; got '" << arg << "'\n";
+        return 2;
+      }
+    }
     const std::string symmetry = argc > 4 && std::string(argv[3]) == "--symmetry" ? argv[4] : "none";
     nlohmann::json j = {
         {"model", "llama3.1-405b"},

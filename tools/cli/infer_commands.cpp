@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
@@ -67,10 +68,24 @@ nlohmann::json to_doc(const InferOpts& o, const std::string& rate_override) {
   }
   if (!o.disaggregate.empty()) {
     // PREFILL:DECODE replica counts, each optionally with its pool's TP: 1:1 or 2x1:1x4.
+    // Integers read with from_chars: a count too large for an int is refused, not wrapped.
+    const auto whole_int = [](std::string_view t, int& out) {
+      const auto r = std::from_chars(t.data(), t.data() + t.size(), out);
+      return !t.empty() && r.ec == std::errc{} && r.ptr == t.data() + t.size();
+    };
+    // "N" or "NxT": replicas, and the pool's TP when given.
+    const auto pool = [&](std::string_view t, int& replicas, int& tp) {
+      const auto x = t.find('x');
+      if (x == std::string_view::npos) return whole_int(t, replicas) ? 1 : 0;
+      return whole_int(t.substr(0, x), replicas) && whole_int(t.substr(x + 1), tp) ? 2 : 0;
+    };
     int p = 0, d = 0, ptp = 0, dtp = 0;
-    char tail = 0;
-    const bool plain = std::sscanf(o.disaggregate.c_str(), "%d:%d%c", &p, &d, &tail) == 2;
-    const bool with_tp = std::sscanf(o.disaggregate.c_str(), "%dx%d:%dx%d%c", &p, &ptp, &d, &dtp, &tail) == 4;
+    const std::string_view spec = o.disaggregate;
+    const auto colon = spec.find(':');
+    const int a = colon == std::string_view::npos ? 0 : pool(spec.substr(0, colon), p, ptp);
+    const int b = colon == std::string_view::npos ? 0 : pool(spec.substr(colon + 1), d, dtp);
+    const bool plain = a == 1 && b == 1;
+    const bool with_tp = a == 2 && b == 2;
     if (!plain && !with_tp) {
       throw InputError(
           kCommandLine, "--disaggregate",

@@ -1,5 +1,8 @@
 #include "tools/cli/work_bounds.hpp"
 
+#include <iomanip>
+#include <sstream>
+
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -10,7 +13,13 @@ namespace cs::cli {
 
 namespace {
 
-std::string figure(double v) { return shortest(static_cast<double>(static_cast<long long>(v < 9e18 ? v : 9e18))); }
+/// A count as people read it: whole below ten million, else three significant digits (1.79e+10).
+std::string figure(double v) {
+  if (v < 1e7) return std::to_string(static_cast<long long>(v));
+  std::ostringstream o;
+  o << std::setprecision(3) << v;
+  return o.str();
+}
 
 [[noreturn]] void refuse(const std::string& who, double estimate, const std::string& parts, const Globals& g) {
   throw InfeasibleError(who + ": too large to simulate: about " + figure(estimate) + " work items (" + parts +
@@ -48,7 +57,7 @@ void check_collective_work(double gpus, double flows_per_size, double sizes, con
   const double total = gpus + flows_per_size * sizes;
   if (total <= g.max_work) return;
   refuse("command line", total,
-         figure(gpus) + " GPUs, " + figure(flows_per_size) + " flows per size x " + figure(sizes) + " sizes", g);
+         figure(gpus) + " GPUs, " + figure(flows_per_size) + " flow updates per size x " + figure(sizes) + " sizes", g);
 }
 
 void check_import_work(double rows, const std::string& file, const Globals& g) {

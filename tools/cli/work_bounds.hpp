@@ -25,7 +25,8 @@ void check_training_work(const scenario::Scenario& s, bool single_gpu_baseline, 
 /// Refuses a serving run whose requests x output tokens (each token is a step's worth of work)
 /// exceed the limit.
 void check_serving_work(const serving::ServingScenario& s, const std::string& who, const Globals& g);
-/// Refuses a collective table whose flows over all sizes, plus the topology's GPUs, exceed it.
+/// Refuses a collective table whose flow updates (flows x max-min rounds) over all sizes, plus the
+/// topology's GPUs, exceed it.
 void check_collective_work(double gpus, double flows_per_size, double sizes, const Globals& g);
 /// Refuses an import of more result rows than the limit.
 void check_import_work(double rows, const std::string& file, const Globals& g);

@@ -124,7 +124,7 @@ TEST_CASE("a symlink loop or an over-long name is a missing file, not an excepti
   TempDir t;
   fs::create_symlink(t.dir / "b", t.dir / "a");
   fs::create_symlink(t.dir / "a", t.dir / "b");
-  for (const std::string path : {(t.dir / "a").string(), t.dir.string() + "/" + std::string(300, 'x') + ".json"}) {
+  for (const std::string& path : {(t.dir / "a").string(), t.dir.string() + "/" + std::string(300, 'x') + ".json"}) {
     try {
       (void)config::load(path);
       FAIL("no error");
