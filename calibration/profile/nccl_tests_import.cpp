@@ -117,8 +117,9 @@ NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& file, 
                                                    : std::int64_t{ngpus_header} * nthreads;
   if (gpus > kMaxImportGpus) {
     throw InputError(file, "",
-                     "the run spans " + std::to_string(gpus) + " GPUs (--gpus, its '#  Rank' lines or nGpus x nThread); " +
-                         "expected at most " + std::to_string(kMaxImportGpus));
+                     "the run spans " + std::to_string(gpus) +
+                         " GPUs (--gpus, its '#  Rank' lines or nGpus x nThread); " + "expected at most " +
+                         std::to_string(kMaxImportGpus));
   }
   run.gpus = static_cast<int>(gpus);
   if (run.gpus < 2) throw InputError(file, "", "cannot tell how many GPUs ran this (no '#  Rank' lines); pass --gpus");

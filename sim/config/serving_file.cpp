@@ -37,7 +37,8 @@ LengthDist read_length(config::Reader& r, const std::string& key) {
     return {1, 1};
   }
   const auto in_range = [](std::int64_t n) { return n >= 1 && n <= kMaxRequestTokens; };
-  if (v->is_number_integer() && in_range(v->get<std::int64_t>())) return {v->get<std::int64_t>(), v->get<std::int64_t>()};
+  if (v->is_number_integer() && in_range(v->get<std::int64_t>()))
+    return {v->get<std::int64_t>(), v->get<std::int64_t>()};
   if (v->is_string()) {
     const std::string s = v->get<std::string>();
     const auto dash = s.find('-');
@@ -89,7 +90,8 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
     }
     for (const auto& [key, v] : {std::pair{"/input_tokens", in}, std::pair{"/output_tokens", outn}}) {
       if (!(v >= 1 && v <= static_cast<double>(kMaxRequestTokens)) || v != std::floor(v))
-        problems.push_back({where, key, "expected a positive integer of at most " + max_tokens + "; got " + shortest(v)});
+        problems.push_back(
+            {where, key, "expected a positive integer of at most " + max_tokens + "; got " + shortest(v)});
     }
     if (problems.size() != before) return;
     const auto input = static_cast<std::int64_t>(in), output = static_cast<std::int64_t>(outn);
@@ -153,8 +155,9 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
     for (int k = 0; k < 3; ++k) {
       const auto col = static_cast<std::size_t>(std::find(header.begin(), header.end(), keys[k]) - header.begin());
       double v = 0;
-      const auto parsed = col < cells.size() ? std::from_chars(cells[col].data(), cells[col].data() + cells[col].size(), v)
-                                             : std::from_chars_result{nullptr, std::errc::invalid_argument};
+      const auto parsed = col < cells.size()
+                              ? std::from_chars(cells[col].data(), cells[col].data() + cells[col].size(), v)
+                              : std::from_chars_result{nullptr, std::errc::invalid_argument};
       if (col >= cells.size() || cells[col].empty() || parsed.ec != std::errc{} ||
           parsed.ptr != cells[col].data() + cells[col].size()) {
         problems.push_back({where, std::string("/") + keys[k], "missing or not a number"});
@@ -277,8 +280,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.offer = std::move(m.offer);
   }
   if (!trace_file.empty()) s.trace = read_trace(trace_file, s.model.max_positions);
-  if (s.arrivals != Arrivals::kTrace && s.model.max_positions > 0 &&
-      s.input.hi + s.output.hi > s.model.max_positions) {
+  if (s.arrivals != Arrivals::kTrace && s.model.max_positions > 0 && s.input.hi + s.output.hi > s.model.max_positions) {
     throw InputError(doc.path, "/workload/input_len",
                      "requests of up to " + std::to_string(s.input.hi) + " input + " + std::to_string(s.output.hi) +
                          " output tokens exceed the context of " + s.model.id + " (" +
@@ -286,8 +288,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   if (s.arrivals == Arrivals::kPoisson && static_cast<double>(s.requests) / s.rate >= 0.5 * kMaxSimSeconds) {
     throw InputError(doc.path, "/workload/rate",
-                     std::to_string(s.requests) + " requests at " + shortest(s.rate) + " requests/s arrive over about " +
-                         shortest(static_cast<double>(s.requests) / s.rate) +
+                     std::to_string(s.requests) + " requests at " + shortest(s.rate) +
+                         " requests/s arrive over about " + shortest(static_cast<double>(s.requests) / s.rate) +
                          " s; the simulator's clock ends at " + fixed(kMaxSimSeconds, 0) +
                          " s (104 days) and leaves room for half of that: raise the rate or lower the requests");
   }

@@ -67,9 +67,11 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["events"] = r.events;
   j["flows"] = r.flows;
   if (with_run_info) {
-    j["run_info"] = {
-        {"version", "0.1.0"}, {"wall_s", r.wall_s}, {"engine_partitions", r.partitions}, {"engine_windows", r.windows},
-        {"peak_rss_bytes", peak_rss_bytes()}};
+    j["run_info"] = {{"version", "0.1.0"},
+                     {"wall_s", r.wall_s},
+                     {"engine_partitions", r.partitions},
+                     {"engine_windows", r.windows},
+                     {"peak_rss_bytes", peak_rss_bytes()}};
   }
   return j;
 }

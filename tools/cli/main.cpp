@@ -3,9 +3,9 @@
 #include <iostream>
 #include <vector>
 
+#include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
-#include "sim/config/json_doc.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/work_bounds.hpp"
 

@@ -45,7 +45,8 @@ struct TempDir {
 TEST_CASE("nesting up to 64 levels parses, and one more is refused at the bracket that goes too deep") {
   const std::string ok = std::string(config::kMaxJsonDepth, '[') + std::string(config::kMaxJsonDepth, ']');
   CHECK(config::parse_text(ok, "f.json").json.is_array());
-  const std::string deep = "{\"a\":\n" + std::string(config::kMaxJsonDepth, '[') + std::string(config::kMaxJsonDepth, ']') + "}";
+  const std::string deep =
+      "{\"a\":\n" + std::string(config::kMaxJsonDepth, '[') + std::string(config::kMaxJsonDepth, ']') + "}";
   const auto p = only_problem(deep);
   CHECK(p.file == "f.json:2:64");
   CHECK(p.message == "malformed JSON: nested deeper than 64 levels");

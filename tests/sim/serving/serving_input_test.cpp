@@ -56,7 +56,8 @@ TEST_CASE("trace arrivals must end before the simulator's clock does, and token 
 TEST_CASE("a trace request longer than the model's context is refused with its line") {
   const auto p = trace_problems("arrival_s,input_tokens,output_tokens\n0,100,10\n0,4000,200\n", false, 4096);
   REQUIRE(p.size() == 1);
-  CHECK(p[0].to_string() == "t:3: /input_tokens: 4000 input + 200 output tokens exceed the model's context of 4096 tokens");
+  CHECK(p[0].to_string() ==
+        "t:3: /input_tokens: 4000 input + 200 output tokens exceed the model's context of 4096 tokens");
 }
 
 TEST_CASE("a closed loop running past 2^52 ps (4,504 s) re-adds its requests on the integer clock") {
