@@ -1,5 +1,8 @@
 #include "sim/workload/work_estimate.hpp"
 
+#include <cmath>
+
+#include "models/memory/training_memory.hpp"
 #include "models/ops/layer_ops.hpp"
 
 namespace cs::workload {
@@ -60,8 +63,14 @@ TrainingWork estimate_training_work(const scenario::Scenario& s, bool single_gpu
   w.step_tasks += 2.0 * micro * (p.pp * p.vpp - 1) * groups * p.tp;
   // ZeRO-3: a gather per layer per forward and backward, and a scatter per backward, per TP rank.
   if (p.zero >= 3) w.step_tasks += 3.0 * micro * static_cast<double>(s.model.layers) * p.tp;
-  // Gradient buckets and the optimizer: a few per layer and GPU, once per step.
-  w.step_tasks += (static_cast<double>(s.model.layers) * 2 + 4) * groups * p.tp;
+  // The optimizer on every simulated GPU; DP gradient buckets (and ZeRO-1's gather) per stage and
+  // TP rank, as many as the stage's parameters fill (ZeRO-3 reduces per layer instead, above).
+  w.step_tasks += groups * p.tp * p.pp;
+  if (p.dpcp() > 1 && p.zero < 3) {
+    const double per_stage = models::params_per_gpu(s.model, p.tp) / p.pp;
+    w.step_tasks +=
+        static_cast<double>(p.pp) * p.tp * (std::ceil(per_stage / s.grad_bucket_params) + 1 + (p.zero >= 1 ? 1 : 0));
+  }
   w.index_slots = 2.0 * static_cast<double>(s.gpus) * micro * p.vpp;
   if (single_gpu_baseline && s.gpus > 1) {
     const double one_micro = static_cast<double>(s.global_batch / s.micro_batch);
