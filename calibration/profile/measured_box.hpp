@@ -49,7 +49,7 @@ struct MeasuredBox {
   bool operator==(const MeasuredBox&) const = default;
 };
 
-/// The most devices one measured box may list (as many as a cluster file's node holds).
-inline constexpr int kMaxMeasuredDevices = 64;
+/// The most devices one measured box may list (as many as a cluster file holds).
+inline constexpr int kMaxMeasuredDevices = 576;
 
 }  // namespace cs::calib

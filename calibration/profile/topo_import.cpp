@@ -78,7 +78,7 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
         if (ngpu > kMaxTopoGpus) {
           throw InputError(file + ":" + std::to_string(lineno), "",
                            "the header names " + std::to_string(ngpu) + " GPUs; a cluster file holds at most " +
-                               std::to_string(kMaxTopoGpus) + " GPUs per node");
+                               std::to_string(kMaxTopoGpus));
         }
       }
       continue;

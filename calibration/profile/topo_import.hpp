@@ -5,8 +5,9 @@
 
 namespace cs::calib {
 
-/// The most GPUs one imported matrix may name: as many as a cluster file's node holds.
-inline constexpr int kMaxTopoGpus = 64;
+/// The most GPUs one imported matrix may name: as many as a cluster file holds
+/// (net::kMaxClusterGpus; tools/cli/import_command.cpp checks they agree).
+inline constexpr int kMaxTopoGpus = 576;
 /// The most bonded NVLink links one "NV<k>" relation may claim (18 on an H100).
 inline constexpr int kMaxNvlinks = 64;
 

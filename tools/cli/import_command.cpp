@@ -24,6 +24,8 @@
 
 namespace cs::cli {
 
+static_assert(calib::kMaxTopoGpus == net::kMaxClusterGpus, "an imported matrix holds what a cluster file can");
+
 namespace {
 
 /// Regular files only, within the input size limit (config::read_file).
