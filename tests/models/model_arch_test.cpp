@@ -15,7 +15,8 @@ TEST_CASE("parameter counts match published totals within 0.5%") {
       {"llama3.1-8b", 8.03e9}, {"llama3.1-70b", 70.55e9}, {"llama3.1-405b", 405.9e9}, {"qwen2.5-7b", 7.61e9},
       {"qwen2.5-14b", 14.7e9}, {"qwen2.5-72b", 72.7e9},   {"gpt3-175b", 174.6e9}};
   for (const auto& [id, params] : published) {
-    CAPTURE(id);
+    const auto& model_id = id;  // clang 14 cannot capture a structured binding in CAPTURE's lambda
+    CAPTURE(model_id);
     const auto m = test::shipped_model(id);
     CHECK(static_cast<double>(m.params_total()) == doctest::Approx(params).epsilon(0.005));
   }
@@ -33,7 +34,8 @@ TEST_CASE(
       {"megatron-gpt-145.6b", 80, 12288, 145.6e9},  {"megatron-gpt-310.1b", 96, 16384, 310.1e9},
       {"megatron-gpt-529.6b", 105, 20480, 529.6e9}, {"megatron-gpt-1008b", 128, 25600, 1008.0e9}};
   for (const auto& [id, l, h, label] : table) {
-    CAPTURE(id);
+    const auto& model_id = id;  // clang 14 cannot capture a structured binding in CAPTURE's lambda
+    CAPTURE(model_id);
     const double formula = 12 * l * h * h * (1 + 13 / (12 * h) + (51200 + 2048) / (12 * l * h));
     const double ours = static_cast<double>(test::shipped_model(id).params_total());
     CHECK(ours == doctest::Approx(formula).epsilon(0.001));

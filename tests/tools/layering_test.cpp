@@ -205,7 +205,10 @@ TEST_CASE("each folder README names what its CMake target links, and the layer t
   for (const auto& [folder, row] : rows) {
     if (!row.any) links[folder] = cmake_links(folder);
   }
-  for (const auto& [folder, row] : rows) {
+  for (const auto& entry : rows) {
+    // Named, not structured bindings: clang 14 cannot capture those in doctest's message lambdas.
+    const std::string& folder = entry.first;
+    const Row& row = entry.second;
     if (row.any) continue;
     CAPTURE(folder);
     const Names& direct = links.at(folder);
