@@ -15,7 +15,7 @@ double list_tasks(const std::vector<models::Item>& items, int tp) {
   double tasks = 0;
   bool open = false;
   for (const auto& it : items) {
-    if (it.comm != models::TpComm::kNone) {
+    if (it.comm) {
       tasks += 1;
       open = false;
       continue;
