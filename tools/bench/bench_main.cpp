@@ -100,6 +100,18 @@ void run_rail(const cs::config::Catalog& catalog, int nodes) {
   std::cout << "rail / flat wall time: " << cs::fixed(wall[0] / wall[1], 2) << "\n";
 }
 
+/// A whole number from lo to hi given on the command line, read with from_chars (no wrap, no
+/// trailing text); 0 after saying what was expected, so the caller exits 2.
+int count_arg(std::string_view arg, int lo, int hi, const char* what) {
+  int v = 0;
+  const auto r = std::from_chars(arg.data(), arg.data() + arg.size(), v);
+  if (r.ec != std::errc{} || r.ptr != arg.data() + arg.size() || v < lo || v > hi) {
+    std::cerr << what << ": expected a whole number from " << lo << " to " << hi << "; got '" << arg << "'\n";
+    return 0;
+  }
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,15 +120,8 @@ int main(int argc, char** argv) {
   const cs::ThreadLimit limit(std::getenv("CS_THREADS") ? std::atoi(std::getenv("CS_THREADS")) : 0);
   const std::string which = argc > 1 ? argv[1] : "node";
   if (which == "scale") {
-    int dp = 128;
-    if (argc > 2) {
-      const std::string_view arg = argv[2];
-      const auto r = std::from_chars(arg.data(), arg.data() + arg.size(), dp);
-      if (r.ec != std::errc{} || r.ptr != arg.data() + arg.size() || dp < 1 || dp > 4096) {
-        std::cerr << "cs_bench scale DP: expected DP from 1 to 4096; got '" << arg << "'\n";
-        return 2;
-      }
-    }
+    const int dp = argc > 2 ? count_arg(argv[2], 1, 4096, "cs_bench scale DP") : 128;
+    if (dp == 0) return 2;
     const std::string symmetry = argc > 4 && std::string(argv[3]) == "--symmetry" ? argv[4] : "none";
     nlohmann::json j = {
         {"model", "llama3.1-405b"},
@@ -133,11 +138,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (which == "rail") {
-    run_rail(catalog, argc > 2 ? std::stoi(argv[2]) : 2048);
+    const int nodes = argc > 2 ? count_arg(argv[2], 1, 16384, "cs_bench rail NODES") : 2048;
+    if (nodes == 0) return 2;
+    run_rail(catalog, nodes);
     return 0;
   }
   if (which == "gpt3") {
-    const int nodes = argc > 2 ? std::stoi(argv[2]) : 1452;
+    // Three nodes (24 GPUs) make one TP4 x PP6 replica.
+    const int nodes = argc > 2 ? count_arg(argv[2], 1, 16384, "cs_bench gpt3 NODES") : 1452;
+    if (nodes == 0) return 2;
+    if (nodes % 3 != 0) {
+      std::cerr << "cs_bench gpt3 NODES: expected a multiple of 3 (one TP4 x PP6 replica is 24 GPUs); got " << nodes
+                << "\n";
+      return 2;
+    }
     const int dp = nodes * 8 / 24;
     const nlohmann::json j = {
         {"model", "gpt3-175b"},
