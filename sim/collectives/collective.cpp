@@ -129,6 +129,26 @@ namespace {
 
 double hop_latency(const net::Topology& topo, net::VertexId a, net::VertexId b) { return topo.route(a, b).latency_s; }
 
+/// A ring over several nodes as NCCL runs it: one ring per channel, g channels (g GPUs per node),
+/// each carrying 1/g of the data and leaving every node through a different NIC. Channel c visits
+/// each node's GPUs from local index c round to c - 1, and its last GPU hands the data over NVLink
+/// to local GPU c, whose NIC sends it to GPU c of the next node (PXN, NCCL >= 2.12: traffic stays
+/// on one rail, the NIC next to the GPU that owns it). Per channel every GPU sends one intra-node
+/// flow and GPU c one inter-node flow, each `per_flow / g` bytes. The channels' intra-node hops
+/// are the same GPU pairs (local i to i + 1), so they run as one flow of `per_flow` per pair; each
+/// NIC then carries 1/g of what one ring through one NIC would.
+template <class Add>
+void rail_rings(const std::vector<std::vector<int>>& groups, double per_flow, const Add& add_rank_flow) {
+  const auto g = groups.front().size();
+  const auto nodes = groups.size();
+  for (std::size_t k = 0; k < nodes; ++k) {
+    const auto& here = groups[k];
+    for (std::size_t i = 0; i < g; ++i) add_rank_flow(here[i], here[(i + 1) % g], per_flow);
+    for (std::size_t c = 0; c < g; ++c)
+      add_rank_flow(here[c], groups[(k + 1) % nodes][c], per_flow / static_cast<double>(g));
+  }
+}
+
 CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, Algorithm algo) {
   CollectivePlan p;
   p.algorithm = algo;
@@ -144,8 +164,13 @@ CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, A
     case Algorithm::kRing: {
       const bool all_reduce = req.op == CollectiveOp::kAllReduce;
       const double per_flow = (all_reduce ? 2.0 : 1.0) * (n - 1) / n * S;
-      for (int i = 0; i < n; ++i) add(v(i), v((i + 1) % n), per_flow, net::kUncapped);
       p.steps = (all_reduce ? 2 : 1) * (n - 1);
+      if (const auto groups = node_groups(topo, req.ranks); !groups.empty()) {
+        rail_rings(groups, per_flow,
+                   [&](int a, int b, double bytes) { add(topo.gpu(a), topo.gpu(b), bytes, net::kUncapped); });
+        break;
+      }
+      for (int i = 0; i < n; ++i) add(v(i), v((i + 1) % n), per_flow, net::kUncapped);
       break;
     }
     case Algorithm::kTree: {

@@ -120,7 +120,8 @@ TEST_CASE("more link bandwidth never makes a collective slower") {
   }
 }
 
-TEST_CASE("across nodes, the hierarchical all-reduce beats a flat ring that crosses the NICs at every node boundary") {
+TEST_CASE(
+    "across nodes, the hierarchical all-reduce beats the rail rings for large buffers (fewer bytes on the NICs)") {
   const auto fabric =
       config::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
   const auto topo = net::Topology::build(test::shipped_cluster("hgx-h100"), 8, 4, fabric);
@@ -129,7 +130,9 @@ TEST_CASE("across nodes, the hierarchical all-reduce beats a flat ring that cros
   const auto ring = workload::time_collective(topo, CollectiveOp::kAllReduce, Algorithm::kRing, all, 1e9, 6e-6);
   const auto hier = workload::time_collective(topo, CollectiveOp::kAllReduce, Algorithm::kHierarchical, all, 1e9, 6e-6);
   const auto best = workload::time_collective(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, all, 1e9, 6e-6);
-  CHECK(hier.seconds < 0.3 * ring.seconds);
+  // Rings move 2(N-1)/N S / g per NIC, the hierarchical form 2(n-1)/n S / g (N GPUs, n nodes).
+  CHECK(hier.seconds < ring.seconds);
+  CHECK(ring.seconds < 1.25 * hier.seconds);
   CHECK(best.algorithm == Algorithm::kHierarchical);
   // One GPU per node (a DP group of the first GPUs): no hierarchical algorithm to choose.
   CHECK(coll::node_groups(topo, {0, 8, 16, 24}).empty());
@@ -177,4 +180,32 @@ TEST_CASE("the executor runs a traffic-matrix all-to-all on the flow model in th
   // Flows from rank 0 share its uplink (9 GB); the others finish earlier: 0.09 s in all.
   CHECK(log.makespan.seconds() == doctest::Approx(0.09).epsilon(1e-6));
   CHECK(log.flows == 12);
+}
+
+TEST_CASE("across nodes a ring runs one channel per rail: every NIC carries (N-1)/N S/g, not one NIC all of it") {
+  // NCCL builds one ring per channel, each leaving the node through a different NIC (PXN keeps the
+  // traffic on the NIC's rail). 2 nodes x 8 GPUs: 16 inter-node flows, one per NIC and direction.
+  const auto fabric =
+      net::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
+  const auto topo = net::Topology::build(test::shipped_cluster("hgx-h100"), 8, 2, fabric);
+  const double S = 1024.0 * 1024 * 1024;
+  const auto p = coll::plan_collective(topo, {CollectiveOp::kReduceScatter, Algorithm::kRing, first(16), S, 0.0});
+  int inter = 0;
+  for (const auto& f : p.flows) {
+    const bool crosses = topo.vertex(f.src).node != topo.vertex(f.dst).node;
+    inter += crosses ? 1 : 0;
+    CHECK(f.bytes == doctest::Approx(crosses ? 15.0 / 16 * S / 8 : 15.0 / 16 * S));
+  }
+  CHECK(inter == 16);
+  CHECK(p.steps == 15);
+
+  // The issue's acceptance figure: a 1 GiB reduce-scatter and all-gather within 15% of the
+  // all-reduce's bus bandwidth on the same two nodes (docs/accuracy.md has the figures).
+  const auto ar = workload::time_collective(topo, CollectiveOp::kAllReduce, Algorithm::kAuto, first(16), S, 6e-6);
+  for (auto op : {CollectiveOp::kReduceScatter, CollectiveOp::kAllGather}) {
+    const auto t = workload::time_collective(topo, op, Algorithm::kAuto, first(16), S, 6e-6);
+    CAPTURE(coll::op_name(op));
+    CHECK(t.busbw_bytes_per_s >= 0.85 * ar.busbw_bytes_per_s);
+    CHECK(t.busbw_bytes_per_s <= 1.15 * ar.busbw_bytes_per_s);
+  }
 }
