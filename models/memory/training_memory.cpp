@@ -33,13 +33,17 @@ double layer_activation_bytes(const ModelArch& m, const StepShape& s) {
   const double r = d.norm_tokens / d.tokens;  // 1/TP under sequence parallelism
   const double a = d.act_bytes;
   double bytes = 0;
-  bytes += 2 * a * T * d.hidden * r;                    // attention-norm input, QKV input
+  // A linear layer keeps its input for the weight gradient: bf16, or under FP8 the FP8 cast
+  // (Transformer Engine saves the quantised input; under SP the local shard, gathered again).
+  const double lin = s.fp8 ? 1.0 : a;
+  bytes += (a + lin) * T * d.hidden * r;                // attention-norm input, QKV input
   bytes += a * T * (d.q + 2 * d.kv);                    // Q, K, V
-  bytes += a * T * d.q;                                 // attention output (out_proj input)
+  bytes += a * T * d.q;                                 // attention output (flash backward; bf16 out_proj input)
+  if (s.fp8) bytes += T * d.q;                          // its FP8 cast, the out_proj input
   bytes += core_attention_bytes(m, s);                  // flash: the softmax log-sum-exp; unfused: the score matrices
-  bytes += 2 * a * T * d.hidden * r;                    // MLP-norm input, MLP-up input
+  bytes += (a + lin) * T * d.hidden * r;                // MLP-norm input, MLP-up input
   bytes += a * T * d.up;                                // activation-function inputs
-  bytes += a * T * d.ffn;                               // MLP-down input
+  bytes += lin * T * d.ffn;                             // MLP-down input
   if (m.hidden_dropout) bytes += 2 * T * d.hidden * r;  // two dropout masks, one byte per element
   return bytes;
 }
@@ -82,10 +86,14 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
     b.gradients = adapters * 4.0;
     b.optimizer = adapters * 12.0 / (in.zero >= 1 ? dp : 1);
   } else {
-    // FP8 training (weight_bytes 1) keeps the bf16 weights and an FP8 copy with its scaling factors.
-    const double wb = in.shape.weight_bytes < 2 ? 2.0 + in.shape.weight_bytes : in.shape.weight_bytes;
-    b.weights = in.zero >= 3 ? p * wb / dp + 2 * per_layer * wb : p * wb;
-    b.gradients = in.zero >= 2 ? p * 4.0 / dp : p * 4.0;
+    // bf16 weights; under FP8 Transformer Engine also caches each decoder linear weight's FP8 cast
+    // and its transpose (made on the step's first micro-batch, reused by the others): 2 B/param.
+    // Embeddings, norms and the LM head have no FP8 copy.
+    const double wb = 2.0;
+    const double cache = in.shape.fp8 ? 2.0 : 0.0;
+    const double layers_here = static_cast<double>(n) * per_layer;
+    b.weights = in.zero >= 3 ? p * wb / dp + 2 * per_layer * (wb + cache) : p * wb + layers_here * cache;
+    b.gradients = in.zero >= 2 ? p * in.grad_bytes / dp : p * in.grad_bytes;
     b.optimizer = p * 12.0 / (in.zero >= 1 ? dp : 1);
   }
   // Per micro-batch in flight: every layer's saved tensors, or with full recompute only each

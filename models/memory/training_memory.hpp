@@ -31,7 +31,12 @@ struct MemoryBreakdown {
 
 struct TrainingMemoryInputs {
   StepShape shape;
+  /// The ranks ZeRO / Megatron's distributed optimizer shards over: DP x CP (the gradients are
+  /// reduced over both, so the optimizer state is split over both).
   int dp = 1;
+  /// Bytes per gradient element: 4 for fp32 main gradients (Megatron-LM's default under bf16), 2
+  /// when gradients are accumulated and reduced in bf16 (`training.grad_dtype`).
+  double grad_bytes = 4;
   int zero = 0;                        ///< ZeRO stage 0-3: 1 shards optimizer state, 2 also gradients, 3 also weights
   double micro_batches_in_flight = 1;  ///< activations alive at the peak (1 without pipelining)
   double runtime_reserved = 0;         ///< bytes (profile)
@@ -44,8 +49,10 @@ struct TrainingMemoryInputs {
   int recompute = 0;  ///< 0 none, 1 selective (attention output not kept), 2 full (layer inputs only)
 };
 
-/// Mixed-precision Adam as Megatron-LM runs it: bf16 weights (2 B/param), fp32 main gradients
-/// (4 B/param), fp32 master weights + Adam m and v (12 B/param, divided by DP under ZeRO-1).
+/// Mixed-precision Adam as Megatron-LM runs it: bf16 weights (2 B/param; under FP8 the decoder's
+/// linear weights also keep Transformer Engine's cached FP8 copy and its transpose, 2 B/param),
+/// main gradients (`grad_bytes` per param), fp32 master weights + Adam m and v (12 B/param,
+/// divided by DP x CP under ZeRO-1).
 [[nodiscard]] MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& in);
 
 }  // namespace cs::models

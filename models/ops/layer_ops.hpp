@@ -71,6 +71,10 @@ struct StepShape {
   /// FlashAttention (2022): batched QK^T, a fused scale-mask-softmax, dropout and probabilities x V,
   /// with the b a s^2 score matrix written to and read from HBM.
   bool flash_attention = true;
+  /// FP8 training as Transformer Engine runs it: the decoder's linear layers run FP8 GEMMs (inputs
+  /// cast to FP8 with their amax, the casts' transposes kept for the weight gradient) and keep
+  /// their inputs for backward in FP8; attention, norms, the LM head and everything else in bf16.
+  bool fp8 = false;
   [[nodiscard]] double tokens() const { return static_cast<double>(micro_batch * seq) / cp; }
 };
 

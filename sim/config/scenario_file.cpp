@@ -298,6 +298,7 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
                          std::to_string(s.plan.dp * s.micro_batch));
   }
   s.grad_bucket_params = spec.grad_bucket_params;
+  s.grad_bytes = spec.grad_dtype == "bf16" ? 2.0 : 4.0;
   s.network_model =
       spec.network_model == "analytical" ? net::NetworkModelKind::kAnalytical : net::NetworkModelKind::kFlow;
   s.dp_symmetry = spec.symmetry == "dp";

@@ -42,6 +42,7 @@ struct ScenarioSpec {
   std::int64_t global_batch = 0;
   std::int64_t micro_batch = 1;
   std::string dtype = "bf16";
+  std::string grad_dtype = "fp32";
   double grad_bucket_params = 40e6;
   std::string network_model = "flow";
   std::string symmetry = "none";

@@ -45,6 +45,9 @@ struct Scenario {
   std::int64_t global_batch = 0;
   std::int64_t micro_batch = 1;
   calib::Dtype dtype = calib::Dtype::kBf16;
+  /// Bytes per main-gradient element, held and reduced over DP: 4 (fp32, Megatron-LM's default
+  /// under bf16) or 2 (`training.grad_dtype: "bf16"`, Megatron-core's grad_reduce_in_fp32 off).
+  double grad_bytes = 4;
   double grad_bucket_params = 40e6;
   net::NetworkModelKind network_model = net::NetworkModelKind::kFlow;
   /// `symmetry: "dp"`: simulate one data-parallel replica (all of its CP ranks); its data-parallel

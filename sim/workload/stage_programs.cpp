@@ -106,6 +106,7 @@ models::StepShape step_shape(const scenario::Scenario& s) {
   shape.weight_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
   shape.lora_rank = s.lora_rank;
   shape.base_4bit = s.qlora;
+  shape.fp8 = s.dtype == calib::Dtype::kFp8;
   shape.cp = s.plan.cp;
   shape.flash_attention = s.flash_attention;
   shape.cp_ring = s.cp_ring;

@@ -24,7 +24,9 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
     in.shape.flash_attention = s.flash_attention;
     in.shape.cp_ring = s.cp_ring;
     in.shape.base_4bit = s.qlora;
-    in.dp = s.plan.dp;
+    in.shape.fp8 = s.dtype == calib::Dtype::kFp8;
+    in.dp = s.plan.dpcp();  // Megatron's distributed optimizer shards over DP x CP
+    in.grad_bytes = s.grad_bytes;
     in.zero = s.plan.zero;
     // In flight on stage s: GPipe all micro-batches; 1F1B P - s; interleaved its warm-up chunks
     // plus one, each 1/V of a micro-batch's layers.

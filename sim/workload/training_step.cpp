@@ -239,8 +239,8 @@ std::vector<std::vector<TaskId>> add_zero3(const StepLayout& L, const BlockTasks
   std::vector<std::vector<TaskId>> rs_tasks(static_cast<std::size_t>(L.plan.tp));
   if (!L.zero3) return rs_tasks;
   const auto params = stage_params(L.s);
-  const double layer_bytes = params.per_layer * step_shape(L.s).weight_bytes;  // the whole layer, gathered
-  const double grad_bytes = params.per_layer * 4.0;  // fp32 gradients of the whole layer, scattered
+  const double layer_bytes = params.per_layer * step_shape(L.s).act_bytes;  // the whole layer's 16-bit weights, gathered
+  const double grad_bytes = params.per_layer * L.s.grad_bytes;                // its main gradients, scattered
   for (int t = 0; t < L.plan.tp; ++t) {
     const auto grp = reduction_group(L, GroupKind::kDpCp, L.plan.rank(0, 0, t), g);
     for (const auto& blk : schedule(L.plan.schedule, 0, 1, static_cast<int>(L.micro))) {
@@ -263,8 +263,8 @@ std::vector<std::vector<TaskId>> add_zero3(const StepLayout& L, const BlockTasks
 }
 
 /// Data parallelism: the gradients of a stage's last backward items, reduced over DP x CP in
-/// buckets on the communication stream as each bucket fills (fp32 main gradients; a reduce-scatter
-/// under ZeRO-1/2, an all-reduce otherwise).
+/// buckets on the communication stream as each bucket fills (main gradients, fp32 unless
+/// grad_dtype bf16; a reduce-scatter under ZeRO-1/2, an all-reduce otherwise).
 std::vector<TaskId> add_gradient_buckets(const StepLayout& L, const std::vector<ProgramItem>& items,
                                          const ReductionGroup& grp, const BlockTasks& bt, WorkloadGraph& g) {
   std::vector<TaskId> out;
@@ -276,7 +276,7 @@ std::vector<TaskId> add_gradient_buckets(const StepLayout& L, const std::vector<
     const auto id = g.add_collective_on(grp.gid, grp.flow_gid, Stream::kComm, Category::kDpComm,
                                         L.zero1 ? "dp.grad_reducescatter" : "dp.grad_allreduce", -1, -1,
                                         L.zero1 ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
-                                        bucket * 4.0);
+                                        bucket * L.s.grad_bytes);
     for (int r : grp.sim) g.depend(bt.last_backward[static_cast<std::size_t>(r)][i], id);
     out.push_back(id);
     bucket = 0;

@@ -109,3 +109,51 @@ TEST_CASE(
   s.sp = true;
   CHECK(layer_activation_bytes(m, s) == doctest::Approx((34 * sbh + 5 * as2b) / 4));
 }
+
+TEST_CASE("FP8 (Transformer Engine): linear-layer inputs kept in FP8, the attention output kept twice") {
+  // Llama-3.1-8B, 4096 tokens, no TP: by hand, per token, bf16 = 2 B and FP8 = 1 B per element.
+  const auto m = test::shipped_model("llama3.1-8b");
+  StepShape s;
+  s.seq = 4096;
+  const double T = 4096, h = 4096, q = 4096, kv = 1024, f = 14336, lse = 4.0 * T * 32;
+  const double bf16 = T * (2 * 2 * h + 2 * (q + 2 * kv) + 2 * q + 2 * 2 * h + 2 * 2 * f + 2 * f) + lse;
+  CHECK(layer_activation_bytes(m, s) == doctest::Approx(bf16));
+  s.fp8 = true;
+  const double fp8 = T * ((2 + 1) * h + 2 * (q + 2 * kv) + (2 + 1) * q + (2 + 1) * h + 2 * 2 * f + 1 * f) + lse;
+  CHECK(layer_activation_bytes(m, s) == doctest::Approx(fp8));
+}
+
+TEST_CASE("the distributed optimizer shards over DP x CP: the NeMo Llama-3 8B CP2 FP8 run fits 8x H100") {
+  // NeMo's Llama-3 8B recipe: TP1 CP2 (DP4), distributed optimizer, FP8, sequence 8192. Sharding
+  // the optimizer state over DP only (4 GPUs) leaves it 12 B x 8.03B / 4 = 24 GB instead of 12 GB.
+  const auto s = test::scenario_from_json(
+      R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1, "cp": 2, "zero": 1},
+          "training": {"seq": 8192, "global_batch": 128, "dtype": "fp8"}})");
+  const auto mem = workload::training_memory_of(s);
+  CHECK(mem.optimizer == doctest::Approx(12.0 * static_cast<double>(s.model.params_total()) / 8).epsilon(1e-9));
+  CHECK(mem.fits());
+}
+
+TEST_CASE("the published NeMo configurations fit 80 GB H100s; the 70B one at micro-batch 2 does not") {
+  // N- cases (scenarios/validation/n-nemo.json): they ran. Activations on the first stage of the
+  // interleaved schedule: (P - 1) 2 + (V - 1) P + 1 = 47 chunks of 2 layers in flight for 70B.
+  const std::string l70 =
+      R"("model": "llama3.1-70b", "cluster": "hgx-h100", "nodes": 8, "fabric": "ib-ndr-rail",
+         "parallel": {"tp": 4, "pp": 8, "vpp": 5, "sp": true, "zero": 1})";
+  const auto s70 = test::scenario_from_json(
+      "{" + l70 + R"(, "training": {"seq": 8192, "global_batch": 128, "dtype": "fp8", "grad_dtype": "bf16"}})");
+  CHECK(workload::training_memory_of(s70).fits());
+  const auto s405 = test::scenario_from_json(
+      R"({"model": "llama3.1-405b", "cluster": "hgx-h100", "nodes": 128, "fabric": "ib-ndr-rail",
+          "parallel": {"tp": 8, "pp": 8, "vpp": 8, "cp": 2, "sp": true, "zero": 1},
+          "training": {"seq": 8192, "global_batch": 512, "dtype": "fp8", "grad_dtype": "bf16"}})");
+  CHECK(workload::training_memory_of(s405).fits());
+  // Twice the tokens per micro-batch doubles the activations in flight: over the edge.
+  const auto big = test::scenario_from_json(
+      "{" + l70 +
+      R"(, "training": {"seq": 8192, "global_batch": 128, "micro_batch": 2, "dtype": "fp8", "grad_dtype": "bf16"},
+          "allow_oom": true})");
+  const auto mb = workload::training_memory_of(big);
+  CHECK_FALSE(mb.fits());
+  CHECK(mb.activations == doctest::Approx(2 * workload::training_memory_of(s70).activations).epsilon(1e-9));
+}
