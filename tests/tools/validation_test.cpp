@@ -34,7 +34,7 @@ TEST_CASE("pcie-h100x8 all-reduce is bounded by its PCIe links") {
 
 TEST_CASE("docs/accuracy.md holds the harness's current tables (regenerate with tools/scripts/update-accuracy)") {
   const std::string doc = cs::test::slurp(cs::test::data_path("docs/accuracy.md"));
-  for (const std::string set : {"f-collectives", "g-trtllm", "a-megatron"}) {
+  for (const std::string set : {"f-collectives", "g-trtllm", "a-megatron", "n-nemo"}) {
     CAPTURE(set);
     const auto r = cs::test::run_cli("validate-published scenarios/validation/" + set + ".json --markdown");
     REQUIRE(r.exit_code == 0);
@@ -80,19 +80,22 @@ TEST_CASE("Megatron-LM SC'21 Table 2, PTD-P rows (TP8 x PP12 and PP35, 384 to 2,
   CHECK(j["max_abs_error"].get<double>() <= 0.15);
 }
 
-TEST_CASE("Megatron-LM SC'21 Table 2, ZeRO-3 without model parallelism: the communication-bound rows within 15%") {
-  // At 768+ GPUs (174.6B) and 1,120+ GPUs (529.6B) the step is dominated by the per-layer
-  // parameter all-gathers and gradient reduce-scatters over HDR InfiniBand: the fabric model's
-  // regime. The 384- and 640-GPU rows are compute-bound and read high like Table 1 (docs/accuracy.md).
+TEST_CASE(
+    "Megatron-LM SC'21 Table 2, ZeRO-3 without model parallelism: with rings through every NIC the model stays "
+    "compute-bound as DP doubles (the published figures halve: a documented miss)") {
+  // Per layer the all-gathers and reduce-scatters run as NCCL rings, one per rail: 8 NICs per node
+  // carry them, and each layer's gather takes less than its compute. So TFLOP/s per GPU barely moves
+  // from 384 to 1,536 GPUs, where DeepSpeed's 2021 ZeRO-3 measured 144, 88 and 44 (docs/accuracy.md:
+  // the earlier agreement came from running these collectives through one NIC per node).
   const auto r = cs::test::run_cli(
-      "validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-zero3-*' --json");
+      "validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-zero3-174.6B-*' --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
-  REQUIRE(j["cases"].size() == 6);
+  REQUIRE(j["cases"].size() == 3);
+  const double first = j["cases"][0]["predicted"].get<double>();
   for (const auto& c : j["cases"]) {
-    const std::string id = c["id"];
-    if (id.ends_with("384gpu") || id.ends_with("640gpu")) continue;
-    CAPTURE(id);
-    CHECK(std::abs(c["error"].get<double>()) <= 0.15);
+    CAPTURE(c["id"].get<std::string>());
+    CHECK(c["predicted"].get<double>() >= 0.9 * first);
+    CHECK(c["predicted"].get<double>() >= c["published"].get<double>());
   }
 }

@@ -81,8 +81,9 @@ std::vector<Case> parse_cases(const config::JsonDoc& doc) {
         c.fail_at("scenario", "expected a training scenario object");
       else
         k.serving = *sc;
-      k.metric = c.req_enum("metric", {"megatron_tflops_per_gpu", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu"});
-      k.unit = c.req_enum("unit", {"TFLOP/s", "%"});
+      k.metric = c.req_enum(
+          "metric", {"megatron_tflops_per_gpu", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu", "tokens_per_s_per_gpu"});
+      k.unit = c.req_enum("unit", {"TFLOP/s", "%", "tokens/s/GPU"});
     } else if (k.kind == "serving") {
       // An infer scenario (the schema of `run FILE` with "kind": "infer") and the metric to read.
       const auto* sc = c.raw("scenario");
@@ -157,9 +158,11 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
             c.predicted = c.metric == "megatron_tflops_per_gpu" ? r.megatron_tflops_per_gpu
                           : c.metric == "hw_tflops_per_gpu"     ? r.hw_tflops_per_gpu
                           : c.metric == "mfu"                   ? r.mfu * 100
+                          : c.metric == "tokens_per_s_per_gpu"  ? r.tokens_per_s / sc.gpus
                                                                 : r.tflops_per_gpu;
             c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.plan.tp) + " PP" + std::to_string(sc.plan.pp) +
-                               " DP" + std::to_string(sc.plan.dp);
+                               (sc.plan.cp > 1 ? " CP" + std::to_string(sc.plan.cp) : std::string()) + " DP" +
+                               std::to_string(sc.plan.dp);
             c.cluster = sc.cluster.id;
             c.gpus = sc.gpus;
             return;
