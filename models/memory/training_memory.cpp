@@ -91,8 +91,9 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
     // Embeddings, norms and the LM head have no FP8 copy.
     const double wb = 2.0;
     const double cache = in.shape.fp8 ? 2.0 : 0.0;
-    const double layers_here = static_cast<double>(n) * per_layer;
-    b.weights = in.zero >= 3 ? p * wb / dp + 2 * per_layer * (wb + cache) : p * wb + layers_here * cache;
+    const double layers_here = static_cast<double>(n) * linear_weight_elements(m, in.shape);
+    b.weights = in.zero >= 3 ? p * wb / dp + 2 * (per_layer * wb + linear_weight_elements(m, in.shape) * cache)
+                             : p * wb + layers_here * cache;
     b.gradients = in.zero >= 2 ? p * in.grad_bytes / dp : p * in.grad_bytes;
     b.optimizer = p * 12.0 / (in.zero >= 1 ? dp : 1);
   }

@@ -322,6 +322,11 @@ std::vector<Item> head_backward(const ModelArch& m, const StepShape& s) {
   return out;
 }
 
+double linear_weight_elements(const ModelArch& m, const StepShape& s) {
+  const auto d = layer_dims(m, s);
+  return d.hidden * (d.q + 2 * d.kv) + d.q * d.hidden + d.hidden * d.up + d.ffn * d.hidden;
+}
+
 double model_flops(const std::vector<Item>& items) {
   double total = 0;
   for (const auto& it : items) {

@@ -117,6 +117,9 @@ struct LayerDims {
 [[nodiscard]] std::vector<Item> head_forward(const ModelArch& m, const StepShape& s);
 [[nodiscard]] std::vector<Item> head_backward(const ModelArch& m, const StepShape& s);
 
+/// Decoder linear-layer weight elements of one layer on one TP rank (what FP8 casts once per step).
+[[nodiscard]] double linear_weight_elements(const ModelArch& m, const StepShape& s);
+
 /// Model FLOPs of one micro-batch on one GPU for forward + backward as executed (GEMMs and
 /// attention; element-wise work excluded), the numerator of MFU.
 [[nodiscard]] double model_flops(const std::vector<Item>& items);
