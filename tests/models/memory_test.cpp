@@ -135,7 +135,7 @@ TEST_CASE("the distributed optimizer shards over DP x CP: the NeMo Llama-3 8B CP
   CHECK(mem.fits());
 }
 
-TEST_CASE("the published NeMo configurations fit 80 GB H100s; the 70B one at micro-batch 2 does not") {
+TEST_CASE("the published NeMo configurations fit 80 GB H100s, the 70B one at micro-batch 2 does not") {
   // N- cases (scenarios/validation/n-nemo.json): they ran. Activations on the first stage of the
   // interleaved schedule: (P - 1) 2 + (V - 1) P + 1 = 47 chunks of 2 layers in flight for 70B.
   const std::string l70 =

@@ -199,7 +199,7 @@ TEST_CASE("LoRA drops the base weight gradients: fewer FLOPs, DP reduces only th
 }
 
 TEST_CASE(
-    "FP8 training: linear GEMMs at the FP8 peak make the step faster; TE's weight cache costs memory, its FP8 "
+    "FP8 training: linear GEMMs at the FP8 peak make the step faster, TE's weight cache costs memory, its FP8 "
     "saved inputs save some") {
   const std::string base =
       R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8, "dtype": ")";
