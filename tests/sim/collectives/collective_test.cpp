@@ -186,7 +186,7 @@ TEST_CASE("across nodes a ring runs one channel per rail: every NIC carries (N-1
   // NCCL builds one ring per channel, each leaving the node through a different NIC (PXN keeps the
   // traffic on the NIC's rail). 2 nodes x 8 GPUs: 16 inter-node flows, one per NIC and direction.
   const auto fabric =
-      net::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
+      config::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
   const auto topo = net::Topology::build(test::shipped_cluster("hgx-h100"), 8, 2, fabric);
   const double S = 1024.0 * 1024 * 1024;
   const auto p = coll::plan_collective(topo, {CollectiveOp::kReduceScatter, Algorithm::kRing, first(16), S, 0.0});
