@@ -239,8 +239,9 @@ std::vector<std::vector<TaskId>> add_zero3(const StepLayout& L, const BlockTasks
   std::vector<std::vector<TaskId>> rs_tasks(static_cast<std::size_t>(L.plan.tp));
   if (!L.zero3) return rs_tasks;
   const auto params = stage_params(L.s);
-  const double layer_bytes = params.per_layer * step_shape(L.s).act_bytes;  // the whole layer's 16-bit weights, gathered
-  const double grad_bytes = params.per_layer * L.s.grad_bytes;                // its main gradients, scattered
+  const double layer_bytes =
+      params.per_layer * step_shape(L.s).act_bytes;             // the whole layer's 16-bit weights, gathered
+  const double grad_bytes = params.per_layer * L.s.grad_bytes;  // its main gradients, scattered
   for (int t = 0; t < L.plan.tp; ++t) {
     const auto grp = reduction_group(L, GroupKind::kDpCp, L.plan.rank(0, 0, t), g);
     for (const auto& blk : schedule(L.plan.schedule, 0, 1, static_cast<int>(L.micro))) {
