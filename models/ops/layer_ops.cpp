@@ -111,13 +111,38 @@ double sp_tokens(const StepShape& s) {
   return s.sp ? s.tokens() / s.tp : s.tokens();
 }
 
-/// Causal attention FLOPs of one micro-batch on one rank: QK^T and PV, 2 s^2 d each per head, half
-/// of the square computed (flash-attention skips masked blocks).
-double attention_flops(const ModelArch& m, const StepShape& s) {
-  const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
+/// The core attention one rank runs for a layer kind: heads of Q and of K/V, their widths, and the
+/// query-key pairs per sequence a causal mask (and a sliding window) leaves.
+struct AttentionShape {
+  double q_heads = 0, kv_heads = 0, qk_dim = 0, v_dim = 0;
+  double pairs = 0;  ///< per sequence: s^2 / 2 causal; in a window w < s, w^2 / 2 + (s - w) w
+};
+
+AttentionShape attention_shape(const ModelArch& m, const StepShape& s, AttentionKind kind) {
+  AttentionShape a;
+  a.q_heads = static_cast<double>(q_heads_per_rank(m, s.tp));
   const double seq = static_cast<double>(s.seq);
+  a.pairs = seq * seq / 2;
+  if (kind == AttentionKind::kMla) {
+    // Training form: K and V are up-projected per head from the latent, as in multi-head attention.
+    a.kv_heads = a.q_heads;
+    a.qk_dim = static_cast<double>(m.mla.qk_nope_dim + m.mla.qk_rope_dim);
+    a.v_dim = static_cast<double>(m.mla.v_dim);
+    return a;
+  }
+  a.kv_heads = static_cast<double>(kv_heads_per_rank(m, s.tp));
+  a.qk_dim = a.v_dim = static_cast<double>(m.head_dim);
+  const double w = static_cast<double>(m.sliding_window);
+  if (kind == AttentionKind::kSlidingWindow && w < seq) a.pairs = w * w / 2 + (seq - w) * w;
+  return a;
+}
+
+/// Causal attention FLOPs of one micro-batch on one rank: QK^T and PV, 2 d per query-key pair and
+/// head each, over the pairs the mask leaves (flash-attention skips masked blocks).
+double attention_flops(const ModelArch& m, const StepShape& s, AttentionKind kind) {
+  const auto a = attention_shape(m, s, kind);
   // With CP each rank holds seq/CP queries against the whole sequence's keys (load-balanced causal).
-  return static_cast<double>(s.micro_batch) * hq * 4.0 * seq * seq * static_cast<double>(m.head_dim) * 0.5 / s.cp;
+  return static_cast<double>(s.micro_batch) * a.q_heads * 2.0 * a.pairs * (a.qk_dim + a.v_dim) / s.cp;
 }
 
 /// A batched GEMM of core attention: `batches` products of (m x k) by (k x n).
@@ -161,9 +186,10 @@ void unfused_attention_backward(std::vector<Item>& out, const ModelArch& m, cons
 bool ring_attention_used(const StepShape& s) { return s.cp > 1 && s.cp_ring && s.flash_attention; }
 
 /// A layer's core attention, forward or backward: one flash-attention kernel, its ring form over
-/// the CP ranks, or the unfused kernels.
-void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape& s, bool backward) {
-  if (!s.flash_attention) {
+/// the CP ranks, or (full attention without flash attention) the unfused kernels.
+void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape& s, bool backward,
+                    AttentionKind kind) {
+  if (!s.flash_attention && kind == AttentionKind::kFull) {
     if (backward) {
       unfused_attention_backward(out, m, s);
     } else {
@@ -171,20 +197,22 @@ void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape&
     }
     return;
   }
-  const auto d = layer_dims(m, s);
-  const double T = d.tokens, a = d.act_bytes;
+  const auto sh = attention_shape(m, s, kind);
+  const double T = s.tokens(), a = s.act_bytes;
+  // Q and the output, K and V: read once forward; backward reads them and writes their gradients.
+  const double qo = sh.q_heads * (sh.qk_dim + sh.v_dim), kv = sh.kv_heads * (sh.qk_dim + sh.v_dim);
   const Op attn = backward ? Op{"attention.bwd",
                                 OpKind::kAttentionBackward,
                                 0,
                                 0,
                                 0,
-                                2.5 * attention_flops(m, s),
-                                T * (4 * d.q + 4 * d.kv) * a,
+                                2.5 * attention_flops(m, s, kind),
+                                T * 2 * (qo + kv) * a,
                                 true}
-                           : Op{"attention",           OpKind::kAttentionForward,    0,   0, 0,
-                                attention_flops(m, s), T * (2 * d.q + 2 * d.kv) * a, true};
+                           : Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s, kind),
+                                T * (qo + kv) * a, true};
   if (ring_attention_used(s)) {
-    ring_attention(out, attn, s.cp, T * 2 * d.kv * a, backward);
+    ring_attention(out, attn, s.cp, T * kv * a, backward);
   } else {
     out.push_back({attn});
   }
@@ -210,24 +238,100 @@ LayerDims layer_dims(const ModelArch& m, const StepShape& s) {
   return d;
 }
 
-std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s, LayerKind kind) {
-  switch (kind.ffn) {
-    case FeedForwardKind::kDense: break;  // the program below; each new kind states its own here
-  }
+namespace {
+
+Item ep_comm(CollectiveOp op, const char* label, double bytes) { return {Op{}, Comm{op, GroupKind::kEp, label, bytes}}; }
+Item etp_comm(CollectiveOp op, const char* label, double bytes) {
+  return {Op{}, Comm{op, GroupKind::kExpertTp, label, bytes}};
+}
+
+/// Width of one rank's attention output (the output projection's input).
+double attention_out_width(const ModelArch& m, const StepShape& s, AttentionKind kind) {
+  const auto sh = attention_shape(m, s, kind);
+  return sh.q_heads * sh.v_dim;
+}
+
+/// The attention half of a layer: norm, projections, core attention, output projection, TP
+/// collective, residual.
+void attention_forward(std::vector<Item>& out, const ModelArch& m, const StepShape& s, AttentionKind kind) {
   const auto d = layer_dims(m, s);
-  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up,
-               a = d.act_bytes;
-  std::vector<Item> out;
+  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, a = d.act_bytes;
   out.push_back(memory_op("attn_norm", 2 * Tn * h * a));
   if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
-  base_gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
-  if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (q + kv) * a));  // rotary on Q and K
-  if (s.cp > 1 && !ring_attention_used(s))
-    out.push_back(cp_comm(CollectiveOp::kAllGather, "cp.kv_allgather", T * s.cp * 2 * kv * a));  // every rank's K and V
-  core_attention(out, m, s, false);
-  base_gemm(out, "out_proj", T, h, q, s);
+  if (kind == AttentionKind::kMla) {
+    // DeepSeek-V2/V3 training form: the down-projections are replicated over TP, the
+    // up-projections split by heads (Megatron-core's MLA).
+    const auto& x = m.mla;
+    const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
+    const double qk = static_cast<double>(x.qk_nope_dim + x.qk_rope_dim), rope = static_cast<double>(x.qk_rope_dim);
+    const double ql = static_cast<double>(x.q_lora_rank), kvl = static_cast<double>(x.kv_lora_rank);
+    if (x.q_lora_rank > 0) {
+      base_gemm(out, "q_down", T, ql, h, s);
+      out.push_back(memory_op("q_norm", 2 * T * ql * a));
+      base_gemm(out, "q_up", T, hq * qk, ql, s);
+    } else {
+      base_gemm(out, "q_proj", T, hq * qk, h, s);
+    }
+    base_gemm(out, "kv_down", T, kvl + rope, h, s);
+    out.push_back(memory_op("kv_norm", 2 * T * kvl * a));
+    base_gemm(out, "kv_up", T, hq * static_cast<double>(x.qk_nope_dim + x.v_dim), kvl, s);
+    out.push_back(memory_op("rope", 2 * T * (hq + 1) * rope * a));  // every head's q_rope and the shared k_rope
+  } else {
+    base_gemm(out, "qkv_proj", T, d.q + 2 * d.kv, h, s);
+    if (m.qk_norm) out.push_back(memory_op("qk_norm", 2 * T * (d.q + d.kv) * a));
+    if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (d.q + d.kv) * a));  // rotary on Q and K
+  }
+  if (s.cp > 1 && !ring_attention_used(s)) {
+    const auto sh = attention_shape(m, s, kind);
+    out.push_back(cp_comm(CollectiveOp::kAllGather, "cp.kv_allgather",
+                          T * s.cp * sh.kv_heads * (sh.qk_dim + sh.v_dim) * a));  // every rank's K and V
+  }
+  core_attention(out, m, s, false, kind);
+  base_gemm(out, "out_proj", T, h, attention_out_width(m, s, kind), s);
   if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   out.push_back(memory_op("attn_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
+}
+
+void attention_backward(std::vector<Item>& out, const ModelArch& m, const StepShape& s, AttentionKind kind) {
+  const auto d = layer_dims(m, s);
+  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, a = d.act_bytes;
+  out.push_back(memory_op("attn_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
+  if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
+  gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, attention_out_width(m, s, kind), s);
+  core_attention(out, m, s, true, kind);
+  if (s.cp > 1 && !ring_attention_used(s)) {
+    const auto sh = attention_shape(m, s, kind);
+    out.push_back(cp_comm(CollectiveOp::kReduceScatter, "cp.kv_grad_reducescatter",
+                          T * s.cp * sh.kv_heads * (sh.qk_dim + sh.v_dim) * a));  // dK, dV to their owners
+  }
+  if (kind == AttentionKind::kMla) {
+    const auto& x = m.mla;
+    const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
+    const double qk = static_cast<double>(x.qk_nope_dim + x.qk_rope_dim), rope = static_cast<double>(x.qk_rope_dim);
+    const double ql = static_cast<double>(x.q_lora_rank), kvl = static_cast<double>(x.kv_lora_rank);
+    out.push_back(memory_op("rope.bwd", 2 * T * (hq + 1) * rope * a));
+    gemm_backward(out, "kv_up.dgrad", "kv_up.wgrad", T, hq * static_cast<double>(x.qk_nope_dim + x.v_dim), kvl, s);
+    out.push_back(memory_op("kv_norm.bwd", 4 * T * kvl * a));
+    gemm_backward(out, "kv_down.dgrad", "kv_down.wgrad", T, kvl + rope, h, s);
+    if (x.q_lora_rank > 0) {
+      gemm_backward(out, "q_up.dgrad", "q_up.wgrad", T, hq * qk, ql, s);
+      out.push_back(memory_op("q_norm.bwd", 4 * T * ql * a));
+      gemm_backward(out, "q_down.dgrad", "q_down.wgrad", T, ql, h, s);
+    } else {
+      gemm_backward(out, "q_proj.dgrad", "q_proj.wgrad", T, hq * qk, h, s);
+    }
+  } else {
+    if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (d.q + d.kv) * a));
+    if (m.qk_norm) out.push_back(memory_op("qk_norm.bwd", 4 * T * (d.q + d.kv) * a));
+    gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, d.q + 2 * d.kv, h, s);
+  }
+  if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
+  out.push_back(memory_op("attn_norm.bwd", 4 * Tn * h * a));
+}
+
+void dense_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepShape& s) {
+  const auto d = layer_dims(m, s);
+  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, f = d.ffn, up_n = d.up, a = d.act_bytes;
   out.push_back(memory_op("mlp_norm", 2 * Tn * h * a));
   if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   base_gemm(out, "mlp_up", T, up_n, h, s);
@@ -235,19 +339,11 @@ std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s, LayerKin
   base_gemm(out, "mlp_down", T, h, f, s);
   if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   out.push_back(memory_op("mlp_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
-  return out;
 }
 
-std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s, LayerKind kind) {
-  switch (kind.ffn) {
-    case FeedForwardKind::kDense: break;  // the program below; each new kind states its own here
-  }
+void dense_ffn_backward(std::vector<Item>& out, const ModelArch& m, const StepShape& s) {
   const auto d = layer_dims(m, s);
-  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, q = d.q, kv = d.kv, f = d.ffn, up_n = d.up,
-               a = d.act_bytes;
-  // The conjugates of the forward collectives: an all-reduce's backward is an all-reduce of the
-  // input gradient; SP's all-gather becomes a reduce-scatter and vice versa.
-  std::vector<Item> out;
+  const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, f = d.ffn, up_n = d.up, a = d.act_bytes;
   out.push_back(memory_op("mlp_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
   if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   gemm_backward(out, "mlp_down.dgrad", "mlp_down.wgrad", T, h, f, s);
@@ -255,17 +351,142 @@ std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s, LayerKi
   gemm_backward(out, "mlp_up.dgrad", "mlp_up.wgrad", T, up_n, h, s);
   if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   out.push_back(memory_op("mlp_norm.bwd", 4 * Tn * h * a));
-  out.push_back(memory_op("attn_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
-  if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
-  gemm_backward(out, "out_proj.dgrad", "out_proj.wgrad", T, h, q, s);
-  core_attention(out, m, s, true);
-  if (s.cp > 1 && !ring_attention_used(s))
-    out.push_back(cp_comm(CollectiveOp::kReduceScatter, "cp.kv_grad_reducescatter",
-                          T * s.cp * 2 * kv * a));  // dK, dV to their owners
-  if (!m.learned_positions) out.push_back(memory_op("rope.bwd", 2 * T * (q + kv) * a));
-  gemm_backward(out, "qkv_proj.dgrad", "qkv_proj.wgrad", T, q + 2 * kv, h, s);
-  if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
-  out.push_back(memory_op("attn_norm.bwd", 4 * Tn * h * a));
+}
+
+/// What one GPU does in a MoE layer: its routed tokens (the TP group's tokens split TP ways, as
+/// Megatron-core's sequence-parallel MoE does), the token-expert pairs its local experts receive
+/// (at the most loaded GPU's count), and the local experts' widths.
+struct MoeDims {
+  double tokens = 0;  ///< tokens this GPU routes: b s / (CP TP)
+  double pairs = 0;   ///< token-expert pairs its experts compute, ETP-gathered: tokens x k x load x ETP
+  double local_experts = 0;
+  double ffn = 0;  ///< one expert's width on this rank (expert_ffn / ETP)
+  double up = 0;   ///< its up-projection output (2 ffn gated)
+  double shared_ffn = 0, shared_up = 0;
+};
+
+MoeDims moe_dims(const ModelArch& m, const StepShape& s) {
+  CS_ASSERT(m.moe.experts % s.ep == 0, "EP divides the routed experts (the scenario resolver checks it)");
+  MoeDims d;
+  d.tokens = s.tokens() / s.tp;
+  d.pairs = d.tokens * static_cast<double>(m.moe.top_k) * s.expert_load * s.etp;
+  d.local_experts = static_cast<double>(m.moe.experts / s.ep);
+  d.ffn = static_cast<double>(m.moe.expert_ffn) / s.etp;
+  const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
+  d.up = gated * d.ffn;
+  d.shared_ffn = static_cast<double>(m.moe.shared_ffn);
+  d.shared_up = gated * d.shared_ffn;
+  return d;
+}
+
+/// The local experts' GEMM as one grouped GEMM: `pairs` rows spread over the local experts (m is
+/// the rows per expert, what the kernel's tiles see), each expert's weight read once.
+Item grouped_gemm(std::string_view name, const MoeDims& d, double n, double k, const StepShape& s, double weight_bytes) {
+  const double rows = d.pairs;
+  const double bytes = (rows * k + rows * n) * s.act_bytes + d.local_experts * k * n * weight_bytes;
+  return {Op{name, OpKind::kGemm, rows / d.local_experts, n, k, 2.0 * rows * n * k, bytes}};
+}
+
+void moe_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepShape& s) {
+  const auto ld = layer_dims(m, s);
+  const auto d = moe_dims(m, s);
+  const double T = ld.tokens, Tn = ld.norm_tokens, Tm = d.tokens, h = ld.hidden, a = ld.act_bytes;
+  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
+  out.push_back(memory_op("mlp_norm", 2 * Tn * h * a));
+  out.push_back(gemm("router", Tm, E, h, s));
+  out.push_back(memory_op("router.topk", Tm * E * 8.0));  // fp32 scores written, read by softmax/sigmoid and top-k
+  out.push_back(memory_op("permute", Tm * h * a + Tm * k * h * a));
+  const double send = dispatch_send_bytes(m, s);
+  if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.dispatch", send));
+  if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kAllGather, "etp.allgather", d.pairs * h * a));
+  out.push_back(grouped_gemm("experts_up", d, d.up, h, s, s.weight_bytes));
+  out.push_back(memory_op("experts_act", (d.up + d.ffn) * d.pairs * a));
+  out.push_back(grouped_gemm("experts_down", d, h, d.ffn, s, s.weight_bytes));
+  if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kReduceScatter, "etp.reducescatter", d.pairs * h * a));
+  if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.combine", send / s.dispatch_bytes * a));
+  out.push_back(memory_op("unpermute", Tm * k * h * a + Tm * h * a));  // weighted sum of each token's k outputs
+  if (d.shared_ffn > 0) {
+    base_gemm(out, "shared_up", Tm, d.shared_up, h, s);
+    out.push_back(memory_op("shared_act", (d.shared_up + d.shared_ffn) * Tm * a));
+    base_gemm(out, "shared_down", Tm, h, d.shared_ffn, s);
+  }
+  // Without SP the TP ranks hold the same tokens: each routes its 1/TP slice, then they gather.
+  if (s.tp > 1 && !s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
+  out.push_back(memory_op("mlp_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
+}
+
+/// Backward of a grouped GEMM (y = x W per expert): dgrad over every pair, wgrad per local expert
+/// into fp32 main gradients.
+void grouped_backward(std::vector<Item>& out, std::string_view dgrad, std::string_view wgrad, const MoeDims& d,
+                      double n, double k, const StepShape& s) {
+  out.push_back(grouped_gemm(dgrad, d, k, n, s, s.weight_bytes));
+  Item w = grouped_gemm(wgrad, d, n, k, s, 4.0);
+  w.op.m = k;  // per expert: (k x rows) x (rows x n)
+  out.push_back(w);
+}
+
+void moe_ffn_backward(std::vector<Item>& out, const ModelArch& m, const StepShape& s) {
+  const auto ld = layer_dims(m, s);
+  const auto d = moe_dims(m, s);
+  const double T = ld.tokens, Tn = ld.norm_tokens, Tm = d.tokens, h = ld.hidden, a = ld.act_bytes;
+  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
+  out.push_back(memory_op("mlp_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
+  if (d.shared_ffn > 0) {
+    gemm_backward(out, "shared_down.dgrad", "shared_down.wgrad", Tm, h, d.shared_ffn, s);
+    out.push_back(memory_op("shared_act.bwd", (2 * d.shared_up + d.shared_ffn) * Tm * a));
+    gemm_backward(out, "shared_up.dgrad", "shared_up.wgrad", Tm, d.shared_up, h, s);
+  }
+  out.push_back(memory_op("unpermute.bwd", Tm * k * h * a + Tm * h * a));
+  // Gradients travel back along the combine's routes (bf16), then the dispatch's.
+  const double back = dispatch_send_bytes(m, s) / s.dispatch_bytes * a;
+  if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.combine.bwd", back));
+  if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kAllGather, "etp.allgather", d.pairs * h * a));
+  grouped_backward(out, "experts_down.dgrad", "experts_down.wgrad", d, h, d.ffn, s);
+  out.push_back(memory_op("experts_act.bwd", (2 * d.up + d.ffn) * d.pairs * a));
+  grouped_backward(out, "experts_up.dgrad", "experts_up.wgrad", d, d.up, h, s);
+  if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kReduceScatter, "etp.reducescatter", d.pairs * h * a));
+  if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.dispatch.bwd", back));
+  out.push_back(memory_op("permute.bwd", Tm * k * h * a + Tm * h * a));
+  gemm_backward(out, "router.dgrad", "router.wgrad", Tm, E, h, s);
+  if (s.tp > 1 && !s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
+  out.push_back(memory_op("mlp_norm.bwd", 4 * Tn * h * a));
+}
+
+}  // namespace
+
+double expected_dispatch_ranks(std::int64_t experts, std::int64_t top_k, int ep) {
+  CS_ASSERT(ep >= 1 && experts % ep == 0 && top_k <= experts, "EP divides the experts; top-k at most all of them");
+  // P(no expert of a given GPU among the token's k) = C(E - E/ep, k) / C(E, k), a product of k ratios.
+  const double E = static_cast<double>(experts), local = E / ep;
+  double miss = 1;
+  for (std::int64_t i = 0; i < top_k; ++i) miss *= std::max(0.0, (E - local - static_cast<double>(i)) / (E - static_cast<double>(i)));
+  return ep * (1 - miss);
+}
+
+double dispatch_send_bytes(const ModelArch& m, const StepShape& s) {
+  const double ranks = s.dispatch_ranks > 0 ? s.dispatch_ranks : expected_dispatch_ranks(m.moe.experts, m.moe.top_k, s.ep);
+  return s.tokens() / s.tp * ranks * static_cast<double>(m.hidden) * s.dispatch_bytes;
+}
+
+std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s, LayerKind kind) {
+  std::vector<Item> out;
+  attention_forward(out, m, s, kind.attention);
+  switch (kind.ffn) {
+    case FeedForwardKind::kDense: dense_ffn_forward(out, m, s); break;
+    case FeedForwardKind::kMoe: moe_ffn_forward(out, m, s); break;
+  }
+  return out;
+}
+
+std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s, LayerKind kind) {
+  // The conjugates of the forward collectives: an all-reduce's backward is an all-reduce of the
+  // input gradient; SP's all-gather becomes a reduce-scatter and vice versa.
+  std::vector<Item> out;
+  switch (kind.ffn) {
+    case FeedForwardKind::kDense: dense_ffn_backward(out, m, s); break;
+    case FeedForwardKind::kMoe: moe_ffn_backward(out, m, s); break;
+  }
+  attention_backward(out, m, s, kind.attention);
   return out;
 }
 

@@ -75,8 +75,26 @@ struct StepShape {
   /// cast to FP8 with their amax, the casts' transposes kept for the weight gradient) and keep
   /// their inputs for backward in FP8; attention, norms, the LM head and everything else in bf16.
   bool fp8 = false;
+  /// Expert parallelism (MoE layers): experts split over EP ranks, each expert over ETP ranks.
+  int ep = 1;
+  int etp = 1;
+  /// Routed token-expert pairs of the most loaded GPU of the EP group over the mean (1: balanced).
+  /// It sets the pace of each MoE layer: every GPU waits for the slowest at the combine.
+  double expert_load = 1;
+  /// Distinct EP ranks a token's top-k experts live on (0: the expectation under uniform routing,
+  /// `expected_dispatch_ranks`). A token is sent once per destination GPU, not once per expert.
+  double dispatch_ranks = 0;
+  double dispatch_bytes = 2;  ///< bytes per dispatched element (1: FP8 dispatch); combine is in act_bytes
   [[nodiscard]] double tokens() const { return static_cast<double>(micro_batch * seq) / cp; }
 };
+
+/// Expected distinct GPUs among `ep` (each holding experts / ep experts) that a token's `top_k`
+/// distinct experts, drawn uniformly, live on: ep (1 - C(E - E/ep, k) / C(E, k)).
+[[nodiscard]] double expected_dispatch_ranks(std::int64_t experts, std::int64_t top_k, int ep);
+
+/// Bytes one GPU sends in one MoE dispatch (its all-to-all send buffer, nccl-tests convention):
+/// its tokens (b s / (CP TP)) x the distinct destination GPUs per token x hidden x dispatch bytes.
+[[nodiscard]] double dispatch_send_bytes(const ModelArch& m, const StepShape& s);
 
 /// LoRA adapter parameters of one decoder layer on one TP rank: A (in x r) and B (r x out) for
 /// each of the q, k, v, o, gate, up and down projections, as PEFT attaches them.
@@ -103,9 +121,12 @@ struct LayerDims {
 /// attention: micro-batch x heads on this rank x queries (seq / CP) x keys (seq).
 [[nodiscard]] double score_elements(const ModelArch& m, const StepShape& s);
 
-/// Forward program of one decoder layer of `kind` (each kind has its own program). Dense: norm, QKV (GQA), causal flash
-/// attention, output projection, TP all-reduce (or SP reduce-scatter/all-gather), residual, norm, MLP (SwiGLU or GELU),
-/// TP all-reduce, residual.
+/// Forward program of one decoder layer of `kind` (each kind has its own program). Attention: norm, QKV (GQA; MLA:
+/// low-rank Q and KV projections and their up-projections), causal flash attention (in a sliding window for that
+/// kind), output projection, TP all-reduce (or SP reduce-scatter/all-gather), residual. Dense feed-forward: norm, MLP
+/// (SwiGLU or GELU), TP all-reduce, residual. MoE feed-forward: norm, router, permute, dispatch all-to-all over EP,
+/// (ETP all-gather), the local experts as one grouped GEMM at the most loaded GPU's token count, (ETP
+/// reduce-scatter), combine all-to-all, unpermute and weighted sum, shared experts, residual.
 [[nodiscard]] std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s, LayerKind kind = {});
 /// Backward program of one decoder layer (reverse order; GEMMs as dgrad + wgrad; flash-attention
 /// backward at 2.5x forward FLOPs: five matmuls against two).

@@ -57,15 +57,6 @@ TEST_CASE(
   CHECK(m.params_total() == 124439808);  // GPT-2 small as Hugging Face counts it
 }
 
-TEST_CASE("MoE configs are recognised and rejected") {
-  CHECK_THROWS_WITH_AS(
-      (void)config::parse_model(
-          config::parse_text(R"({"model_type": "mixtral", "hidden_size": 4096, "num_local_experts": 8})", "m.json"),
-          "m"),
-      "m.json: /num_local_experts: MoE models are not supported yet (this config has mixture-of-experts or MLA fields)",
-      InputError);
-}
-
 TEST_CASE("KV heads must divide the attention heads") {
   CHECK_THROWS_WITH_AS((void)config::parse_model(
                            config::parse_text(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
