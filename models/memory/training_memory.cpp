@@ -1,22 +1,60 @@
 #include "models/memory/training_memory.hpp"
 
+#include <algorithm>
+#include <map>
+
 namespace cs::models {
+
+LayerParams layer_params_per_gpu(const ModelArch& m, LayerKind kind, int tp, const ExpertSplit& experts) {
+  const double h = static_cast<double>(m.hidden);
+  const double t = tp;
+  const double gated = m.activation == Activation::kSwiGlu ? 3.0 : 2.0;
+  LayerParams p;
+  if (kind.attention == AttentionKind::kMla) {
+    const auto& x = m.mla;
+    const double hq = static_cast<double>(q_heads_per_rank(m, tp));
+    const double ql = static_cast<double>(x.q_lora_rank), kvl = static_cast<double>(x.kv_lora_rank);
+    const double qk = static_cast<double>(x.qk_nope_dim + x.qk_rope_dim), rope = static_cast<double>(x.qk_rope_dim);
+    // Down-projections and their norms replicated; up-projections and the output split by heads.
+    p.dense += x.q_lora_rank > 0 ? h * ql + ql + ql * hq * qk : h * hq * qk;
+    p.dense += h * (kvl + rope) + kvl + kvl * hq * static_cast<double>(x.qk_nope_dim + x.v_dim);
+    p.dense += hq * static_cast<double>(x.v_dim) * h;
+  } else {
+    const double q = static_cast<double>(q_heads_per_rank(m, tp) * m.head_dim);
+    const double kv = static_cast<double>(kv_heads_per_rank(m, tp) * m.head_dim);
+    p.dense += h * (q + 2 * kv) + q * h;
+    if (m.qkv_bias || m.linear_bias) p.dense += q + 2 * kv;
+    if (m.o_bias || m.linear_bias) p.dense += h;  // out_proj bias (replicated)
+    if (m.qk_norm) p.dense += 2.0 * static_cast<double>(m.head_dim);
+  }
+  if (m.attention_sinks) p.dense += static_cast<double>(q_heads_per_rank(m, tp));
+  if (kind.ffn == FeedForwardKind::kDense) {
+    const double f = static_cast<double>(m.ffn) / t;
+    p.dense += gated * h * f;
+    if (m.linear_bias) p.dense += f + h;  // up bias (split), down bias (replicated)
+  } else {
+    const double E = static_cast<double>(m.moe.experts);
+    p.dense += E * h + (m.moe.router_bias ? E : 0.0);
+    p.dense += gated * h * static_cast<double>(m.moe.shared_ffn) + (m.moe.shared_gate ? h : 0.0);
+    const int slots = experts.slots > 0 ? experts.slots : static_cast<int>(m.moe.experts / experts.ep);
+    p.expert = slots * static_cast<double>(m.expert_params()) / experts.etp;
+  }
+  p.dense += (m.norm == NormKind::kLayer ? 4.0 : 2.0) * h;
+  return p;
+}
 
 double params_per_gpu(const ModelArch& m, int tp) {
   const double h = static_cast<double>(m.hidden);
-  const double t = tp;
-  const double q = static_cast<double>(q_heads_per_rank(m, tp) * m.head_dim);
-  const double kv = static_cast<double>(kv_heads_per_rank(m, tp) * m.head_dim);
-  const double f = static_cast<double>(m.ffn) / t;
-  double layer = h * (q + 2 * kv) + q * h + (m.activation == Activation::kSwiGlu ? 3.0 : 2.0) * h * f;
-  if (m.qkv_bias || m.linear_bias) layer += q + 2 * kv;
-  if (m.linear_bias) layer += h + f + h;  // out_proj bias (replicated), up bias (split), down bias (replicated)
-  layer += (m.norm == NormKind::kLayer ? 4.0 : 2.0) * h;
+  double layers = 0;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const auto p = layer_params_per_gpu(m, m.layer_kind(l), tp);
+    layers += p.dense + p.expert;
+  }
   const double vocab_shard = static_cast<double>((m.vocab + tp - 1) / tp);
   double rest = vocab_shard * h + (m.learned_positions ? static_cast<double>(m.max_positions) * h : 0.0);
   if (!m.tied_embeddings) rest += vocab_shard * h;
   rest += (m.norm == NormKind::kLayer ? 2.0 : 1.0) * h;
-  return static_cast<double>(m.layers) * layer + rest;
+  return layers + rest;
 }
 
 /// What core attention saves for its backward beyond Q, K, V and its output: flash attention the
@@ -27,7 +65,7 @@ double core_attention_bytes(const ModelArch& m, const StepShape& s) {
   return score_elements(m, s) * (s.act_bytes + (m.attention_dropout ? 1.0 + s.act_bytes : 0.0));
 }
 
-double layer_activation_bytes(const ModelArch& m, const StepShape& s) {
+double layer_activation_bytes(const ModelArch& m, const StepShape& s, LayerKind kind) {
   const auto d = layer_dims(m, s);
   const double T = d.tokens;
   const double r = d.norm_tokens / d.tokens;  // 1/TP under sequence parallelism
@@ -36,14 +74,34 @@ double layer_activation_bytes(const ModelArch& m, const StepShape& s) {
   // A linear layer keeps its input for the weight gradient: bf16, or under FP8 the FP8 cast
   // (Transformer Engine saves the quantised input; under SP the local shard, gathered again).
   const double lin = s.fp8 ? 1.0 : a;
-  bytes += (a + lin) * T * d.hidden * r;                // attention-norm input, QKV input
-  bytes += a * T * (d.q + 2 * d.kv);                    // Q, K, V
-  bytes += a * T * d.q;                                 // attention output (flash backward; bf16 out_proj input)
-  if (s.fp8) bytes += T * d.q;                          // its FP8 cast, the out_proj input
-  bytes += core_attention_bytes(m, s);                  // flash: the softmax log-sum-exp; unfused: the score matrices
-  bytes += (a + lin) * T * d.hidden * r;                // MLP-norm input, MLP-up input
-  bytes += a * T * d.up;                                // activation-function inputs
-  bytes += lin * T * d.ffn;                             // MLP-down input
+  bytes += (a + lin) * T * d.hidden * r;  // attention-norm input, QKV input
+  if (kind.attention == AttentionKind::kMla) {
+    const auto& x = m.mla;
+    const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
+    const double qk = static_cast<double>(x.qk_nope_dim + x.qk_rope_dim), v = static_cast<double>(x.v_dim);
+    bytes += lin * T * static_cast<double>(x.q_lora_rank + x.kv_lora_rank);  // the up-projections' inputs
+    bytes += a * T * hq * (2 * qk + v);                                      // Q, K, V per head
+    bytes += a * T * hq * v;                                                 // attention output
+    if (s.fp8) bytes += T * hq * v;                                          // its FP8 cast
+  } else {
+    bytes += a * T * (d.q + 2 * d.kv);  // Q, K, V
+    bytes += a * T * d.q;               // attention output (flash backward; bf16 out_proj input)
+    if (s.fp8) bytes += T * d.q;        // its FP8 cast, the out_proj input
+  }
+  bytes += core_attention_bytes(m, s);    // flash: the softmax log-sum-exp; unfused: the score matrices
+  bytes += (a + lin) * T * d.hidden * r;  // MLP-norm input, MLP-up (or router) input
+  if (kind.ffn == FeedForwardKind::kDense) {
+    bytes += a * T * d.up;     // activation-function inputs
+    bytes += lin * T * d.ffn;  // MLP-down input
+  } else {
+    const double Tm = T / s.tp, E = static_cast<double>(m.moe.experts);
+    const double pairs = Tm * static_cast<double>(m.moe.top_k) * s.expert_load * s.etp;
+    const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
+    const double f = static_cast<double>(m.moe.expert_ffn) / s.etp, fs = static_cast<double>(m.moe.shared_ffn);
+    bytes += 4 * Tm * E;                                // fp32 router scores
+    bytes += pairs * (lin * d.hidden + a * gated * f + lin * f);  // per pair: expert input, up output, down input
+    bytes += Tm * (lin * d.hidden + a * gated * fs + lin * fs);   // shared experts
+  }
   if (m.hidden_dropout) bytes += 2 * T * d.hidden * r;  // two dropout masks, one byte per element
   return bytes;
 }
@@ -65,15 +123,27 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
   const int n = in.stage_layers < 0 ? static_cast<int>(m.layers) : in.stage_layers;
   auto no_layers = m;
   no_layers.layers = 0;
+  no_layers.kinds.clear();
   const double outer = params_per_gpu(no_layers, tp);
-  const double per_layer = (params_per_gpu(m, tp) - outer) / static_cast<double>(m.layers);
+  // The stage's layers, by kind: dense parameters and routed experts apart (ZeRO shards them over
+  // different groups); per_layer is the stage's largest layer (what ZeRO-3 keeps gathered).
+  double dense = 0, expert = 0, per_layer = 0, layer_acts = 0;
+  for (int l = in.first_layer; l < in.first_layer + n; ++l) {
+    const auto kind = m.layer_kind(l);
+    const auto lp = layer_params_per_gpu(m, kind, tp, in.experts);
+    dense += lp.dense;
+    expert += lp.expert;
+    per_layer = std::max(per_layer, lp.dense + lp.expert);
+    layer_acts = std::max(layer_acts, layer_activation_bytes(m, in.shape, kind));
+  }
   const double vocab = static_cast<double>((m.vocab + tp - 1) / tp * m.hidden);
   const double pos = m.learned_positions ? static_cast<double>(m.max_positions * m.hidden) : 0.0;
   const double norm = static_cast<double>((m.norm == NormKind::kLayer ? 2 : 1) * m.hidden);
   const double outer_here = in.first_stage && in.last_stage
                                 ? outer
                                 : (in.first_stage ? vocab + pos : 0.0) + (in.last_stage ? vocab + norm : 0.0);
-  const double p = static_cast<double>(n) * per_layer + outer_here;
+  const double p = dense + expert + outer_here;
+  const double edp = in.edp;
   // ZeRO-1 shards the optimizer state over DP, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
   // weights as well, keeping two layers gathered (the one running and the one prefetched).
   const double dp = in.dp;
@@ -91,24 +161,45 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
     // Embeddings, norms and the LM head have no FP8 copy.
     const double wb = 2.0;
     const double cache = in.shape.fp8 ? 2.0 : 0.0;
-    const double layers_here = static_cast<double>(n) * linear_weight_elements(m, in.shape);
-    b.weights = in.zero >= 3 ? p * wb / dp + 2 * (per_layer * wb + linear_weight_elements(m, in.shape) * cache)
-                             : p * wb + layers_here * cache;
-    b.gradients = in.zero >= 2 ? p * in.grad_bytes / dp : p * in.grad_bytes;
-    b.optimizer = p * 12.0 / (in.zero >= 1 ? dp : 1);
+    double layers_here = static_cast<double>(n) * linear_weight_elements(m, in.shape), layer_linear = 0;
+    if (m.kinds.empty()) {
+      layer_linear = linear_weight_elements(m, in.shape);
+    } else {  // layers of several kinds: their parameters less the norms (biases are a rounding error)
+      layers_here = 0;
+      const double norms = (m.norm == NormKind::kLayer ? 4.0 : 2.0) * static_cast<double>(m.hidden);
+      for (int l = in.first_layer; l < in.first_layer + n; ++l) {
+        const auto lp = layer_params_per_gpu(m, m.layer_kind(l), tp, in.experts);
+        layers_here += lp.dense + lp.expert - norms;
+        layer_linear = std::max(layer_linear, lp.dense + lp.expert - norms);
+      }
+    }
+    b.weights =
+        in.zero >= 3 ? p * wb / dp + 2 * (per_layer * wb + layer_linear * cache) : p * wb + layers_here * cache;
+    // Dense parameters are sharded over DP x CP, routed experts over expert-DP.
+    b.gradients = in.zero >= 2 ? (p - expert) * in.grad_bytes / dp + expert * in.grad_bytes / edp : p * in.grad_bytes;
+    b.optimizer = (p - expert) * 12.0 / (in.zero >= 1 ? dp : 1) + expert * 12.0 / (in.zero >= 1 ? edp : 1);
   }
   // Per micro-batch in flight: every layer's saved tensors, or with full recompute only each
   // layer's input (plus one layer's full set while it is recomputed); selective recompute drops
   // the attention output and its log-sum-exp (recomputed from Q, K, V).
-  const double layer = layer_activation_bytes(m, in.shape);
   const auto d = layer_dims(m, in.shape);
   const double input_only = d.act_bytes * d.norm_tokens * d.hidden;
-  double per_layer_kept = layer;
-  if (in.recompute == 1) per_layer_kept = layer - d.act_bytes * d.tokens * d.q - core_attention_bytes(m, in.shape);
-  if (in.recompute == 2) per_layer_kept = input_only;
+  std::map<LayerKind, int> count;  // the stage's layers of each kind
+  for (int l = in.first_layer; l < in.first_layer + n; ++l) ++count[m.layer_kind(l)];
+  double kept = 0;  // the stage's layers, per micro-batch
+  for (const auto& [kind, k] : count) {
+    const double layer = layer_activation_bytes(m, in.shape, kind);
+    const double attention_out =
+        kind.attention == AttentionKind::kMla
+            ? d.act_bytes * d.tokens * static_cast<double>(q_heads_per_rank(m, in.shape.tp) * m.mla.v_dim)
+            : d.act_bytes * d.tokens * d.q;
+    const double per_layer_kept = in.recompute == 2   ? input_only
+                                  : in.recompute == 1 ? layer - attention_out - core_attention_bytes(m, in.shape)
+                                                      : layer;
+    kept += static_cast<double>(k) * per_layer_kept;
+  }
   const double head = in.last_stage ? head_activation_bytes(m, in.shape) : 0.0;
-  b.activations =
-      in.micro_batches_in_flight * (static_cast<double>(n) * per_layer_kept + head) + (in.recompute == 2 ? layer : 0.0);
+  b.activations = in.micro_batches_in_flight * (kept + head) + (in.recompute == 2 ? layer_acts : 0.0);
   b.other = in.runtime_reserved;
   b.total = b.weights + b.gradients + b.optimizer + b.activations + b.other;
   b.capacity = in.capacity;

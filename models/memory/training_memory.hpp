@@ -17,15 +17,35 @@ struct MemoryBreakdown {
   bool operator==(const MemoryBreakdown&) const = default;
 };
 
+/// How a GPU's share of the model is split: expert-parallel groups divide the routed experts.
+struct ExpertSplit {
+  int ep = 1;
+  int etp = 1;
+  int slots = 0;  ///< expert copies per GPU (0: experts / EP)
+};
+
+/// Parameters of one decoder layer held by one GPU: the dense part (attention split TP ways, norms
+/// and row-parallel biases replicated; in a MoE layer the router and shared experts replicated on
+/// every rank) and the routed experts (the GPU's expert slots, each split ETP ways). Gradients of
+/// the dense part are reduced over DP x CP, of the experts over expert-DP.
+struct LayerParams {
+  double dense = 0;
+  double expert = 0;
+};
+[[nodiscard]] LayerParams layer_params_per_gpu(const ModelArch& m, LayerKind kind, int tp,
+                                               const ExpertSplit& experts = {});
+
 /// Parameters held by one TP rank: matrices and vocab-parallel embeddings split TP ways; norms,
-/// row-parallel biases and position embeddings replicated.
+/// row-parallel biases and position embeddings replicated (every expert counted: EP 1).
 [[nodiscard]] double params_per_gpu(const ModelArch& m, int tp);
 
 /// Bytes of activations one decoder layer saves for backward, per micro-batch, on one GPU
 /// (Korthikanti et al. 2022, "Reducing Activation Recomputation", Sec. 4, with flash attention:
 /// the s^2 score terms become a per-head log-sum-exp; with SP the hidden-size tensors are split TP
 /// ways). For GPT with dropout this is 34 s b h / t (+ masks) as in that paper's Eq. 2 without 5as/h.
-[[nodiscard]] double layer_activation_bytes(const ModelArch& m, const StepShape& s);
+/// MoE layers keep the router's input and fp32 scores, each routed pair's expert input, up output
+/// and activation output (at the most loaded GPU's pair count) and the shared experts' tensors.
+[[nodiscard]] double layer_activation_bytes(const ModelArch& m, const StepShape& s, LayerKind kind = {});
 /// Embedding, final norm, LM head and loss tensors kept for backward (logits bf16 + fp32 softmax).
 [[nodiscard]] double head_activation_bytes(const ModelArch& m, const StepShape& s);
 
@@ -44,6 +64,9 @@ struct TrainingMemoryInputs {
   /// Pipeline stage: its decoder layers and whether it holds the embedding / the LM head.
   /// Defaults describe the whole model on one stage.
   int stage_layers = -1;
+  int first_layer = 0;  ///< the stage's first decoder layer (its layers' kinds)
+  ExpertSplit experts;
+  int edp = 1;  ///< expert-DP: what ZeRO divides the experts' optimizer state (and gradients) by
   bool first_stage = true;
   bool last_stage = true;
   int recompute = 0;  ///< 0 none, 1 selective (attention output not kept), 2 full (layer inputs only)

@@ -370,7 +370,7 @@ MoeDims moe_dims(const ModelArch& m, const StepShape& s) {
   MoeDims d;
   d.tokens = s.tokens() / s.tp;
   d.pairs = d.tokens * static_cast<double>(m.moe.top_k) * s.expert_load * s.etp;
-  d.local_experts = static_cast<double>(m.moe.experts / s.ep);
+  d.local_experts = s.expert_slots > 0 ? s.expert_slots : static_cast<double>(m.moe.experts / s.ep);
   d.ffn = static_cast<double>(m.moe.expert_ffn) / s.etp;
   const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
   d.up = gated * d.ffn;

@@ -85,6 +85,7 @@ struct StepShape {
   /// `expected_dispatch_ranks`). A token is sent once per destination GPU, not once per expert.
   double dispatch_ranks = 0;
   double dispatch_bytes = 2;  ///< bytes per dispatched element (1: FP8 dispatch); combine is in act_bytes
+  int expert_slots = 0;       ///< expert copies per GPU, redundant ones included (0: experts / EP)
   [[nodiscard]] double tokens() const { return static_cast<double>(micro_batch * seq) / cp; }
 };
 

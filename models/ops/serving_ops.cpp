@@ -1,5 +1,6 @@
 #include "models/ops/serving_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/memory/training_memory.hpp"
@@ -47,45 +48,173 @@ Item memory_op(std::string_view name, double bytes) { return {Op{name, OpKind::k
 
 }  // namespace
 
+void StepMix::add_decode_context(double context) {
+  decode_context += context;
+  kv_read_tokens += context - 1;
+  if (window > 0) {
+    window_pairs += std::min(context, window);
+    window_kv_read += std::min(context - 1, window);
+  }
+}
+
+void StepMix::add_prefill_context(double before, double chunk) {
+  prefill_pairs += chunk * (before + (chunk + 1) / 2);
+  kv_read_tokens += before;
+  if (window > 0) {
+    // Query i (1..chunk) sees min(before + i, window) keys.
+    const double uncapped = std::clamp(window - before, 0.0, chunk);
+    window_pairs += uncapped * (before + (uncapped + 1) / 2) + (chunk - uncapped) * window;
+    window_kv_read += std::min(before, window);
+  }
+}
+
+double experts_hit(const ModelArch& m, double tokens) {
+  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
+  if (tokens <= 0) return 0;
+  return E * (1 - std::pow(1 - k / E, tokens));
+}
+
 double kv_bytes_per_token(const ModelArch& m, const ServingShape& s) {
-  return 2.0 * static_cast<double>(m.layers) * static_cast<double>(kv_heads_per_rank(m, s.tp) * m.head_dim) *
-         s.kv_bytes;
+  double per_token = 0;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    if (m.layer_kind(l).attention == AttentionKind::kMla) {
+      per_token += static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_dim);
+    } else {
+      per_token += 2.0 * static_cast<double>(kv_heads_per_rank(m, s.tp) * m.head_dim);
+    }
+  }
+  return per_token * s.kv_bytes;
 }
 
 double serving_weight_bytes(const ModelArch& m, const ServingShape& s) {
-  const double all = params_per_gpu(m, s.tp);
+  auto no_layers = m;
+  no_layers.layers = 0;
+  no_layers.kinds.clear();
+  double all = params_per_gpu(no_layers, s.tp);
+  const ExpertSplit split{s.ep, s.tp / s.ep, 0};
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const auto p = layer_params_per_gpu(m, m.layer_kind(l), s.tp, split);
+    all += p.dense + p.expert;
+  }
   const double vocab_shard = static_cast<double>((m.vocab + s.tp - 1) / s.tp) * static_cast<double>(m.hidden);
   const double embed = vocab_shard * (m.tied_embeddings ? 1.0 : 2.0);
   return (all - embed) * weight_format_bytes(s.weights) + embed * 2.0;
 }
 
-std::vector<Item> serving_layer(const ModelArch& m, const StepMix& mix, const ServingShape& s) {
+namespace {
+
+/// The attention half of a serving layer, per kind.
+void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s,
+                       AttentionKind kind) {
   StepShape shape;
   shape.tp = s.tp;
   shape.micro_batch = 1;
   shape.seq = 1;
   const auto d = layer_dims(m, shape);
   const double T = mix.tokens, h = d.hidden, q = d.q, kv = d.kv;
-  const double hd = static_cast<double>(m.head_dim);
   const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
-  std::vector<Item> out;
   out.push_back(memory_op("attn_norm", 4 * T * h));
-  gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
-  if (!m.learned_positions) out.push_back(memory_op("rope", 4 * T * (q + kv)));
-  out.push_back(memory_op("kv_append", T * 2 * kv * (2 + s.kv_bytes)));
-  // Attention: QK^T and PV, 2 d FLOPs each per (query, key) pair and head; reads Q and the cached K/V.
-  const double pairs = mix.prefill_pairs + mix.decode_context;
-  out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, 4.0 * hd * hq * pairs,
-                    T * 2 * (2 * q) + mix.kv_read_tokens * 2 * kv * s.kv_bytes}});
-  gemm(out, "out_proj", T, h, q, s);
+  double attn_out = q;
+  if (kind == AttentionKind::kMla) {
+    const auto& x = m.mla;
+    const double ql = static_cast<double>(x.q_lora_rank), kvl = static_cast<double>(x.kv_lora_rank);
+    const double nope = static_cast<double>(x.qk_nope_dim), rope = static_cast<double>(x.qk_rope_dim);
+    const double v = static_cast<double>(x.v_dim);
+    if (x.q_lora_rank > 0) {
+      gemm(out, "q_down", T, ql, h, s);
+      gemm(out, "q_up", T, hq * (nope + rope), ql, s);
+    } else {
+      gemm(out, "q_proj", T, hq * (nope + rope), h, s);
+    }
+    gemm(out, "kv_down", T, kvl + rope, h, s);
+    out.push_back(memory_op("kv_append", T * (kvl + rope) * (2 + s.kv_bytes)));
+    // Absorbed form (decode): q_nope into the latent space (W_UK), attention over the latent cache
+    // (scores over kv_lora + rope values, outputs in the kv_lora space), then W_UV. Prefill pairs
+    // run the multi-head form (K/V up-projected, qk 192 and v 128 per head), as serving engines do.
+    gemm(out, "q_absorb", T, hq * kvl, nope, s);
+    const double decode_pairs = mix.decode_context, prefill_pairs = mix.prefill_pairs;
+    out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0,
+                      2.0 * hq * (decode_pairs * (2 * kvl + rope) + prefill_pairs * (nope + rope + v)),
+                      T * hq * (kvl + rope + kvl) * 2 + mix.kv_read_tokens * (kvl + rope) * s.kv_bytes}});
+    gemm(out, "v_absorb", T, hq * v, kvl, s);
+    attn_out = hq * v;
+  } else {
+    gemm(out, "qkv_proj", T, q + 2 * kv, h, s);
+    if (m.qk_norm) out.push_back(memory_op("qk_norm", 4 * T * (q + kv)));
+    if (!m.learned_positions) out.push_back(memory_op("rope", 4 * T * (q + kv)));
+    out.push_back(memory_op("kv_append", T * 2 * kv * (2 + s.kv_bytes)));
+    // QK^T and PV, 2 d FLOPs each per (query, key) pair and head; reads Q and the cached K/V.
+    const bool window = kind == AttentionKind::kSlidingWindow && mix.window > 0;
+    const double pairs = window ? mix.window_pairs : mix.prefill_pairs + mix.decode_context;
+    const double read = window ? mix.window_kv_read : mix.kv_read_tokens;
+    const double hd = static_cast<double>(m.head_dim);
+    out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, 4.0 * hd * hq * pairs,
+                      T * 2 * (2 * q) + read * 2 * kv * s.kv_bytes}});
+  }
+  gemm(out, "out_proj", T, h, attn_out, s);
   if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllReduce, T * h * 2));
   out.push_back(memory_op("attn_residual", 6 * T * h));
+}
+
+/// The routed experts of a serving step on one GPU: the pairs spread evenly over the TP group,
+/// each hit expert's weights read once (EP: whole experts on their GPU; EP 1: 1/TP of each).
+void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s) {
+  const double T = mix.tokens, h = static_cast<double>(m.hidden);
+  const double k = static_cast<double>(m.moe.top_k), f = static_cast<double>(m.moe.expert_ffn);
+  const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
+  const double hit = experts_hit(m, T);
+  if (hit <= 0) return;
+  const double pairs = T * k / s.tp;  // per GPU, on average
+  const double wb = weight_format_bytes(s.weights);
+  const double local = hit / s.tp;  // hit experts' weight per GPU, in whole experts
+  auto grouped = [&](std::string_view name, double n, double kk) {
+    const double flops = 2.0 * pairs * n * kk;
+    out.push_back({Op{name, OpKind::kGemm, T * k / hit, n, kk, flops, pairs * (n + kk) * 2.0 + local * n * kk * wb}});
+    if (s.weights == WeightFormat::kInt8 || s.weights == WeightFormat::kInt4)
+      out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * local * n * kk, 0}});
+  };
+  grouped("experts_up", gated * f, h);
+  out.push_back(memory_op("experts_act", 2 * pairs * (gated + 1) * f));
+  grouped("experts_down", h, f);
+}
+
+void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s,
+                 FeedForwardKind kind) {
+  StepShape shape;
+  shape.tp = s.tp;
+  shape.micro_batch = 1;
+  shape.seq = 1;
+  const auto d = layer_dims(m, shape);
+  const double T = mix.tokens, h = d.hidden;
   out.push_back(memory_op("mlp_norm", 4 * T * h));
-  gemm(out, "mlp_up", T, d.up, h, s);
-  out.push_back(memory_op("mlp_act", 2 * T * (d.up + d.ffn)));
-  gemm(out, "mlp_down", T, h, d.ffn, s);
+  if (kind == FeedForwardKind::kDense) {
+    gemm(out, "mlp_up", T, d.up, h, s);
+    out.push_back(memory_op("mlp_act", 2 * T * (d.up + d.ffn)));
+    gemm(out, "mlp_down", T, h, d.ffn, s);
+  } else {
+    const double E = static_cast<double>(m.moe.experts);
+    out.push_back({Op{"router", OpKind::kGemm, T, E, h, 2.0 * T * E * h, (T * h + T * E) * 2.0 + E * h * 2.0}});
+    out.push_back(memory_op("router.topk", T * E * 8.0));
+    serving_experts(out, m, mix, s);
+    if (m.moe.shared_ffn > 0) {
+      const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
+      const double fs = static_cast<double>(m.moe.shared_ffn) / s.tp;
+      gemm(out, "shared_up", T, gated * fs, h, s);
+      out.push_back(memory_op("shared_act", 2 * T * (gated + 1) * fs));
+      gemm(out, "shared_down", T, h, fs, s);
+    }
+    out.push_back(memory_op("unpermute", 2 * T * h * (static_cast<double>(m.moe.top_k) + 1)));
+  }
   if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllReduce, T * h * 2));
   out.push_back(memory_op("mlp_residual", 6 * T * h));
+}
+
+}  // namespace
+
+std::vector<Item> serving_layer(const ModelArch& m, const StepMix& mix, const ServingShape& s, LayerKind kind) {
+  std::vector<Item> out;
+  serving_attention(out, m, mix, s, kind.attention);
+  serving_ffn(out, m, mix, s, kind.ffn);
   return out;
 }
 

@@ -17,22 +17,43 @@ struct StepMix {
   double prefill_pairs = 0;   ///< sum over prefill chunks of new * (context before + (new + 1) / 2): causal QK pairs
   double decode_context = 0;  ///< sum over decoding sequences of their context length (QK pairs)
   double kv_read_tokens = 0;  ///< tokens of cached K/V read by attention (prefill context before + decode context)
+  /// The model's sliding window (0: none), and the pair and cache-read sums with each query's keys
+  /// capped at the window (what sliding-window layers compute and read).
+  double window = 0;
+  double window_pairs = 0;
+  double window_kv_read = 0;
+  /// A decoding sequence whose cache (with this token) holds `context` tokens.
+  void add_decode_context(double context);
+  /// A prefill chunk of `chunk` tokens after `before` tokens already cached.
+  void add_prefill_context(double before, double chunk);
 };
 
 struct ServingShape {
   int tp = 1;
+  /// MoE: routed experts spread whole over EP of the replica's TP GPUs (EP = TP), or split inside
+  /// each expert TP ways (EP 1). Either way every GPU holds all tokens after attention's
+  /// all-reduce, computes its share of the routed pairs, and the MLP's all-reduce combines them.
+  int ep = 1;
   WeightFormat weights = WeightFormat::kBf16;
   double kv_bytes = 2;  ///< bytes per cached K or V element (bf16 2, fp8 1)
 };
 
-/// One decoder layer of a serving step, per GPU: GEMMs over the step's tokens with the weights
-/// streamed once (weight-only int8/int4 add their dequantisation on CUDA cores), KV-cache append,
-/// attention over each sequence's context (prefill compute-bound, decode reading the cache), and
-/// the two TP all-reduces.
-[[nodiscard]] std::vector<Item> serving_layer(const ModelArch& m, const StepMix& mix, const ServingShape& s);
+/// One decoder layer of `kind` in a serving step, per GPU: GEMMs over the step's tokens with the
+/// weights streamed once (weight-only int8/int4 add their dequantisation on CUDA cores), KV-cache
+/// append, attention over each sequence's context (prefill compute-bound, decode reading the
+/// cache; sliding-window layers capped at the window; MLA prefill in its multi-head form and
+/// decode in its absorbed form over the latent cache), and the two TP all-reduces. A MoE layer
+/// reads only the experts the step's tokens hit (expected distinct experts of T tokens' top-k).
+[[nodiscard]] std::vector<Item> serving_layer(const ModelArch& m, const StepMix& mix, const ServingShape& s,
+                                              LayerKind kind = {});
+/// Expected distinct experts `tokens` tokens hit with uniform top-k routing: E (1 - (1 - k/E)^T).
+[[nodiscard]] double experts_hit(const ModelArch& m, double tokens);
 /// Final norm, LM head over the sampled rows, and sampling.
 [[nodiscard]] std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const ServingShape& s);
-/// Bytes of KV cache per token on one GPU of a TP group (all layers, K and V).
+/// Bytes of KV cache per token on one GPU of a TP group (all layers, K and V; MLA layers their
+/// latent and rotary key, kv_lora_rank + qk_rope_head_dim values, replicated on every TP rank).
+/// Sliding-window layers are counted per token too: an over-estimate for sequences longer than the
+/// window (docs/moe.md).
 [[nodiscard]] double kv_bytes_per_token(const ModelArch& m, const ServingShape& s);
 /// Weight bytes on one GPU (embedding and LM head kept in bf16, as serving engines do).
 [[nodiscard]] double serving_weight_bytes(const ModelArch& m, const ServingShape& s);

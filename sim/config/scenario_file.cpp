@@ -1,5 +1,6 @@
 #include "sim/config/scenario_file.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "sim/config/model_file.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/config/reader.hpp"
+#include "sim/config/routing_file.hpp"
 #include "sim/core/errors.hpp"
 
 namespace cs::config {
@@ -56,7 +58,21 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
       if (child) child->finish();
       child.reset();
       open = object;
-      if (!object.empty()) child.emplace(root.child(object.substr(1)));
+      if (!object.empty()) {
+        // An object whose fields are all optional may be left out (`moe` in a dense run).
+        const std::string key = object.substr(1);
+        const auto fields = fields_of(ScenarioKind::kTrain);
+        const bool optional = std::none_of(fields.begin(), fields.end(), [&](const Field* g) {
+          return g->object() == object && g->required;
+        });
+        static const nlohmann::json kEmptyObject = nlohmann::json::object();
+        if (optional && !root.has(key)) {
+          (void)root.opt_child(key);
+          child.emplace(kEmptyObject, doc.path, "/" + key, problems);
+        } else {
+          child.emplace(root.child(key));
+        }
+      }
     }
     Reader& r = object.empty() ? root : *child;
     store(s, *f, read_field(r, *f));
@@ -189,6 +205,50 @@ Machine resolve_machine(const config::Catalog& catalog, const std::string& file,
   return m;
 }
 
+/// Expert parallelism and routing: EP and ETP against the model and the stage's ranks.
+void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& file) {
+  const auto& m = s.model;
+  s.plan.ep = spec.ep;
+  s.plan.etp = spec.etp;
+  if (!m.is_moe()) {
+    if (spec.ep > 1 || spec.etp > 1)
+      throw InputError(file, spec.ep > 1 ? "/parallel/ep" : "/parallel/etp",
+                       m.id + " is a dense model (no experts to split); expected 1");
+    if (spec.routing != "balanced" || spec.redundant_experts > 0)
+      throw InputError(file, spec.routing != "balanced" ? "/moe/routing" : "/moe/redundant_experts",
+                       m.id + " is a dense model (no experts to route)");
+    return;
+  }
+  const std::int64_t slots = m.moe.experts + spec.redundant_experts;
+  if (slots % spec.ep != 0) {
+    infeasible(file, "EP " + std::to_string(spec.ep) + " does not divide the " + std::to_string(m.moe.experts) +
+                         " routed experts" +
+                         (spec.redundant_experts > 0 ? " + " + std::to_string(spec.redundant_experts) + " redundant"
+                                                     : std::string()) +
+                         " of " + m.id);
+  }
+  if (m.moe.expert_ffn % spec.etp != 0) {
+    infeasible(file, "ETP " + std::to_string(spec.etp) + " does not divide the expert MLP width " +
+                         std::to_string(m.moe.expert_ffn));
+  }
+  if (s.plan.stage_ranks() % (spec.ep * spec.etp) != 0) {
+    infeasible(file, "EP " + std::to_string(spec.ep) + " x ETP " + std::to_string(spec.etp) +
+                         " does not divide the " + std::to_string(s.plan.stage_ranks()) +
+                         " GPUs of a pipeline stage (TP x CP x DP): experts are re-split over the attention's ranks");
+  }
+  if (spec.redundant_experts > 0 && spec.ep == 1)
+    throw InputError(file, "/moe/redundant_experts", "redundant experts balance EP ranks; expected EP > 1");
+  if (s.plan.zero == 3)
+    infeasible(file, "ZeRO-3 with MoE layers is not modelled (issue 12); use ZeRO-1 (distributed optimizer)");
+  if (spec.lora_rank > 0)
+    infeasible(file, "LoRA on MoE models is not modelled (issue 12): adapters per expert are not counted");
+  s.routing = parse_routing(spec.routing, m, file, "/moe/routing");
+  s.routing.seed = static_cast<std::uint64_t>(spec.routing_seed);
+  s.routing.redundant_experts = spec.redundant_experts;
+  s.routing.fp8_dispatch =
+      spec.dispatch_dtype.empty() ? s.dtype == calib::Dtype::kFp8 : spec.dispatch_dtype == "fp8";
+}
+
 Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const std::string& file) {
   Scenario s;
   s.name = spec.name;
@@ -263,6 +323,7 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   if (m.ffn % s.plan.tp != 0) {
     infeasible(file, "TP " + std::to_string(s.plan.tp) + " does not divide the MLP width " + std::to_string(m.ffn));
   }
+  resolve_experts(spec, s, file);
   s.seq = spec.seq;
   s.global_batch = spec.global_batch;
   s.micro_batch = spec.micro_batch;

@@ -29,6 +29,12 @@ struct ScenarioSpec {
   int pp = 1;
   int vpp = 1;
   int cp = 1;
+  int ep = 1;
+  int etp = 1;
+  std::string routing = "balanced";
+  std::string dispatch_dtype;  ///< empty: fp8 under FP8 training, else bf16
+  int redundant_experts = 0;
+  std::int64_t routing_seed = 1;
   std::string rank_order = "tp-cp-dp-pp";
   std::string schedule = "1f1b";
   std::string recompute = "none";

@@ -193,6 +193,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.tp = static_cast<int>(read_int(p, F("/parallel/tp")));
     pp = static_cast<int>(read_int(p, F("/parallel/pp")));
     s.replicas = static_cast<int>(read_int(p, F("/parallel/replicas")));
+    s.ep = static_cast<int>(read_int(p, F("/parallel/ep")));
     p.finish();
   }
   if (auto q = r.opt_child("quantization")) {
@@ -317,6 +318,16 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   if (pp > 1 && s.scheduler == Scheduler::kStatic) {
     infeasible(doc.path, "static batching with PP > 1 is not modelled; use continuous batching");
+  }
+  if (s.ep > 1 && !s.model.is_moe())
+    throw InputError(doc.path, "/parallel/ep", s.model.id + " is a dense model (no experts to spread); expected 1");
+  if (s.ep > 1 && (s.ep != s.tp || s.prefill_tp > 0 || s.decode_tp > 0)) {
+    infeasible(doc.path, "EP " + std::to_string(s.ep) + " spreads experts over a replica's TP GPUs; it must equal TP " +
+                             std::to_string(s.tp) + " (attention data-parallel serving is not modelled yet, issue 12)");
+  }
+  if (s.model.is_moe() && s.model.moe.experts % s.ep != 0) {
+    infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " +
+                             std::to_string(s.model.moe.experts) + " experts");
   }
   for (int t : {s.tp, s.prefill_tp, s.decode_tp}) {
     if (t > 0 && s.model.heads % t != 0) {

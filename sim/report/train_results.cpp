@@ -8,6 +8,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/workload/compute_model.hpp"
+#include "sim/workload/stage_programs.hpp"
 
 namespace cs::report {
 
@@ -145,6 +146,23 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
   r.dp_symmetry = s.dp_symmetry && s.plan.dpcp() > s.plan.cp;
   r.flash_attention = s.flash_attention;
   r.cp_ring = s.cp_ring;
+  if (s.model.is_moe()) {
+    MoeSummary x;
+    x.ep = s.plan.ep;
+    x.etp = s.plan.etp;
+    x.edp = s.plan.edp();
+    x.routing = s.routing.text;
+    x.redundant_experts = s.routing.redundant_experts;
+    x.dispatch_dtype = s.routing.fp8_dispatch ? "fp8" : "bf16";
+    x.imbalance = workload::expert_placement(s).imbalance();
+    auto one = workload::step_shape(s);
+    one.micro_batch = 1;
+    one.seq = 1;
+    one.cp = 1;
+    one.tp = 1;
+    x.dispatch_bytes_per_token = models::dispatch_send_bytes(s.model, one);
+    r.moe = x;
+  }
   r.memory = run.memory;
   r.fits = r.memory.fits();
   r.phase_s.topology = run.phase_s.topology;

@@ -39,6 +39,18 @@ struct CollectiveSummary {
 };
 
 /// Everything reported for one training scenario (stage 6).
+/// A MoE run's expert parallelism and routing, as the step used them.
+struct MoeSummary {
+  int ep = 1, etp = 1, edp = 1;
+  std::string routing;
+  int redundant_experts = 0;
+  std::string dispatch_dtype;
+  /// The most loaded GPU's token-expert pairs over the mean: every MoE layer runs at its pace.
+  double imbalance = 1;
+  /// Bytes one token sends in a dispatch: hidden x bytes x the distinct GPUs its top-k experts are on.
+  double dispatch_bytes_per_token = 0;
+};
+
 struct TrainResults {
   std::string name;
   std::string model;
@@ -70,6 +82,7 @@ struct TrainResults {
   double speedup = 0;
   double scaling_efficiency = 0;
   std::optional<Cost> cost;
+  std::optional<MoeSummary> moe;
   std::vector<CollectiveSummary> collectives;
   std::vector<std::pair<std::string, std::string>> rates;  ///< what -> "value (provenance)"
   std::uint64_t events = 0;

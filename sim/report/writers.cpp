@@ -19,6 +19,16 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["parallel"] = {{"tp", r.plan.tp},   {"dp", r.plan.dp},    {"pp", r.plan.pp},
                    {"vpp", r.plan.vpp}, {"cp", r.plan.cp},    {"cp_comm", r.cp_ring ? "ring" : "allgather"},
                    {"sp", r.plan.sp},   {"zero", r.plan.zero}};
+  if (r.moe) {
+    j["parallel"]["ep"] = r.moe->ep;
+    j["parallel"]["etp"] = r.moe->etp;
+    j["parallel"]["edp"] = r.moe->edp;
+    j["moe"] = {{"routing", r.moe->routing},
+                {"redundant_experts", r.moe->redundant_experts},
+                {"dispatch_dtype", r.moe->dispatch_dtype},
+                {"imbalance", r.moe->imbalance},
+                {"dispatch_bytes_per_token", r.moe->dispatch_bytes_per_token}};
+  }
   j["attention"] = r.flash_attention ? "flash" : "unfused";
   j["symmetry"] = r.dp_symmetry ? "dp" : "none";
   j["stage_layers"] = r.stage_layers;
@@ -101,8 +111,25 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
     return std::to_string(r.gpus) + " (" + std::to_string(r.plan.tp) + " x " + std::to_string(r.plan.dp) + " x " +
            std::to_string(r.plan.pp) + ")" + (r.plan.cp > 1 ? " CP " + std::to_string(r.plan.cp) : "") +
            (r.plan.vpp > 1 ? " VPP " + std::to_string(r.plan.vpp) : "") + (r.plan.sp ? " +SP" : "") +
-           (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "");
+           (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "") +
+           (r.plan.ep > 1 ? " EP " + std::to_string(r.plan.ep) : "") +
+           (r.plan.etp > 1 ? " ETP " + std::to_string(r.plan.etp) : "");
   });
+  bool any_moe = false;
+  for (const auto& r : results) any_moe = any_moe || r.moe.has_value();
+  if (any_moe) {
+    row("MoE routing", [](const TrainResults& r) -> std::string {
+      if (!r.moe) return "-";
+      return r.moe->routing + (r.moe->redundant_experts ? " +" + std::to_string(r.moe->redundant_experts) + " redundant"
+                                                        : std::string()) +
+             ", dispatch " + r.moe->dispatch_dtype;
+    });
+    row("most loaded GPU / mean (per MoE layer)",
+        [](const TrainResults& r) { return r.moe ? fixed(r.moe->imbalance, 3) + "x" : std::string("-"); });
+    row("dispatch bytes per token", [](const TrainResults& r) {
+      return r.moe ? human_bytes(r.moe->dispatch_bytes_per_token) : std::string("-");
+    });
+  }
   row("micro-batches per step", [](const TrainResults& r) { return std::to_string(r.micro_batches); });
   bool any_symmetry = false;
   for (const auto& r : results) any_symmetry = any_symmetry || r.dp_symmetry;

@@ -29,6 +29,25 @@ struct Offer {
   bool operator==(const Offer&) const = default;
 };
 
+/// How a MoE layer's tokens pick their experts, and how experts are placed (`moe` fields).
+struct MoeRouting {
+  /// balanced: every expert gets the same share (the forced-balance runs publish); uniform: each
+  /// token draws top-k distinct experts uniformly at random, a finite batch's spread sampled with
+  /// `seed`; zipf: expert popularity falls as rank^-S (experts shuffled over the GPUs with
+  /// `seed`); file: a measured per-expert load histogram.
+  enum class Kind : std::uint8_t { kBalanced, kUniform, kZipf, kFile };
+  Kind kind = Kind::kBalanced;
+  std::string text = "balanced";  ///< as written (reports)
+  double zipf_exponent = 0;
+  std::vector<double> loads;  ///< kFile: per expert, in the checkpoint's expert order
+  std::uint64_t seed = 1;
+  /// EPLB-style redundant experts: this many extra expert slots (over all EP ranks) hold copies
+  /// of the most loaded experts, each copy taking an equal share of its expert's tokens.
+  int redundant_experts = 0;
+  bool fp8_dispatch = false;  ///< dispatch in FP8 (DeepSeek-V3); combine stays in bf16
+  bool operator==(const MoeRouting&) const = default;
+};
+
 /// A scenario with every id resolved and every default filled (stage 3). Immutable once made.
 struct Scenario {
   std::string name;
@@ -63,6 +82,7 @@ struct Scenario {
   bool flash_attention = true;
   /// Context parallelism's K/V exchange: ring attention (default) or one all-gather.
   bool cp_ring = true;
+  MoeRouting routing;
   /// Micro-batches each DP replica runs per step (gradient accumulation).
   [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
 };

@@ -38,6 +38,7 @@ struct ServingScenario {
   int tp = 1;
   int pp = 1;  ///< pipeline stages per replica (layers split evenly; P batches in flight)
   int replicas = 1;
+  int ep = 1;  ///< MoE: whole experts over the TP GPUs (EP = TP), or each expert split TP ways (1)
   models::WeightFormat weights = models::WeightFormat::kBf16;
   double kv_bytes = 2;  ///< bf16 2, fp8 1
   Scheduler scheduler = Scheduler::kContinuous;

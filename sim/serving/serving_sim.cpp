@@ -46,6 +46,7 @@ struct Stage {
   std::uint32_t group = 0;    ///< the TP group (the executor's process group)
   std::uint32_t to_next = 0;  ///< the send/recv pair to the next stage's first GPU
   int layers = 0;
+  int first_layer = 0;  ///< the model's index of the stage's first layer
   bool isolated = false;  ///< no other traffic can share its collectives' links (fast path)
 };
 
@@ -181,6 +182,7 @@ class ServingRun final : public workload::TaskSource {
       mine.tp = s.replica_tp(i);
       mine.pp = s.replica_pp(i);
       r.shape.tp = mine.tp;
+      r.shape.ep = mine.ep;
       r.shape.weights = s.weights;
       r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
@@ -188,9 +190,12 @@ class ServingRun final : public workload::TaskSource {
         memory_ = r.memory;  // the report shows the (decode) pool that holds the KV cache longest
         blocks_ = r.blocks;
       }
+      int first_layer = 0;
       for (int k = 0; k < mine.pp; ++k) {
         Stage st;
         st.layers = static_cast<int>(s.model.layers / mine.pp + (k < s.model.layers % mine.pp ? 1 : 0));
+        st.first_layer = first_layer;
+        first_layer += st.layers;
         for (int t = 0; t < mine.tp; ++t) st.ranks.push_back(next_rank++);
         r.stages.push_back(st);
       }
@@ -465,8 +470,7 @@ class ServingRun final : public workload::TaskSource {
       plan.push_back({id, 0});
       mix.tokens += 1;
       mix.sampled += 1;
-      mix.decode_context += static_cast<double>(kv_tokens);
-      mix.kv_read_tokens += static_cast<double>(kv_tokens - 1);
+      mix.add_decode_context(static_cast<double>(kv_tokens));
       budget -= 1;
     }
     while (!rep.waiting.empty() && static_cast<std::int64_t>(rep.running.size()) < s_.max_batch && budget > 0) {
@@ -484,8 +488,7 @@ class ServingRun final : public workload::TaskSource {
         plan.push_back({r.id, 0});
         mix.tokens += 1;
         mix.sampled += 1;
-        mix.decode_context += static_cast<double>(r.input + r.generated);
-        mix.kv_read_tokens += static_cast<double>(r.input + r.generated - 1);
+        mix.add_decode_context(static_cast<double>(r.input + r.generated));
         budget -= 1;
         continue;
       }
@@ -499,8 +502,7 @@ class ServingRun final : public workload::TaskSource {
     plan.push_back({r.id, chunk});
     const double c = static_cast<double>(chunk);
     mix.tokens += c;
-    mix.prefill_pairs += c * (static_cast<double>(r.prefilled) + (c + 1) / 2);
-    mix.kv_read_tokens += static_cast<double>(r.prefilled);
+    mix.add_prefill_context(static_cast<double>(r.prefilled), c);
     if (r.prefilled + chunk == r.prompt) mix.sampled += 1;
   }
 
@@ -535,8 +537,7 @@ class ServingRun final : public workload::TaskSource {
       plan.push_back({id, 0});
       mix.tokens += 1;
       mix.sampled += 1;
-      mix.decode_context += kv_tokens;
-      mix.kv_read_tokens += kv_tokens - 1;
+      mix.add_decode_context(kv_tokens);
     }
   }
 
@@ -705,6 +706,7 @@ class ServingRun final : public workload::TaskSource {
     while (rep.inflight < rep.pp()) {
       plan_.clear();
       models::StepMix mix;
+      mix.window = static_cast<double>(s_.model.sliding_window);
       if (s_.scheduler == Scheduler::kStatic)
         plan_static(rep, plan_, mix);
       else
@@ -741,8 +743,18 @@ class ServingRun final : public workload::TaskSource {
   /// Stage k's program: the step overhead on the first, its layers, the LM head on the last.
   void stage_program(const Replica& rep, int k, StageProgram& out) const {
     out.overhead = k == 0 ? step_overhead_ : SimTime{};
-    out.layer = layer_;
-    out.layers = rep.stages[static_cast<std::size_t>(k)].layers;
+    const auto& st = rep.stages[static_cast<std::size_t>(k)];
+    if (s_.model.kinds.empty()) {  // one kind: `layers` copies of its segments
+      out.layer = layer_;
+      out.layers = st.layers;
+    } else {  // layers of several kinds: the stage's layers in order, once
+      out.layer.clear();
+      for (int l = st.first_layer; l < st.first_layer + st.layers; ++l) {
+        const auto& seg = kind_layer_.at(s_.model.layer_kind(l));
+        out.layer.insert(out.layer.end(), seg.begin(), seg.end());
+      }
+      out.layers = 1;
+    }
     out.head.clear();
     if (k + 1 == rep.pp()) out.head = head_;
   }
@@ -752,7 +764,15 @@ class ServingRun final : public workload::TaskSource {
   void add_batch(const Replica& rep, const models::StepMix& mix, std::uint64_t b) {
     layer_.clear();
     head_.clear();
-    to_segments(models::serving_layer(s_.model, mix, rep.shape), layer_);
+    if (s_.model.kinds.empty()) {
+      to_segments(models::serving_layer(s_.model, mix, rep.shape), layer_);
+    } else {
+      kind_layer_.clear();
+      for (std::int64_t l = 0; l < s_.model.layers; ++l) {
+        const auto kind = s_.model.layer_kind(l);
+        if (!kind_layer_.contains(kind)) to_segments(models::serving_layer(s_.model, mix, rep.shape, kind), kind_layer_[kind]);
+      }
+    }
     to_segments(models::serving_head(s_.model, mix, rep.shape), head_);
     const auto& only = rep.stages.front();
     if (rep.pp() == 1 && (only.isolated || only.ranks.size() == 1)) {
@@ -944,6 +964,7 @@ class ServingRun final : public workload::TaskSource {
   std::map<std::tuple<std::uint32_t, int, double>, SimTime> memo_;  ///< isolated collectives' times
   std::vector<Planned> plan_;
   std::vector<Segment> layer_, head_;
+  std::map<models::LayerKind, std::vector<Segment>> kind_layer_;  ///< per layer kind (models with several)
   StageProgram program_;
   std::vector<double> kv_area_;
   double kv_max_ = 0;
@@ -957,6 +978,7 @@ class ServingRun final : public workload::TaskSource {
 ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) {
   models::ServingShape shape;
   shape.tp = s.tp;
+  shape.ep = s.ep;
   shape.weights = s.weights;
   shape.kv_bytes = s.kv_bytes;
   ServingMemory m;
@@ -978,6 +1000,13 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   const double v = static_cast<double>((s.model.vocab + s.tp - 1) / s.tp);
   m.activations = static_cast<double>(s.max_tokens) * 2.0 * (3 * d.hidden + d.q + 2 * d.kv + d.up + d.ffn) +
                   static_cast<double>(s.max_batch) * v * 4.0;
+  if (s.model.is_moe()) {  // routed pairs' expert tensors and the fp32 router scores
+    const double gated = s.model.activation == models::Activation::kSwiGlu ? 2.0 : 1.0;
+    m.activations += static_cast<double>(s.max_tokens) *
+                     (2.0 * static_cast<double>(s.model.moe.top_k) * (gated + 1) *
+                          static_cast<double>(s.model.moe.expert_ffn) / s.tp +
+                      4.0 * static_cast<double>(s.model.moe.experts));
+  }
   m.other = s.profile.runtime_reserved.value;
   const double free = m.capacity - m.weights - m.activations - m.other;
   m.kv_cache = free > 0 ? s.kv_fraction * free : 0.0;

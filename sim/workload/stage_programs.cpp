@@ -13,7 +13,8 @@ namespace {
 /// async collective (ring attention's K/V passing) goes on the CP stream after the compute item
 /// before it; an op that waits for one starts a new compute item with that edge.
 void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& items, const ComputeModel& compute,
-            const char* label, Category cat, int layer) {
+            const char* label, Category cat, int layer,
+            const std::shared_ptr<const std::vector<double>>& dest_share = nullptr) {
   bool open = false;
   std::map<int, int> tagged;  // async tag -> item index, within this call
   for (const auto& it : items) {
@@ -22,7 +23,9 @@ void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& ite
       p.comm = true;
       p.group = it.comm->group;
       p.label = it.comm->label;
-      p.category = Category::kTpComm;
+      const bool expert = p.group == GroupKind::kEp || p.group == GroupKind::kExpertTp;
+      p.category = expert ? Category::kEpComm : Category::kTpComm;
+      if (p.group == GroupKind::kEp && it.comm->op == CollectiveOp::kAllToAll) p.dest_share = dest_share;
       p.layer = layer;
       p.op = it.comm->op;
       p.bytes = it.comm->bytes;
@@ -53,10 +56,11 @@ void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& ite
   }
 }
 
-void mark_last_compute(std::vector<ProgramItem>& prog, double params) {
+void mark_last_compute(std::vector<ProgramItem>& prog, double params, double expert_params = 0) {
   for (auto it = prog.rbegin(); it != prog.rend(); ++it) {
     if (!it->comm) {
       it->grad_params += params;
+      it->expert_grad_params += expert_params;
       return;
     }
   }
@@ -95,7 +99,21 @@ std::vector<int> split_layers(int layers, int stages) {
   return out;
 }
 
-models::StepShape step_shape(const scenario::Scenario& s) {
+ExpertPlacement expert_placement(const scenario::Scenario& s) {
+  // One EP group's routed tokens per micro-batch: each rank routes b s / (CP TP) of them.
+  const double tokens = static_cast<double>(s.micro_batch * s.seq) / (s.plan.cp * s.plan.tp) * s.plan.ep;
+  return place_experts(s.model, s.routing, s.plan.ep, tokens);
+}
+
+models::ExpertSplit expert_split(const scenario::Scenario& s) {
+  models::ExpertSplit x;
+  x.ep = s.plan.ep;
+  x.etp = s.plan.etp;
+  if (s.model.is_moe()) x.slots = static_cast<int>((s.model.moe.experts + s.routing.redundant_experts) / s.plan.ep);
+  return x;
+}
+
+models::StepShape step_shape(const scenario::Scenario& s, bool balanced) {
   models::StepShape shape;
   shape.micro_batch = s.micro_batch;
   shape.seq = s.seq;
@@ -110,6 +128,11 @@ models::StepShape step_shape(const scenario::Scenario& s) {
   shape.cp = s.plan.cp;
   shape.flash_attention = s.flash_attention;
   shape.cp_ring = s.cp_ring;
+  shape.ep = s.plan.ep;
+  shape.etp = s.plan.etp;
+  shape.dispatch_bytes = s.routing.fp8_dispatch ? 1.0 : 2.0;
+  if (s.model.is_moe()) shape.expert_slots = expert_split(s).slots;
+  if (s.model.is_moe() && !balanced) shape.expert_load = expert_placement(s).imbalance();
   return shape;
 }
 
@@ -118,7 +141,12 @@ StageParams stage_params(const scenario::Scenario& s) {
   const int tp = s.plan.tp;
   auto no_layers = m;
   no_layers.layers = 0;
+  no_layers.kinds.clear();
   StageParams p;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const auto kind = m.layer_kind(l);
+    if (!p.by_kind.contains(kind)) p.by_kind.emplace(kind, models::layer_params_per_gpu(m, kind, tp, expert_split(s)));
+  }
   p.outer = models::params_per_gpu(no_layers, tp);
   const bool lora = s.lora_rank > 0;
   // Trainable parameters per GPU (LoRA: the adapters only; the frozen base has no gradients).
@@ -134,6 +162,12 @@ StageParams stage_params(const scenario::Scenario& s) {
 std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, const ComputeModel& compute) {
   const auto& m = s.model;
   const auto shape = step_shape(s);
+  std::shared_ptr<const std::vector<double>> dest_share;
+  if (m.is_moe() && s.plan.ep > 1) {
+    auto placement = expert_placement(s);
+    if (placement.imbalance() > 1 + 1e-12)
+      dest_share = std::make_shared<const std::vector<double>>(std::move(placement.gpu_share));
+  }
   const auto ops = ops_by_kind(m, shape);
   const auto params = stage_params(s);
   const auto emb_f = models::embedding_forward(m, shape), emb_b = models::embedding_backward(m, shape);
@@ -148,7 +182,8 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
     const bool first = st == 0, last = st == vstages - 1;
     auto kind_of = [&](int l) -> const KindOps& { return ops.at(m.layer_kind(first_layer + l)); };
     if (first) append(sp.f, emb_f, compute, "embedding.fwd", Category::kForward, -1);
-    for (int l = 0; l < n; ++l) append(sp.f, kind_of(l).forward, compute, "layer.fwd", Category::kForward, l);
+    for (int l = 0; l < n; ++l)
+      append(sp.f, kind_of(l).forward, compute, "layer.fwd", Category::kForward, l, dest_share);
     if (last) append(sp.f, head_f, compute, "head.fwd", Category::kForward, -1);
     // First stage: embedding (and positions); last stage: final norm and LM head (a copy of the
     // embedding when tied, as Megatron keeps it); one stage holds all of them.
@@ -161,16 +196,28 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
       for (int l = n - 1; l >= 0; --l) {
         const auto& k = kind_of(l);
         if (s.plan.recompute == plan::Recompute::kFull)
-          append(b, k.forward, compute, "layer.recompute", Category::kRecompute, l);
+          append(b, k.forward, compute, "layer.recompute", Category::kRecompute, l, dest_share);
         if (s.plan.recompute == plan::Recompute::kSelective)
           append(b, k.attention_forward, compute, "attention.recompute", Category::kRecompute, l);
-        append(b, k.backward, compute, "layer.bwd", Category::kBackward, l);
-        if (pass == 1) mark_last_compute(b, params.per_layer);
+        append(b, k.backward, compute, "layer.bwd", Category::kBackward, l, dest_share);
+        if (pass == 1) {
+          const auto& lp = params.by_kind.at(m.layer_kind(first_layer + l));
+          if (s.lora_rank > 0) {
+            mark_last_compute(b, params.per_layer);
+          } else {
+            mark_last_compute(b, lp.dense, lp.expert);
+          }
+        }
       }
       if (first) append(b, emb_b, compute, "embedding.bwd", Category::kBackward, -1);
       if (pass == 1 && outer_here > 0) mark_last_compute(b, outer_here);
     }
-    sp.params = static_cast<double>(n) * params.per_layer + outer_here;
+    sp.params = outer_here;
+    for (int l = 0; l < n; ++l) {
+      const auto& lp = params.by_kind.at(m.layer_kind(first_layer + l));
+      sp.params += s.lora_rank > 0 ? params.per_layer : lp.dense;
+      sp.expert_params += s.lora_rank > 0 ? 0.0 : lp.expert;
+    }
     first_layer += n;
   }
   return programs;
@@ -178,7 +225,7 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
 
 MicroBatchFlops micro_batch_flops(const scenario::Scenario& s) {
   const auto& m = s.model;
-  const auto shape = step_shape(s);
+  const auto shape = step_shape(s, true);
   const auto ops = ops_by_kind(m, shape);
   std::map<models::LayerKind, double> count;  // layers of each kind
   for (std::int64_t l = 0; l < m.layers; ++l) count[m.layer_kind(l)] += 1;

@@ -1,7 +1,11 @@
 #pragma once
+#include <map>
+#include <memory>
 #include <vector>
 
+#include "models/memory/training_memory.hpp"
 #include "models/ops/layer_ops.hpp"
+#include "sim/workload/expert_placement.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/workload/compute_model.hpp"
 #include "sim/workload/workload_graph.hpp"
@@ -20,8 +24,13 @@ struct ProgramItem {
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   double bytes = 0;  ///< comm
   /// Parameters whose gradients are final after this item (in the last micro-batch's backward),
-  /// reduced over the dense weights' replicas (DP x CP).
+  /// reduced over the dense weights' replicas (DP x CP), and routed-expert parameters, reduced over
+  /// expert-DP.
   double grad_params = 0;
+  double expert_grad_params = 0;
+  /// An all-to-all over EP whose destinations are not equally loaded: each EP rank's share of the
+  /// bytes every rank sends (null: uniform).
+  std::shared_ptr<const std::vector<double>> dest_share;
   Stream stream = Stream::kCompute;
   std::vector<int> after;  ///< items of the same program this one also waits for
 };
@@ -30,7 +39,8 @@ struct ProgramItem {
 /// last micro-batch's backward (the same items, marking when gradients are final).
 struct StagePrograms {
   std::vector<ProgramItem> f, b, b_last;
-  double params = 0;  ///< trainable parameters of this virtual stage on one GPU
+  double params = 0;         ///< trainable dense parameters of this virtual stage on one GPU
+  double expert_params = 0;  ///< and routed-expert parameters
 };
 
 /// The decoder layers of each virtual stage: an even split of the model's layers over P x V
@@ -40,7 +50,8 @@ struct StagePrograms {
 
 /// The trainable parameters of one GPU, split as the step needs them.
 struct StageParams {
-  double per_layer = 0;  ///< one decoder layer (LoRA: its adapters only)
+  double per_layer = 0;  ///< one dense decoder layer (LoRA: its adapters only)
+  std::map<models::LayerKind, models::LayerParams> by_kind;  ///< one decoder layer of each kind the model has
   double outer = 0;      ///< embeddings, final norm and LM head when one stage holds them all
   double vocab = 0;      ///< one vocab-parallel embedding (or LM head) shard
   double positions = 0;  ///< learned position embeddings
@@ -48,8 +59,15 @@ struct StageParams {
 };
 [[nodiscard]] StageParams stage_params(const scenario::Scenario& s);
 
-/// The micro-batch shape every program of this step is built for.
-[[nodiscard]] models::StepShape step_shape(const scenario::Scenario& s);
+/// The micro-batch shape every program of this step is built for (MoE: the routing's most loaded
+/// GPU sets expert_load; `balanced` forces 1, what MFU counts).
+[[nodiscard]] models::StepShape step_shape(const scenario::Scenario& s, bool balanced = false);
+
+/// Where the step's MoE layers send their tokens (a MoE model only).
+[[nodiscard]] ExpertPlacement expert_placement(const scenario::Scenario& s);
+
+/// How the scenario splits experts over GPUs.
+[[nodiscard]] models::ExpertSplit expert_split(const scenario::Scenario& s);
 
 /// Builds every virtual stage's programs. Each decoder layer contributes the program of its kind
 /// (models::layer_forward/backward for that kind), so a model whose layers differ gets different

@@ -11,20 +11,10 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
   const auto layers = split_layers(static_cast<int>(s.model.layers), s.plan.pp);
   const auto micro = static_cast<double>(s.micro_batches());
   models::MemoryBreakdown worst;
+  int first_layer = 0;
   for (int st = 0; st < s.plan.pp; ++st) {
     models::TrainingMemoryInputs in;
-    in.shape.micro_batch = s.micro_batch;
-    in.shape.seq = s.seq;
-    in.shape.tp = s.plan.tp;
-    in.shape.sp = s.plan.sp;
-    in.shape.act_bytes = s.dtype == calib::Dtype::kFp8 ? 2.0 : static_cast<double>(calib::dtype_bytes(s.dtype));
-    in.shape.weight_bytes = static_cast<double>(calib::dtype_bytes(s.dtype));
-    in.shape.lora_rank = s.lora_rank;
-    in.shape.cp = s.plan.cp;
-    in.shape.flash_attention = s.flash_attention;
-    in.shape.cp_ring = s.cp_ring;
-    in.shape.base_4bit = s.qlora;
-    in.shape.fp8 = s.dtype == calib::Dtype::kFp8;
+    in.shape = step_shape(s);
     in.dp = s.plan.dpcp();  // Megatron's distributed optimizer shards over DP x CP
     in.grad_bytes = s.grad_bytes;
     in.zero = s.plan.zero;
@@ -37,6 +27,10 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
     in.runtime_reserved = s.profile.runtime_reserved.value;
     in.capacity = s.profile.hbm_capacity.value;
     in.stage_layers = layers[static_cast<std::size_t>(st)];
+    in.first_layer = first_layer;
+    first_layer += in.stage_layers;
+    in.experts = expert_split(s);
+    in.edp = s.plan.edp();
     in.first_stage = st == 0;
     in.last_stage = st == s.plan.pp - 1;
     in.recompute = s.plan.recompute == plan::Recompute::kFull        ? 2

@@ -95,11 +95,28 @@ StageGroups resolve_groups(const StepLayout& L, GroupKind kind, const std::vecto
   return out;
 }
 
+/// Traffic matrices of the step's uneven all-to-alls, one per (destination shares, bytes, ranks).
+using TrafficCache = std::map<std::tuple<const void*, double, std::size_t>, std::uint32_t>;
+
+/// The traffic matrix of an all-to-all whose every rank sends `bytes`, split by `share`.
+std::uint32_t traffic_of(const ProgramItem& item, std::size_t n, TrafficCache& cache, WorkloadGraph& g) {
+  const auto key = std::tuple<const void*, double, std::size_t>{item.dest_share.get(), item.bytes, n};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const auto& share = *item.dest_share;
+  CS_ASSERT(share.size() == n, "one destination share per EP rank");
+  std::vector<double> pairs(n * n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) pairs[i * n + j] = item.bytes * share[j];
+  const auto id = g.add_traffic(std::move(pairs));
+  cache.emplace(key, id);
+  return id;
+}
+
 /// The tasks of one program item on every simulated rank of a stage (by position): a compute task
 /// per rank, or one collective per group of the item's kind.
 std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& item, int micro,
                                      const std::vector<int>& ranks, std::map<GroupKind, StageGroups>& groups,
-                                     WorkloadGraph& g) {
+                                     TrafficCache& traffic, WorkloadGraph& g) {
   std::vector<TaskId> ids(ranks.size());
   if (!item.comm) {
     for (std::size_t k = 0; k < ranks.size(); ++k)
@@ -116,8 +133,12 @@ std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& ite
     const auto slot = sg.slot_of[k];
     if (!made[slot]) {
       const auto [gid, flow_gid] = sg.gids[slot];
-      slot_task[slot] = g.add_collective_on(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro,
-                                            item.op, item.bytes);
+      slot_task[slot] =
+          item.dest_share
+              ? g.add_alltoall(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro,
+                               traffic_of(item, g.groups()[flow_gid].size(), traffic, g))
+              : g.add_collective_on(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro, item.op,
+                                    item.bytes);
       made[slot] = true;
     }
     ids[k] = slot_task[slot];
@@ -153,6 +174,7 @@ void record_item(const StepLayout& L, const BlockRef& blk, std::size_t i, const 
 /// together so that a collective takes the same place in every member's stream.
 BlockTasks instantiate_stages(const StepLayout& L, const std::vector<StagePrograms>& programs, WorkloadGraph& g) {
   BlockTasks bt(L.s.gpus, L.micro, L.V);
+  TrafficCache traffic;
   for (int st = 0; st < L.P; ++st) {
     const auto ranks = L.stage_ranks(st);
     std::map<GroupKind, StageGroups> groups;
@@ -163,7 +185,7 @@ BlockTasks instantiate_stages(const StepLayout& L, const std::vector<StageProgra
       const bool edges = std::any_of(prog.begin(), prog.end(), [](const ProgramItem& p) { return !p.after.empty(); });
       std::vector<TaskId> item_ids(edges ? prog.size() * ranks.size() : 0);
       for (std::size_t i = 0; i < prog.size(); ++i) {
-        const auto ids = instantiate_item(L, prog[i], blk.micro, ranks, groups, g);
+        const auto ids = instantiate_item(L, prog[i], blk.micro, ranks, groups, traffic, g);
         record_item(L, blk, i, prog[i], ranks, ids, item_ids, bt, g);
       }
     }
@@ -267,20 +289,45 @@ std::vector<std::vector<TaskId>> add_zero3(const StepLayout& L, const BlockTasks
 /// buckets on the communication stream as each bucket fills (main gradients, fp32 unless
 /// grad_dtype bf16; a reduce-scatter under ZeRO-1/2, an all-reduce otherwise).
 std::vector<TaskId> add_gradient_buckets(const StepLayout& L, const std::vector<ProgramItem>& items,
-                                         const ReductionGroup& grp, const BlockTasks& bt, WorkloadGraph& g) {
+                                         const ReductionGroup& grp, const BlockTasks& bt, WorkloadGraph& g,
+                                         bool experts = false) {
   std::vector<TaskId> out;
   double bucket = 0;
+  const bool shard = experts ? L.zero1 && L.plan.edp() > 1 : L.zero1;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    bucket += items[i].grad_params;
+    bucket += experts ? items[i].expert_grad_params : items[i].grad_params;
     const bool flush = bucket >= L.s.grad_bucket_params || (i + 1 == items.size() && bucket > 0);
     if (!flush) continue;
-    const auto id = g.add_collective_on(grp.gid, grp.flow_gid, Stream::kComm, Category::kDpComm,
-                                        L.zero1 ? "dp.grad_reducescatter" : "dp.grad_allreduce", -1, -1,
-                                        L.zero1 ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
+    const char* label = experts ? (shard ? "edp.grad_reducescatter" : "edp.grad_allreduce")
+                                : (shard ? "dp.grad_reducescatter" : "dp.grad_allreduce");
+    const auto id = g.add_collective_on(grp.gid, grp.flow_gid, Stream::kComm, Category::kDpComm, label, -1, -1,
+                                        shard ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
                                         bucket * L.s.grad_bytes);
     for (int r : grp.sim) g.depend(bt.last_backward[static_cast<std::size_t>(r)][i], id);
     out.push_back(id);
     bucket = 0;
+  }
+  return out;
+}
+
+/// The routed experts' gradients of a stage, reduced over expert-DP (the GPUs holding the same
+/// experts) in buckets as they become final; under ZeRO-1 a reduce-scatter, and the updated expert
+/// weights all-gathered after the optimizer (`groups`, for the caller to add once the optimizer is in).
+struct ExpertReductions {
+  std::map<int, std::vector<TaskId>> tasks;  ///< per simulated rank, the reductions its optimizer waits for
+  std::vector<ReductionGroup> groups;
+};
+
+ExpertReductions add_expert_reductions(const StepLayout& L, int stage, const std::vector<ProgramItem>& last_items,
+                                       double expert_params, const BlockTasks& bt, WorkloadGraph& g) {
+  ExpertReductions out;
+  if (expert_params <= 0 || L.plan.edp() == 1) return out;
+  for (int r : L.stage_ranks(stage)) {
+    if (out.tasks.contains(r)) continue;
+    auto grp = reduction_group(L, GroupKind::kExpertDp, r, g);
+    const auto tasks = add_gradient_buckets(L, last_items, grp, bt, g, true);
+    for (int x : grp.sim) out.tasks[x] = tasks;
+    out.groups.push_back(std::move(grp));
   }
   return out;
 }
@@ -298,23 +345,36 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
       const auto& b = programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))].b_last;
       last_items.insert(last_items.end(), b.begin(), b.end());
     }
-    double stage_params = 0;
-    for (int c = 0; c < L.V; ++c) stage_params += programs[static_cast<std::size_t>(L.vstage(st, c))].params;
+    double stage_params = 0, expert_params = 0;
+    for (int c = 0; c < L.V; ++c) {
+      stage_params += programs[static_cast<std::size_t>(L.vstage(st, c))].params;
+      expert_params += programs[static_cast<std::size_t>(L.vstage(st, c))].expert_params;
+    }
+    const auto expert_tasks = add_expert_reductions(L, st, last_items, expert_params, bt, g);
     for (int t = 0; t < L.plan.tp; ++t) {
       const auto grp = reduction_group(L, GroupKind::kDpCp, L.plan.rank(st, 0, t), g);
       const auto dp_tasks = L.zero3             ? zero3_rs[static_cast<std::size_t>(t)]
                             : L.plan.dpcp() > 1 ? add_gradient_buckets(L, last_items, grp, bt, g)
                                                 : std::vector<TaskId>{};
-      const double opt_params = stage_params / (L.zero1 || L.zero3 ? L.plan.dpcp() : 1);
+      const double opt_params = stage_params / (L.zero1 || L.zero3 ? L.plan.dpcp() : 1) +
+                                expert_params / (L.zero1 ? L.plan.edp() : 1);
       const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
       for (int r : grp.sim) {
         const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1,
                                       SimTime::from_seconds(opt_seconds));
         for (auto dt : dp_tasks) g.depend(dt, id);
+        if (auto e = expert_tasks.tasks.find(r); e != expert_tasks.tasks.end())
+          for (auto et : e->second) g.depend(et, id);
       }
       if (L.zero1) {
         g.add_collective_on(grp.gid, grp.flow_gid, Stream::kCompute, Category::kDpComm, "dp.param_allgather", -1, -1,
                             coll::CollectiveOp::kAllGather, stage_params * act_bytes);
+      }
+    }
+    if (L.zero1) {
+      for (const auto& grp : expert_tasks.groups) {
+        g.add_collective_on(grp.gid, grp.flow_gid, Stream::kCompute, Category::kDpComm, "edp.param_allgather", -1,
+                            -1, coll::CollectiveOp::kAllGather, expert_params * act_bytes);
       }
     }
   }

@@ -13,6 +13,7 @@ const char* category_name(Category c) {
     case Category::kDpComm: return "dp_comm";
     case Category::kPpComm: return "pp_comm";
     case Category::kRecompute: return "recompute";
+    case Category::kEpComm: return "ep_comm";
   }
   return "?";
 }
@@ -97,15 +98,26 @@ void WorkloadGraph::drop_stream_front(std::size_t stream_index, std::size_t n) {
 
 TaskId WorkloadGraph::add_alltoall(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
                                    const char* label, int layer, int micro, std::vector<double> pair_bytes) {
-  CS_ASSERT(flow_group < groups_.size(), "all-to-all flows over a known group");
+  return add_alltoall(group, flow_group, stream, category, label, layer, micro, add_traffic(std::move(pair_bytes)));
+}
+
+std::uint32_t WorkloadGraph::add_traffic(std::vector<double> pair_bytes) {
+  traffic_.push_back(std::move(pair_bytes));
+  return static_cast<std::uint32_t>(traffic_.size() - 1);
+}
+
+TaskId WorkloadGraph::add_alltoall(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
+                                   const char* label, int layer, int micro, std::uint32_t traffic) {
+  CS_ASSERT(flow_group < groups_.size() && traffic > 0 && traffic < traffic_.size(),
+            "all-to-all flows over a known group with a known traffic matrix");
   const auto n = groups_[flow_group].size();
+  const auto& pair_bytes = traffic_[traffic];
   CS_ASSERT(pair_bytes.size() == n * n, "a traffic matrix has n x n entries");
   double total = 0;
   for (double b : pair_bytes) total += b;
   const auto id = add_collective_on(group, flow_group, stream, category, label, layer, micro,
                                     coll::CollectiveOp::kAllToAll, total / static_cast<double>(n));
-  tasks_[index(id)].traffic = static_cast<std::uint32_t>(traffic_.size());
-  traffic_.push_back(std::move(pair_bytes));
+  tasks_[index(id)].traffic = traffic;
   return id;
 }
 

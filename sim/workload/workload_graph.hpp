@@ -21,7 +21,7 @@ enum class Stream : std::uint8_t { kCompute = 0, kComm = 1, kCp = 2, kNone = 3 }
 inline constexpr int kStreamsPerGpu = 3;
 
 /// What a task is for: the breakdown and the trace group tasks by it.
-enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, kDpComm, kPpComm, kRecompute };
+enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, kDpComm, kPpComm, kRecompute, kEpComm };
 [[nodiscard]] const char* category_name(Category c);
 
 /// A vertex of the workload graph: a kernel on one GPU, or a collective over a group of GPUs.
@@ -72,6 +72,11 @@ class WorkloadGraph {
   /// breakdown shows) is the mean send buffer, nccl-tests' all-to-all convention.
   TaskId add_alltoall(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
                       const char* label, int layer, int micro, std::vector<double> pair_bytes);
+  /// A traffic matrix kept once for many all-to-alls (every MoE layer and micro-batch of a step
+  /// shares a handful), and an all-to-all that uses it.
+  std::uint32_t add_traffic(std::vector<double> pair_bytes);
+  TaskId add_alltoall(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
+                      const char* label, int layer, int micro, std::uint32_t traffic);
   void depend(TaskId before, TaskId after);
 
   [[nodiscard]] int gpus() const { return gpus_; }

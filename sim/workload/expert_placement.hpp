@@ -1,0 +1,29 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "models/llm/model_arch.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace cs::workload {
+
+/// Where a MoE layer's token-expert pairs land: each EP rank's share of them and what follows.
+/// One placement serves every MoE layer and micro-batch of a step (one routing sample per step).
+struct ExpertPlacement {
+  std::vector<double> expert_share;  ///< per routed expert: its share of all pairs (sums to 1)
+  std::vector<double> gpu_share;     ///< per EP rank (EP-group order): its share of all pairs (sums to 1)
+  int slots_per_gpu = 0;             ///< expert copies each GPU holds ((experts + redundant) / EP)
+  /// The most loaded GPU's pairs over the mean (1: balanced): sets the pace of each MoE layer.
+  [[nodiscard]] double imbalance() const;
+};
+
+/// The placement for `routing` with EP ranks, a micro-batch of `tokens` routed tokens per EP group
+/// (uniform routing samples that many tokens' top-k). Experts are laid out in order, E / EP
+/// consecutive experts per GPU; under zipf the popularity ranks are shuffled over experts with the
+/// routing's seed; redundant experts (EPLB) copy the experts with the most pairs per copy, one
+/// copy at a time, and every copy is placed, heaviest first, on the least loaded GPU with a free
+/// slot.
+[[nodiscard]] ExpertPlacement place_experts(const models::ModelArch& m, const scenario::MoeRouting& routing, int ep,
+                                            double tokens);
+
+}  // namespace cs::workload
