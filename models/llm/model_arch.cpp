@@ -19,7 +19,8 @@ std::int64_t ModelArch::attention_params(AttentionKind kind) const {
     // Q: down-projection to q_lora_rank, its norm, up-projection to every head's Q (or direct).
     p += mla.q_lora_rank > 0 ? h * mla.q_lora_rank + mla.q_lora_rank + mla.q_lora_rank * heads * qk : h * heads * qk;
     // KV: down-projection to the latent plus the shared rotary key, its norm, up-projection to K_nope and V.
-    p += h * (mla.kv_lora_rank + mla.qk_rope_dim) + mla.kv_lora_rank + mla.kv_lora_rank * heads * (mla.qk_nope_dim + mla.v_dim);
+    p += h * (mla.kv_lora_rank + mla.qk_rope_dim) + mla.kv_lora_rank +
+         mla.kv_lora_rank * heads * (mla.qk_nope_dim + mla.v_dim);
     p += heads * mla.v_dim * h;  // output projection
   } else {
     p += h * q_width() + 2 * h * kv_width() + q_width() * h;

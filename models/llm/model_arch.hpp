@@ -72,9 +72,9 @@ struct ModelArch {
   /// Dropout on the attention probabilities (GPT-2/3's attn_pdrop): costs memory traffic only
   /// when attention is not fused (flash attention applies it in registers).
   bool attention_dropout = false;
-  bool o_bias = false;           ///< a bias on the attention output projection (Llama-style attention_bias, gpt-oss)
-  bool qk_norm = false;          ///< Qwen3: RMS norm on each head's Q and K (head_dim weights each)
-  bool attention_sinks = false;  ///< gpt-oss: one learned sink logit per head in every softmax
+  bool o_bias = false;              ///< a bias on the attention output projection (Llama-style attention_bias, gpt-oss)
+  bool qk_norm = false;             ///< Qwen3: RMS norm on each head's Q and K (head_dim weights each)
+  bool attention_sinks = false;     ///< gpt-oss: one learned sink logit per head in every softmax
   std::int64_t sliding_window = 0;  ///< window of the sliding-window layers (0: none)
   Activation activation = Activation::kSwiGlu;
   NormKind norm = NormKind::kRms;

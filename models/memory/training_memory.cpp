@@ -98,7 +98,7 @@ double layer_activation_bytes(const ModelArch& m, const StepShape& s, LayerKind 
     const double pairs = Tm * static_cast<double>(m.moe.top_k) * s.expert_load * s.etp;
     const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
     const double f = static_cast<double>(m.moe.expert_ffn) / s.etp, fs = static_cast<double>(m.moe.shared_ffn);
-    bytes += 4 * Tm * E;                                // fp32 router scores
+    bytes += 4 * Tm * E;                                          // fp32 router scores
     bytes += pairs * (lin * d.hidden + a * gated * f + lin * f);  // per pair: expert input, up output, down input
     bytes += Tm * (lin * d.hidden + a * gated * fs + lin * fs);   // shared experts
   }
@@ -173,8 +173,7 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
         layer_linear = std::max(layer_linear, lp.dense + lp.expert - norms);
       }
     }
-    b.weights =
-        in.zero >= 3 ? p * wb / dp + 2 * (per_layer * wb + layer_linear * cache) : p * wb + layers_here * cache;
+    b.weights = in.zero >= 3 ? p * wb / dp + 2 * (per_layer * wb + layer_linear * cache) : p * wb + layers_here * cache;
     // Dense parameters are sharded over DP x CP, routed experts over expert-DP.
     b.gradients = in.zero >= 2 ? (p - expert) * in.grad_bytes / dp + expert * in.grad_bytes / edp : p * in.grad_bytes;
     b.optimizer = (p - expert) * 12.0 / (in.zero >= 1 ? dp : 1) + expert * 12.0 / (in.zero >= 1 ? edp : 1);

@@ -187,8 +187,7 @@ bool ring_attention_used(const StepShape& s) { return s.cp > 1 && s.cp_ring && s
 
 /// A layer's core attention, forward or backward: one flash-attention kernel, its ring form over
 /// the CP ranks, or (full attention without flash attention) the unfused kernels.
-void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape& s, bool backward,
-                    AttentionKind kind) {
+void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape& s, bool backward, AttentionKind kind) {
   if (!s.flash_attention && kind == AttentionKind::kFull) {
     if (backward) {
       unfused_attention_backward(out, m, s);
@@ -201,16 +200,17 @@ void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape&
   const double T = s.tokens(), a = s.act_bytes;
   // Q and the output, K and V: read once forward; backward reads them and writes their gradients.
   const double qo = sh.q_heads * (sh.qk_dim + sh.v_dim), kv = sh.kv_heads * (sh.qk_dim + sh.v_dim);
-  const Op attn = backward ? Op{"attention.bwd",
-                                OpKind::kAttentionBackward,
-                                0,
-                                0,
-                                0,
-                                2.5 * attention_flops(m, s, kind),
-                                T * 2 * (qo + kv) * a,
-                                true}
-                           : Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s, kind),
-                                T * (qo + kv) * a, true};
+  const Op attn =
+      backward
+          ? Op{"attention.bwd",
+               OpKind::kAttentionBackward,
+               0,
+               0,
+               0,
+               2.5 * attention_flops(m, s, kind),
+               T * 2 * (qo + kv) * a,
+               true}
+          : Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s, kind), T * (qo + kv) * a, true};
   if (ring_attention_used(s)) {
     ring_attention(out, attn, s.cp, T * kv * a, backward);
   } else {
@@ -240,7 +240,9 @@ LayerDims layer_dims(const ModelArch& m, const StepShape& s) {
 
 namespace {
 
-Item ep_comm(CollectiveOp op, const char* label, double bytes) { return {Op{}, Comm{op, GroupKind::kEp, label, bytes}}; }
+Item ep_comm(CollectiveOp op, const char* label, double bytes) {
+  return {Op{}, Comm{op, GroupKind::kEp, label, bytes}};
+}
 Item etp_comm(CollectiveOp op, const char* label, double bytes) {
   return {Op{}, Comm{op, GroupKind::kExpertTp, label, bytes}};
 }
@@ -381,7 +383,8 @@ MoeDims moe_dims(const ModelArch& m, const StepShape& s) {
 
 /// The local experts' GEMM as one grouped GEMM: `pairs` rows spread over the local experts (m is
 /// the rows per expert, what the kernel's tiles see), each expert's weight read once.
-Item grouped_gemm(std::string_view name, const MoeDims& d, double n, double k, const StepShape& s, double weight_bytes) {
+Item grouped_gemm(std::string_view name, const MoeDims& d, double n, double k, const StepShape& s,
+                  double weight_bytes) {
   const double rows = d.pairs;
   const double bytes = (rows * k + rows * n) * s.act_bytes + d.local_experts * k * n * weight_bytes;
   return {Op{name, OpKind::kGemm, rows / d.local_experts, n, k, 2.0 * rows * n * k, bytes}};
@@ -459,12 +462,14 @@ double expected_dispatch_ranks(std::int64_t experts, std::int64_t top_k, int ep)
   // P(no expert of a given GPU among the token's k) = C(E - E/ep, k) / C(E, k), a product of k ratios.
   const double E = static_cast<double>(experts), local = E / ep;
   double miss = 1;
-  for (std::int64_t i = 0; i < top_k; ++i) miss *= std::max(0.0, (E - local - static_cast<double>(i)) / (E - static_cast<double>(i)));
+  for (std::int64_t i = 0; i < top_k; ++i)
+    miss *= std::max(0.0, (E - local - static_cast<double>(i)) / (E - static_cast<double>(i)));
   return ep * (1 - miss);
 }
 
 double dispatch_send_bytes(const ModelArch& m, const StepShape& s) {
-  const double ranks = s.dispatch_ranks > 0 ? s.dispatch_ranks : expected_dispatch_ranks(m.moe.experts, m.moe.top_k, s.ep);
+  const double ranks =
+      s.dispatch_ranks > 0 ? s.dispatch_ranks : expected_dispatch_ranks(m.moe.experts, m.moe.top_k, s.ep);
   return s.tokens() / s.tp * ranks * static_cast<double>(m.hidden) * s.dispatch_bytes;
 }
 

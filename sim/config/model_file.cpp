@@ -63,26 +63,14 @@ constexpr std::array<std::string_view, 41> kIgnoredKeys{"architectures",
 // coefficients, routing score functions and scales, rope and quantisation details, the checkpoint's
 // own parallel layout. (`quantization_config` says how the checkpoint is stored; the run's weight
 // format is chosen by the run.)
-constexpr std::array<std::string_view, 20> kIgnoredMoeKeys{"router_aux_loss_coef",
-                                                           "aux_loss_alpha",
-                                                           "seq_aux",
-                                                           "norm_topk_prob",
-                                                           "output_router_logits",
-                                                           "routed_scaling_factor",
-                                                           "scoring_func",
-                                                           "topk_method",
-                                                           "ep_size",
-                                                           "quantization_config",
-                                                           "swiglu_limit",
-                                                           "initial_context_length",
-                                                           "rope_interleave",
-                                                           "router_jitter_noise",
-                                                           "moe_layer_freq_offset",
-                                                           "head_dim_v",
-                                                           "rope_parameters",
-                                                           "num_experts_per_tok_list",
-                                                           "kv_lora_dim",
-                                                           "qk_head_dim"};
+constexpr std::array<std::string_view, 20> kIgnoredMoeKeys{
+    "router_aux_loss_coef", "aux_loss_alpha",       "seq_aux",
+    "norm_topk_prob",       "output_router_logits", "routed_scaling_factor",
+    "scoring_func",         "topk_method",          "ep_size",
+    "quantization_config",  "swiglu_limit",         "initial_context_length",
+    "rope_interleave",      "router_jitter_noise",  "moe_layer_freq_offset",
+    "head_dim_v",           "rope_parameters",      "num_experts_per_tok_list",
+    "kv_lora_dim",          "qk_head_dim"};
 
 /// The integer at `key`, where a config may write null for "not used": `fallback` then.
 std::int64_t opt_int_or_null(Reader& r, const std::string& key, std::int64_t min, std::int64_t max,
@@ -139,7 +127,7 @@ bool read_moe(Reader& r, ModelArch& m) {
 std::vector<bool> moe_layers(Reader& r, const ModelArch& m) {
   std::vector<bool> out(static_cast<std::size_t>(m.layers), true);
   const std::int64_t first_dense = r.opt_int("first_k_dense_replace", 0, m.layers, 0);
-  const std::int64_t freq = r.opt_int("moe_layer_freq", 1, m.layers, 1);     // DeepSeek: every freq-th layer
+  const std::int64_t freq = r.opt_int("moe_layer_freq", 1, m.layers, 1);       // DeepSeek: every freq-th layer
   const std::int64_t step = r.opt_int("decoder_sparse_step", 1, m.layers, 1);  // Qwen: layers (l + 1) % step == 0
   std::vector<std::int64_t> dense_only;
   if (const auto* v = r.raw("mlp_only_layers"); v && !v->is_null()) {
@@ -295,7 +283,8 @@ ModelArch parse_model(const config::JsonDoc& doc, const std::string& id) {
     const auto moe_at = moe ? moe_layers(r, m) : std::vector<bool>{};
     m.kinds = layer_kinds(m, moe_at, sliding);
     bool any_dense = false;
-    for (std::int64_t l = 0; l < m.layers; ++l) any_dense = any_dense || m.layer_kind(l).ffn == models::FeedForwardKind::kDense;
+    for (std::int64_t l = 0; l < m.layers; ++l)
+      any_dense = any_dense || m.layer_kind(l).ffn == models::FeedForwardKind::kDense;
     if (any_dense && m.ffn == 0) r.fail_at("intermediate_size", "expected the dense layers' MLP width");
   }
   r.finish();

@@ -19,8 +19,8 @@ std::vector<double> read_loads(const std::string& path, const models::ModelArch&
   (void)r.opt_string("source", "");
   const auto* v = r.raw("loads");
   std::vector<double> loads;
-  const std::string expected =
-      "expected an array of " + std::to_string(model.moe.experts) + " loads (numbers >= 0, not all 0), one per expert of " + model.id;
+  const std::string expected = "expected an array of " + std::to_string(model.moe.experts) +
+                               " loads (numbers >= 0, not all 0), one per expert of " + model.id;
   if (!v || !v->is_array() || static_cast<std::int64_t>(v->size()) != model.moe.experts) {
     r.fail_at("loads", expected);
   } else {
@@ -58,16 +58,17 @@ scenario::MoeRouting parse_routing(const std::string& text, const models::ModelA
     double x = 0;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
     if (ec != std::errc{} || end != s.data() + s.size() || !(x > 0) || x > 10) {
-      throw InputError(file, pointer, "expected zipf:S with an exponent S from 0 (exclusive) to 10; got '" + text + "'");
+      throw InputError(file, pointer,
+                       "expected zipf:S with an exponent S from 0 (exclusive) to 10; got '" + text + "'");
     }
     out.kind = Kind::kZipf;
     out.zipf_exponent = x;
     return out;
   }
   if (text.find(".json") == std::string::npos) {
-    throw InputError(file, pointer,
-                     "expected balanced, uniform, zipf:S or the path of a per-expert load file (.json); got '" + text +
-                         "'");
+    throw InputError(
+        file, pointer,
+        "expected balanced, uniform, zipf:S or the path of a per-expert load file (.json); got '" + text + "'");
   }
   out.kind = Kind::kFile;
   out.loads = read_loads(text, model);

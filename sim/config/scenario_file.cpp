@@ -62,9 +62,8 @@ ScenarioSpec parse_spec(const config::JsonDoc& doc) {
         // An object whose fields are all optional may be left out (`moe` in a dense run).
         const std::string key = object.substr(1);
         const auto fields = fields_of(ScenarioKind::kTrain);
-        const bool optional = std::none_of(fields.begin(), fields.end(), [&](const Field* g) {
-          return g->object() == object && g->required;
-        });
+        const bool optional = std::none_of(fields.begin(), fields.end(),
+                                           [&](const Field* g) { return g->object() == object && g->required; });
         static const nlohmann::json kEmptyObject = nlohmann::json::object();
         if (optional && !root.has(key)) {
           (void)root.opt_child(key);
@@ -232,8 +231,8 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
                          std::to_string(m.moe.expert_ffn));
   }
   if (s.plan.stage_ranks() % (spec.ep * spec.etp) != 0) {
-    infeasible(file, "EP " + std::to_string(spec.ep) + " x ETP " + std::to_string(spec.etp) +
-                         " does not divide the " + std::to_string(s.plan.stage_ranks()) +
+    infeasible(file, "EP " + std::to_string(spec.ep) + " x ETP " + std::to_string(spec.etp) + " does not divide the " +
+                         std::to_string(s.plan.stage_ranks()) +
                          " GPUs of a pipeline stage (TP x CP x DP): experts are re-split over the attention's ranks");
   }
   if (spec.redundant_experts > 0 && spec.ep == 1)
@@ -245,8 +244,7 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
   s.routing = parse_routing(spec.routing, m, file, "/moe/routing");
   s.routing.seed = static_cast<std::uint64_t>(spec.routing_seed);
   s.routing.redundant_experts = spec.redundant_experts;
-  s.routing.fp8_dispatch =
-      spec.dispatch_dtype.empty() ? s.dtype == calib::Dtype::kFp8 : spec.dispatch_dtype == "fp8";
+  s.routing.fp8_dispatch = spec.dispatch_dtype == "auto" ? s.dtype == calib::Dtype::kFp8 : spec.dispatch_dtype == "fp8";
 }
 
 Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const std::string& file) {

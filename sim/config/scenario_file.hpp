@@ -32,7 +32,7 @@ struct ScenarioSpec {
   int ep = 1;
   int etp = 1;
   std::string routing = "balanced";
-  std::string dispatch_dtype;  ///< empty: fp8 under FP8 training, else bf16
+  std::string dispatch_dtype = "auto";  ///< auto: fp8 under FP8 training, else bf16
   int redundant_experts = 0;
   std::int64_t routing_seed = 1;
   std::string rank_order = "tp-cp-dp-pp";

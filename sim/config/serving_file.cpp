@@ -326,8 +326,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                              std::to_string(s.tp) + " (attention data-parallel serving is not modelled yet, issue 12)");
   }
   if (s.model.is_moe() && s.model.moe.experts % s.ep != 0) {
-    infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " +
-                             std::to_string(s.model.moe.experts) + " experts");
+    infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
+                             " experts");
   }
   for (int t : {s.tp, s.prefill_tp, s.decode_tp}) {
     if (t > 0 && s.model.heads % t != 0) {

@@ -120,15 +120,15 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   if (any_moe) {
     row("MoE routing", [](const TrainResults& r) -> std::string {
       if (!r.moe) return "-";
-      return r.moe->routing + (r.moe->redundant_experts ? " +" + std::to_string(r.moe->redundant_experts) + " redundant"
-                                                        : std::string()) +
+      return r.moe->routing +
+             (r.moe->redundant_experts ? " +" + std::to_string(r.moe->redundant_experts) + " redundant"
+                                       : std::string()) +
              ", dispatch " + r.moe->dispatch_dtype;
     });
     row("most loaded GPU / mean (per MoE layer)",
         [](const TrainResults& r) { return r.moe ? fixed(r.moe->imbalance, 3) + "x" : std::string("-"); });
-    row("dispatch bytes per token", [](const TrainResults& r) {
-      return r.moe ? human_bytes(r.moe->dispatch_bytes_per_token) : std::string("-");
-    });
+    row("dispatch bytes per token",
+        [](const TrainResults& r) { return r.moe ? human_bytes(r.moe->dispatch_bytes_per_token) : std::string("-"); });
   }
   row("micro-batches per step", [](const TrainResults& r) { return std::to_string(r.micro_batches); });
   bool any_symmetry = false;

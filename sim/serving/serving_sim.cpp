@@ -46,7 +46,7 @@ struct Stage {
   std::uint32_t group = 0;    ///< the TP group (the executor's process group)
   std::uint32_t to_next = 0;  ///< the send/recv pair to the next stage's first GPU
   int layers = 0;
-  int first_layer = 0;  ///< the model's index of the stage's first layer
+  int first_layer = 0;    ///< the model's index of the stage's first layer
   bool isolated = false;  ///< no other traffic can share its collectives' links (fast path)
 };
 
@@ -770,7 +770,8 @@ class ServingRun final : public workload::TaskSource {
       kind_layer_.clear();
       for (std::int64_t l = 0; l < s_.model.layers; ++l) {
         const auto kind = s_.model.layer_kind(l);
-        if (!kind_layer_.contains(kind)) to_segments(models::serving_layer(s_.model, mix, rep.shape, kind), kind_layer_[kind]);
+        if (!kind_layer_.contains(kind))
+          to_segments(models::serving_layer(s_.model, mix, rep.shape, kind), kind_layer_[kind]);
       }
     }
     to_segments(models::serving_head(s_.model, mix, rep.shape), head_);
@@ -1002,10 +1003,9 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
                   static_cast<double>(s.max_batch) * v * 4.0;
   if (s.model.is_moe()) {  // routed pairs' expert tensors and the fp32 router scores
     const double gated = s.model.activation == models::Activation::kSwiGlu ? 2.0 : 1.0;
-    m.activations += static_cast<double>(s.max_tokens) *
-                     (2.0 * static_cast<double>(s.model.moe.top_k) * (gated + 1) *
-                          static_cast<double>(s.model.moe.expert_ffn) / s.tp +
-                      4.0 * static_cast<double>(s.model.moe.experts));
+    m.activations += static_cast<double>(s.max_tokens) * (2.0 * static_cast<double>(s.model.moe.top_k) * (gated + 1) *
+                                                              static_cast<double>(s.model.moe.expert_ffn) / s.tp +
+                                                          4.0 * static_cast<double>(s.model.moe.experts));
   }
   m.other = s.profile.runtime_reserved.value;
   const double free = m.capacity - m.weights - m.activations - m.other;

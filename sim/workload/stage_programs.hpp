@@ -5,9 +5,9 @@
 
 #include "models/memory/training_memory.hpp"
 #include "models/ops/layer_ops.hpp"
-#include "sim/workload/expert_placement.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/workload/compute_model.hpp"
+#include "sim/workload/expert_placement.hpp"
 #include "sim/workload/workload_graph.hpp"
 
 namespace cs::workload {
@@ -50,7 +50,7 @@ struct StagePrograms {
 
 /// The trainable parameters of one GPU, split as the step needs them.
 struct StageParams {
-  double per_layer = 0;  ///< one dense decoder layer (LoRA: its adapters only)
+  double per_layer = 0;                                      ///< one dense decoder layer (LoRA: its adapters only)
   std::map<models::LayerKind, models::LayerParams> by_kind;  ///< one decoder layer of each kind the model has
   double outer = 0;      ///< embeddings, final norm and LM head when one stage holds them all
   double vocab = 0;      ///< one vocab-parallel embedding (or LM head) shard

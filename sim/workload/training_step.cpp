@@ -133,12 +133,11 @@ std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& ite
     const auto slot = sg.slot_of[k];
     if (!made[slot]) {
       const auto [gid, flow_gid] = sg.gids[slot];
-      slot_task[slot] =
-          item.dest_share
-              ? g.add_alltoall(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro,
-                               traffic_of(item, g.groups()[flow_gid].size(), traffic, g))
-              : g.add_collective_on(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro, item.op,
-                                    item.bytes);
+      slot_task[slot] = item.dest_share
+                            ? g.add_alltoall(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro,
+                                             traffic_of(item, g.groups()[flow_gid].size(), traffic, g))
+                            : g.add_collective_on(gid, flow_gid, item.stream, item.category, item.label, item.layer,
+                                                  micro, item.op, item.bytes);
       made[slot] = true;
     }
     ids[k] = slot_task[slot];
@@ -356,8 +355,8 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
       const auto dp_tasks = L.zero3             ? zero3_rs[static_cast<std::size_t>(t)]
                             : L.plan.dpcp() > 1 ? add_gradient_buckets(L, last_items, grp, bt, g)
                                                 : std::vector<TaskId>{};
-      const double opt_params = stage_params / (L.zero1 || L.zero3 ? L.plan.dpcp() : 1) +
-                                expert_params / (L.zero1 ? L.plan.edp() : 1);
+      const double opt_params =
+          stage_params / (L.zero1 || L.zero3 ? L.plan.dpcp() : 1) + expert_params / (L.zero1 ? L.plan.edp() : 1);
       const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
       for (int r : grp.sim) {
         const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1,
@@ -373,8 +372,8 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
     }
     if (L.zero1) {
       for (const auto& grp : expert_tasks.groups) {
-        g.add_collective_on(grp.gid, grp.flow_gid, Stream::kCompute, Category::kDpComm, "edp.param_allgather", -1,
-                            -1, coll::CollectiveOp::kAllGather, expert_params * act_bytes);
+        g.add_collective_on(grp.gid, grp.flow_gid, Stream::kCompute, Category::kDpComm, "edp.param_allgather", -1, -1,
+                            coll::CollectiveOp::kAllGather, expert_params * act_bytes);
       }
     }
   }

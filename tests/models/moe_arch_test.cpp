@@ -31,11 +31,10 @@ TEST_CASE("MoE parameter totals match the published totals (model cards), to the
     double active;
     bool active_without_embedding;  // DeepSeek and OpenAI count active parameters without the embedding lookup
   };
-  const std::vector<Case> cases{
-      {"deepseek-v3", 671e9, 3, 37e9, true},     {"deepseek-r1", 671e9, 3, 37e9, true},
-      {"mixtral-8x7b", 46.7e9, 3, 12.9e9, false}, {"mixtral-8x22b", 141e9, 3, 39e9, false},
-      {"qwen3-30b-a3b", 30.5e9, 3, 3.3e9, false}, {"qwen3-235b-a22b", 235e9, 3, 22e9, false},
-      {"gpt-oss-120b", 116.8e9, 4, 5.1e9, true}};
+  const std::vector<Case> cases{{"deepseek-v3", 671e9, 3, 37e9, true},      {"deepseek-r1", 671e9, 3, 37e9, true},
+                                {"mixtral-8x7b", 46.7e9, 3, 12.9e9, false}, {"mixtral-8x22b", 141e9, 3, 39e9, false},
+                                {"qwen3-30b-a3b", 30.5e9, 3, 3.3e9, false}, {"qwen3-235b-a22b", 235e9, 3, 22e9, false},
+                                {"gpt-oss-120b", 116.8e9, 4, 5.1e9, true}};
   for (const auto& c : cases) {
     CAPTURE(c.id);
     const auto m = test::shipped_model(c.id);

@@ -143,7 +143,7 @@ TEST_CASE("collective prints an nccl-tests-style table, --json has rows with byt
   CHECK(t.out.find("busbw(GB/s)") != std::string::npos);
 }
 
-TEST_CASE("list prints the catalogs, --json has id, params_total, layers and hidden for models") {
+TEST_CASE("list prints the catalogs, --json has id, params_total, params_active, layers and hidden for models") {
   const auto r = run_cli("list models --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -154,7 +154,15 @@ TEST_CASE("list prints the catalogs, --json has id, params_total, layers and hid
       CHECK(m["layers"] == 80);
       CHECK(m["hidden"] == 8192);
       CHECK(m["params_total"].get<double>() == doctest::Approx(70.55e9).epsilon(0.005));
+      CHECK(m["params_active"] == m["params_total"]);  // dense: every parameter is used by every token
     }
+    if (m["id"] == "deepseek-v3") {
+      CHECK(m["experts"] == 256);
+      CHECK(m["top_k"] == 8);
+      CHECK(m["params_total"].get<double>() == doctest::Approx(671e9).epsilon(0.001));
+      CHECK(m["params_active"].get<double>() < 0.06 * m["params_total"].get<double>());
+    }
+    CHECK(m.contains("params_active"));
   }
   CHECK(found);
   for (const char* what : {"clusters", "profiles", "offers"})

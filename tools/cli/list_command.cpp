@@ -33,23 +33,30 @@ Action add_list(CLI::App& app, const Globals& g) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     std::ostringstream t;
     if (*what == "models") {
-      t << std::left << std::setw(22) << "id" << std::right << std::setw(12) << "params" << std::setw(8) << "layers"
-        << std::setw(8) << "hidden" << std::setw(7) << "heads" << std::setw(5) << "kv" << std::setw(8) << "ffn"
-        << std::setw(9) << "vocab\n";
+      t << std::left << std::setw(22) << "id" << std::right << std::setw(12) << "params" << std::setw(10) << "active"
+        << std::setw(8) << "layers" << std::setw(8) << "hidden" << std::setw(7) << "heads" << std::setw(5) << "kv"
+        << std::setw(8) << "ffn" << std::setw(9) << "experts" << std::setw(9) << "vocab\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kModel)) {
         const auto m = config::parse_model(config::load(catalog.locate(config::CatalogKind::kModel, id, "", "")), id);
         rows.push_back({{"id", id},
                         {"params_total", m.params_total()},
+                        {"params_active", m.params_active()},
                         {"layers", m.layers},
                         {"hidden", m.hidden},
                         {"heads", m.heads},
                         {"kv_heads", m.kv_heads},
                         {"ffn", m.ffn},
+                        {"experts", m.moe.experts},
+                        {"top_k", m.moe.top_k},
+                        {"expert_ffn", m.moe.expert_ffn},
                         {"vocab", m.vocab}});
+        const std::string experts =
+            m.is_moe() ? std::to_string(m.moe.top_k) + "/" + std::to_string(m.moe.experts) : std::string("-");
         t << std::left << std::setw(22) << id << std::right << std::setw(11)
-          << fixed(static_cast<double>(m.params_total()) / 1e9, 2) << "B" << std::setw(8) << m.layers << std::setw(8)
-          << m.hidden << std::setw(7) << m.heads << std::setw(5) << m.kv_heads << std::setw(8) << m.ffn << std::setw(8)
-          << m.vocab << "\n";
+          << fixed(static_cast<double>(m.params_total()) / 1e9, 2) << "B" << std::setw(9)
+          << fixed(static_cast<double>(m.params_active()) / 1e9, 2) << "B" << std::setw(8) << m.layers << std::setw(8)
+          << m.hidden << std::setw(7) << m.heads << std::setw(5) << m.kv_heads << std::setw(8) << m.ffn << std::setw(9)
+          << experts << std::setw(8) << m.vocab << "\n";
       }
     } else if (*what == "clusters") {
       t << std::left << std::setw(22) << "id" << std::setw(6) << "gpus" << std::setw(14) << "profile"

@@ -48,11 +48,13 @@ TEST_CASE("dispatch volume per token by hand: Mixtral top-2 over EP 8 sends to 2
   for (int i = 0; i < 8; ++i) miss *= (252.0 - i) / (256.0 - i);
   CHECK(models::expected_dispatch_ranks(256, 8, 64) == doctest::Approx(64 * (1 - miss)));
   CHECK(models::expected_dispatch_ranks(256, 8, 64) < 8.0);  // dedup: fewer sends than picks
-  one.dispatch_bytes = 1;                                     // FP8 dispatch halves it
+  one.dispatch_bytes = 1;                                    // FP8 dispatch halves it
   CHECK(models::dispatch_send_bytes(m, one) == doctest::Approx(2.0 * 4096));
 }
 
-TEST_CASE("EP 1 is a dense computation of the same experts: a MoE layer's expert FLOPs equal a dense MLP of k experts' width") {
+TEST_CASE(
+    "EP 1 is a dense computation of the same experts: a MoE layer's expert FLOPs equal a dense MLP of k experts' "
+    "width") {
   auto m = test::shipped_model("mixtral-8x7b");
   models::StepShape s;
   s.seq = 4096;
@@ -141,10 +143,8 @@ TEST_CASE("bad MoE input is refused with the field named") {
                        doctest::Contains("/parallel/ep: llama3.1-8b is a dense model"), InputError);
   CHECK_THROWS_WITH_AS((void)test::scenario_from_json(moe_json("mixtral-8x7b", 8, 3)),
                        doctest::Contains("EP 3 does not divide the 8 routed experts"), InfeasibleError);
-  CHECK_THROWS_WITH_AS(
-      (void)test::scenario_from_json(moe_json("mixtral-8x7b", 8, 8, "", R"({"routing": "zipf:-1"})")),
-      doctest::Contains("/moe/routing: expected zipf:S"), InputError);
-  CHECK_THROWS_WITH_AS(
-      (void)test::scenario_from_json(moe_json("mixtral-8x7b", 8, 8, "", R"({"routing": "powerlaw"})")),
-      doctest::Contains("/moe/routing: expected balanced, uniform, zipf:S"), InputError);
+  CHECK_THROWS_WITH_AS((void)test::scenario_from_json(moe_json("mixtral-8x7b", 8, 8, "", R"({"routing": "zipf:-1"})")),
+                       doctest::Contains("/moe/routing: expected zipf:S"), InputError);
+  CHECK_THROWS_WITH_AS((void)test::scenario_from_json(moe_json("mixtral-8x7b", 8, 8, "", R"({"routing": "powerlaw"})")),
+                       doctest::Contains("/moe/routing: expected balanced, uniform, zipf:S"), InputError);
 }
