@@ -467,6 +467,18 @@ double expected_dispatch_ranks(std::int64_t experts, std::int64_t top_k, int ep)
   return ep * (1 - miss);
 }
 
+DispatchSpread dispatch_spread(const ModelArch& m, int ep, int nodes) {
+  const auto E = m.moe.experts, k = m.moe.top_k, G = m.moe.groups, M = m.moe.topk_groups;
+  DispatchSpread d{expected_dispatch_ranks(E, k, ep), nodes > 1 ? expected_dispatch_ranks(E, k, nodes) : 1.0};
+  const bool limited = nodes > 1 && M < G && G % nodes == 0 && (M * ep) % G == 0 && E % G == 0;
+  if (limited) {
+    // The M chosen groups (of G, G / nodes per node) hold M E / G experts on M EP / G GPUs.
+    d.nodes = std::min(d.nodes, expected_dispatch_ranks(G, M, nodes));
+    d.gpus = std::min(d.gpus, expected_dispatch_ranks(M * E / G, k, static_cast<int>(M * ep / G)));
+  }
+  return d;
+}
+
 double dispatch_send_bytes(const ModelArch& m, const StepShape& s) {
   const double ranks =
       s.dispatch_ranks > 0 ? s.dispatch_ranks : expected_dispatch_ranks(m.moe.experts, m.moe.top_k, s.ep);

@@ -93,6 +93,17 @@ struct StepShape {
 /// distinct experts, drawn uniformly, live on: ep (1 - C(E - E/ep, k) / C(E, k)).
 [[nodiscard]] double expected_dispatch_ranks(std::int64_t experts, std::int64_t top_k, int ep);
 
+/// Where a token's top-k experts are, for a dispatch over `ep` GPUs split evenly over `nodes`
+/// nodes: the expected distinct GPUs and distinct nodes. With group-limited routing whose groups
+/// fall on nodes (DeepSeek-V3: 8 groups, top-4 groups, on EP spanning 8 nodes) a token's experts
+/// come from its best `topk_groups` groups, so they sit on at most that many nodes
+/// ("node-limited routing") and on fewer GPUs.
+struct DispatchSpread {
+  double gpus = 0;
+  double nodes = 0;
+};
+[[nodiscard]] DispatchSpread dispatch_spread(const ModelArch& m, int ep, int nodes);
+
 /// Bytes one GPU sends in one MoE dispatch (its all-to-all send buffer, nccl-tests convention):
 /// its tokens (b s / (CP TP)) x the distinct destination GPUs per token x hidden x dispatch bytes.
 [[nodiscard]] double dispatch_send_bytes(const ModelArch& m, const StepShape& s);

@@ -118,7 +118,11 @@ std::vector<Algorithm> available_algorithms(const net::Topology& topo, Collectiv
     }
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter: return {Algorithm::kRing};
-    case CollectiveOp::kAllToAll:
+    case CollectiveOp::kAllToAll: {
+      std::vector<Algorithm> out{Algorithm::kDirect};
+      if (!node_groups(topo, ranks).empty()) out.push_back(Algorithm::kHierarchical);
+      return out;
+    }
     case CollectiveOp::kSendRecv:
     case CollectiveOp::kShift: return {Algorithm::kDirect};
   }
@@ -146,6 +150,44 @@ void rail_rings(const std::vector<std::vector<int>>& groups, double per_flow, co
     for (std::size_t i = 0; i < g; ++i) add_rank_flow(here[i], here[(i + 1) % g], per_flow);
     for (std::size_t c = 0; c < g; ++c)
       add_rank_flow(here[c], groups[(k + 1) % nodes][c], per_flow / static_cast<double>(g));
+  }
+}
+
+/// DeepEP's normal all-to-all across nodes: rank (node a, local l) sends everything it has for
+/// node b != a to (b, l) over the rail, `node_copies` of the pair bytes, and each GPU passes what it
+/// received (and its own node's share) to the GPUs of its node over NVLink. Flows: nodes x g x
+/// (nodes - 1) across, nodes x g x (g - 1) inside, against n (n - 1) direct ones.
+template <class Add>
+void rail_forwarded_alltoall(const net::Topology& topo, const CollectiveRequest& req, const Add& add) {
+  const auto groups = node_groups(topo, req.ranks);
+  const auto n = req.ranks.size();
+  std::map<int, std::size_t> index;  // topology rank -> position in the request
+  for (std::size_t i = 0; i < n; ++i) index[req.ranks[i]] = i;
+  auto pair = [&](int from, int to) {
+    const auto i = index.at(from), j = index.at(to);
+    if (i == j) return 0.0;
+    return req.pair_bytes.empty() ? req.bytes / static_cast<double>(n) : req.pair_bytes[i * n + j];
+  };
+  const auto nodes = groups.size(), g = groups.front().size();
+  for (std::size_t a = 0; a < nodes; ++a) {
+    for (std::size_t l = 0; l < g; ++l) {
+      for (std::size_t b = 0; b < nodes; ++b) {
+        if (b == a) continue;
+        double bytes = 0;
+        for (std::size_t m = 0; m < g; ++m) bytes += pair(groups[a][l], groups[b][m]);
+        if (bytes > 0) add(topo.gpu(groups[a][l]), topo.gpu(groups[b][l]), bytes * req.node_copies, net::kUncapped);
+      }
+    }
+  }
+  for (std::size_t b = 0; b < nodes; ++b) {
+    for (std::size_t l = 0; l < g; ++l) {
+      for (std::size_t m = 0; m < g; ++m) {
+        if (m == l) continue;
+        double bytes = 0;  // from every node's GPU l (forwarded by (b, l), or its own) to (b, m)
+        for (std::size_t a = 0; a < nodes; ++a) bytes += pair(groups[a][l], groups[b][m]);
+        if (bytes > 0) add(topo.gpu(groups[b][l]), topo.gpu(groups[b][m]), bytes, net::kUncapped);
+      }
+    }
   }
 }
 
@@ -201,6 +243,11 @@ CollectivePlan expand(const net::Topology& topo, const CollectiveRequest& req, A
       break;
     }
     case Algorithm::kHierarchical: {
+      if (req.op == CollectiveOp::kAllToAll) {
+        rail_forwarded_alltoall(topo, req, add);
+        p.steps = 2;
+        break;
+      }
       // Intra-node reduce-scatter + all-gather rings (2(g-1)/g S per GPU) and, per local index,
       // an inter-node ring all-reduce of the 1/g shard (2(n-1)/n S/g), pipelined together.
       const auto groups = node_groups(topo, req.ranks);
@@ -299,6 +346,8 @@ CollectivePlan plan_collective(const net::Topology& topo, const CollectiveReques
   CollectivePlan best;
   double best_t = 0.0;
   for (auto a : avail) {
+    // NCCL's all-to-all sends directly; the rail-forwarded form is DeepEP's, asked for by name.
+    if (req.op == CollectiveOp::kAllToAll && a == Algorithm::kHierarchical) continue;
     auto p = expand(topo, req, a);
     const double t = estimate_seconds(topo, p);
     if (best.flows.empty() || t < best_t) {

@@ -13,7 +13,9 @@ namespace cs::coll {
 using CollectiveOp = ::cs::CollectiveOp;
 /// kMeasured: the collective's time came from a measured or imported curve in the profile.
 /// kHierarchical (all-reduce over several nodes): rings inside each node carry the buffer while
-/// rings across nodes, one per local GPU index (a rail), carry 1/g of it.
+/// rings across nodes, one per local GPU index (a rail), carry 1/g of it. For an all-to-all over
+/// several nodes (DeepEP's normal kernels): each GPU sends what it has for a remote node to the GPU
+/// of the same local index there (its rail), once per node, which forwards it over NVLink.
 enum class Algorithm : std::uint8_t { kAuto, kRing, kTree, kNvls, kDirect, kMeasured, kHierarchical };
 
 [[nodiscard]] const char* op_name(CollectiveOp op);
@@ -68,6 +70,10 @@ struct CollectiveRequest {
   double bytes = 0.0;
   double call_latency_s = 0.0;
   std::span<const double> pair_bytes{};
+  /// Hierarchical all-to-all: the bytes crossing between nodes as a fraction of the pair bytes they
+  /// stand for (a MoE token is sent once per node that holds its experts, then copied to each
+  /// GPU there; 1: every pair's bytes cross).
+  double node_copies = 1.0;
   /// Measured curves (the profile's): with `kAuto`, a uniform collective whose group has a curve of
   /// its own scope takes the curve's time (algorithm kMeasured) yet still moves its flows.
   std::span<const MeasuredCurve> curves{};

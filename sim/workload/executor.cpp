@@ -303,6 +303,7 @@ class Partition final : public engine::EventHandler {
     req.bytes = task.bytes;
     req.call_latency_s = sh_.opt.collective_latency_s;
     req.pair_bytes = sh_.g.traffic(task.traffic);
+    req.node_copies = sh_.g.traffic_node_copies(task.traffic);
     req.curves = sh_.curves;
     return cache(coll::plan_collective(sh_.topo, req));
   }

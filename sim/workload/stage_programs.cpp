@@ -12,9 +12,15 @@ namespace {
 /// Appends ops: consecutive kernels merge into one compute item, each collective is its own. An
 /// async collective (ring attention's K/V passing) goes on the CP stream after the compute item
 /// before it; an op that waits for one starts a new compute item with that edge.
+/// How a stage's EP all-to-alls move: destination shares, and the rail-forwarded form across nodes.
+struct EpTraffic {
+  std::shared_ptr<const std::vector<double>> dest_share;
+  bool rail_forwarded = false;
+  double node_copies = 1.0;
+};
+
 void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& items, const ComputeModel& compute,
-            const char* label, Category cat, int layer,
-            const std::shared_ptr<const std::vector<double>>& dest_share = nullptr) {
+            const char* label, Category cat, int layer, const EpTraffic& ep = {}) {
   bool open = false;
   std::map<int, int> tagged;  // async tag -> item index, within this call
   for (const auto& it : items) {
@@ -25,7 +31,11 @@ void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& ite
       p.label = it.comm->label;
       const bool expert = p.group == GroupKind::kEp || p.group == GroupKind::kExpertTp;
       p.category = expert ? Category::kEpComm : Category::kTpComm;
-      if (p.group == GroupKind::kEp && it.comm->op == CollectiveOp::kAllToAll) p.dest_share = dest_share;
+      if (p.group == GroupKind::kEp && it.comm->op == CollectiveOp::kAllToAll) {
+        p.dest_share = ep.dest_share;
+        p.rail_forwarded = ep.rail_forwarded;
+        p.node_copies = ep.node_copies;
+      }
       p.layer = layer;
       p.op = it.comm->op;
       p.bytes = it.comm->bytes;
@@ -105,6 +115,16 @@ ExpertPlacement expert_placement(const scenario::Scenario& s) {
   return place_experts(s.model, s.routing, s.plan.ep, tokens);
 }
 
+int ep_nodes(const scenario::Scenario& s) {
+  if (!s.model.is_moe() || s.plan.ep == 1 || s.gpus_per_node <= 0) return 1;
+  std::map<int, int> per_node;
+  for (int r : s.plan.group(GroupKind::kEp, 0)) ++per_node[r / s.gpus_per_node];
+  if (per_node.size() < 2) return 1;
+  for (const auto& [node, count] : per_node)
+    if (count != per_node.begin()->second || count < 2) return 1;
+  return static_cast<int>(per_node.size());
+}
+
 models::ExpertSplit expert_split(const scenario::Scenario& s) {
   models::ExpertSplit x;
   x.ep = s.plan.ep;
@@ -131,7 +151,10 @@ models::StepShape step_shape(const scenario::Scenario& s, bool balanced) {
   shape.ep = s.plan.ep;
   shape.etp = s.plan.etp;
   shape.dispatch_bytes = s.routing.fp8_dispatch ? 1.0 : 2.0;
-  if (s.model.is_moe()) shape.expert_slots = expert_split(s).slots;
+  if (s.model.is_moe()) {
+    shape.expert_slots = expert_split(s).slots;
+    if (s.plan.ep > 1) shape.dispatch_ranks = models::dispatch_spread(s.model, s.plan.ep, ep_nodes(s)).gpus;
+  }
   if (s.model.is_moe() && !balanced) shape.expert_load = expert_placement(s).imbalance();
   return shape;
 }
@@ -162,11 +185,17 @@ StageParams stage_params(const scenario::Scenario& s) {
 std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, const ComputeModel& compute) {
   const auto& m = s.model;
   const auto shape = step_shape(s);
-  std::shared_ptr<const std::vector<double>> dest_share;
+  EpTraffic ep;
   if (m.is_moe() && s.plan.ep > 1) {
     auto placement = expert_placement(s);
-    if (placement.imbalance() > 1 + 1e-12)
-      dest_share = std::make_shared<const std::vector<double>>(std::move(placement.gpu_share));
+    const int nodes = ep_nodes(s);
+    ep.rail_forwarded = nodes > 1;
+    if (nodes > 1) {
+      const auto spread = models::dispatch_spread(m, s.plan.ep, nodes);
+      ep.node_copies = spread.nodes / spread.gpus;
+    }
+    if (placement.imbalance() > 1 + 1e-12 || ep.rail_forwarded)
+      ep.dest_share = std::make_shared<const std::vector<double>>(std::move(placement.gpu_share));
   }
   const auto ops = ops_by_kind(m, shape);
   const auto params = stage_params(s);
@@ -182,8 +211,7 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
     const bool first = st == 0, last = st == vstages - 1;
     auto kind_of = [&](int l) -> const KindOps& { return ops.at(m.layer_kind(first_layer + l)); };
     if (first) append(sp.f, emb_f, compute, "embedding.fwd", Category::kForward, -1);
-    for (int l = 0; l < n; ++l)
-      append(sp.f, kind_of(l).forward, compute, "layer.fwd", Category::kForward, l, dest_share);
+    for (int l = 0; l < n; ++l) append(sp.f, kind_of(l).forward, compute, "layer.fwd", Category::kForward, l, ep);
     if (last) append(sp.f, head_f, compute, "head.fwd", Category::kForward, -1);
     // First stage: embedding (and positions); last stage: final norm and LM head (a copy of the
     // embedding when tied, as Megatron keeps it); one stage holds all of them.
@@ -196,10 +224,10 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
       for (int l = n - 1; l >= 0; --l) {
         const auto& k = kind_of(l);
         if (s.plan.recompute == plan::Recompute::kFull)
-          append(b, k.forward, compute, "layer.recompute", Category::kRecompute, l, dest_share);
+          append(b, k.forward, compute, "layer.recompute", Category::kRecompute, l, ep);
         if (s.plan.recompute == plan::Recompute::kSelective)
           append(b, k.attention_forward, compute, "attention.recompute", Category::kRecompute, l);
-        append(b, k.backward, compute, "layer.bwd", Category::kBackward, l, dest_share);
+        append(b, k.backward, compute, "layer.bwd", Category::kBackward, l, ep);
         if (pass == 1) {
           const auto& lp = params.by_kind.at(m.layer_kind(first_layer + l));
           if (s.lora_rank > 0) {

@@ -31,6 +31,10 @@ struct ProgramItem {
   /// An all-to-all over EP whose destinations are not equally loaded: each EP rank's share of the
   /// bytes every rank sends (null: uniform).
   std::shared_ptr<const std::vector<double>> dest_share;
+  /// An EP all-to-all across nodes runs rail-forwarded (DeepEP's normal kernels: a token crosses
+  /// between nodes once per node, `node_copies` of its per-GPU bytes, then NVLink forwards it).
+  bool rail_forwarded = false;
+  double node_copies = 1.0;
   Stream stream = Stream::kCompute;
   std::vector<int> after;  ///< items of the same program this one also waits for
 };
@@ -65,6 +69,10 @@ struct StageParams {
 
 /// Where the step's MoE layers send their tokens (a MoE model only).
 [[nodiscard]] ExpertPlacement expert_placement(const scenario::Scenario& s);
+
+/// The nodes an EP group spans when its GPUs split evenly over several nodes (what DeepEP's
+/// forwarding needs); 1 otherwise.
+[[nodiscard]] int ep_nodes(const scenario::Scenario& s);
 
 /// How the scenario splits experts over GPUs.
 [[nodiscard]] models::ExpertSplit expert_split(const scenario::Scenario& s);

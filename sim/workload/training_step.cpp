@@ -96,18 +96,19 @@ StageGroups resolve_groups(const StepLayout& L, GroupKind kind, const std::vecto
 }
 
 /// Traffic matrices of the step's uneven all-to-alls, one per (destination shares, bytes, ranks).
-using TrafficCache = std::map<std::tuple<const void*, double, std::size_t>, std::uint32_t>;
+using TrafficCache = std::map<std::tuple<const void*, double, std::size_t, double>, std::uint32_t>;
 
 /// The traffic matrix of an all-to-all whose every rank sends `bytes`, split by `share`.
 std::uint32_t traffic_of(const ProgramItem& item, std::size_t n, TrafficCache& cache, WorkloadGraph& g) {
-  const auto key = std::tuple<const void*, double, std::size_t>{item.dest_share.get(), item.bytes, n};
+  const auto key =
+      std::tuple<const void*, double, std::size_t, double>{item.dest_share.get(), item.bytes, n, item.node_copies};
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const auto& share = *item.dest_share;
   CS_ASSERT(share.size() == n, "one destination share per EP rank");
   std::vector<double> pairs(n * n);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j) pairs[i * n + j] = item.bytes * share[j];
-  const auto id = g.add_traffic(std::move(pairs));
+  const auto id = g.add_traffic(std::move(pairs), item.node_copies);
   cache.emplace(key, id);
   return id;
 }
@@ -133,11 +134,13 @@ std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& ite
     const auto slot = sg.slot_of[k];
     if (!made[slot]) {
       const auto [gid, flow_gid] = sg.gids[slot];
-      slot_task[slot] = item.dest_share
-                            ? g.add_alltoall(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro,
-                                             traffic_of(item, g.groups()[flow_gid].size(), traffic, g))
-                            : g.add_collective_on(gid, flow_gid, item.stream, item.category, item.label, item.layer,
-                                                  micro, item.op, item.bytes);
+      slot_task[slot] =
+          item.dest_share
+              ? g.add_alltoall(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro,
+                               traffic_of(item, g.groups()[flow_gid].size(), traffic, g),
+                               item.rail_forwarded ? coll::Algorithm::kHierarchical : coll::Algorithm::kAuto)
+              : g.add_collective_on(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro, item.op,
+                                    item.bytes);
       made[slot] = true;
     }
     ids[k] = slot_task[slot];

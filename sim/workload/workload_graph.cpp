@@ -101,13 +101,15 @@ TaskId WorkloadGraph::add_alltoall(std::uint32_t group, std::uint32_t flow_group
   return add_alltoall(group, flow_group, stream, category, label, layer, micro, add_traffic(std::move(pair_bytes)));
 }
 
-std::uint32_t WorkloadGraph::add_traffic(std::vector<double> pair_bytes) {
+std::uint32_t WorkloadGraph::add_traffic(std::vector<double> pair_bytes, double node_copies) {
   traffic_.push_back(std::move(pair_bytes));
+  node_copies_.push_back(node_copies);
   return static_cast<std::uint32_t>(traffic_.size() - 1);
 }
 
 TaskId WorkloadGraph::add_alltoall(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
-                                   const char* label, int layer, int micro, std::uint32_t traffic) {
+                                   const char* label, int layer, int micro, std::uint32_t traffic,
+                                   coll::Algorithm algorithm) {
   CS_ASSERT(flow_group < groups_.size() && traffic > 0 && traffic < traffic_.size(),
             "all-to-all flows over a known group with a known traffic matrix");
   const auto n = groups_[flow_group].size();
@@ -118,6 +120,7 @@ TaskId WorkloadGraph::add_alltoall(std::uint32_t group, std::uint32_t flow_group
   const auto id = add_collective_on(group, flow_group, stream, category, label, layer, micro,
                                     coll::CollectiveOp::kAllToAll, total / static_cast<double>(n));
   tasks_[index(id)].traffic = traffic;
+  tasks_[index(id)].algorithm = algorithm;
   return id;
 }
 

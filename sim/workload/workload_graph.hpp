@@ -74,9 +74,12 @@ class WorkloadGraph {
                       const char* label, int layer, int micro, std::vector<double> pair_bytes);
   /// A traffic matrix kept once for many all-to-alls (every MoE layer and micro-batch of a step
   /// shares a handful), and an all-to-all that uses it.
-  std::uint32_t add_traffic(std::vector<double> pair_bytes);
+  /// `node_copies`: the fraction of the pair bytes that crosses between nodes under the
+  /// hierarchical (rail-forwarded) algorithm (coll::CollectiveRequest::node_copies).
+  std::uint32_t add_traffic(std::vector<double> pair_bytes, double node_copies = 1.0);
   TaskId add_alltoall(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
-                      const char* label, int layer, int micro, std::uint32_t traffic);
+                      const char* label, int layer, int micro, std::uint32_t traffic,
+                      coll::Algorithm algorithm = coll::Algorithm::kAuto);
   void depend(TaskId before, TaskId after);
 
   [[nodiscard]] int gpus() const { return gpus_; }
@@ -85,6 +88,7 @@ class WorkloadGraph {
   [[nodiscard]] const std::vector<std::vector<int>>& groups() const { return groups_; }
   /// A task's traffic matrix (empty for index 0: uniform).
   [[nodiscard]] const std::vector<double>& traffic(std::uint32_t index) const { return traffic_[index]; }
+  [[nodiscard]] double traffic_node_copies(std::uint32_t index) const { return node_copies_[index]; }
   /// Explicit dependencies in the order they were added.
   [[nodiscard]] const std::vector<Edge>& edges() const { return edges_; }
   /// Room for `tasks` tasks (building a large step without reallocating).
@@ -110,6 +114,7 @@ class WorkloadGraph {
   std::vector<Edge> edges_;
   std::vector<std::vector<int>> groups_;
   std::vector<std::vector<double>> traffic_{1};  ///< [0]: uniform (empty)
+  std::vector<double> node_copies_{1.0};         ///< per traffic matrix
   std::map<std::vector<int>, std::uint32_t> group_index_;
   std::vector<std::vector<TaskId>> streams_;
   std::vector<TaskId> free_;  ///< recycled slots (open runs), reused last-in first-out

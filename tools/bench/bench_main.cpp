@@ -8,6 +8,9 @@
 //   cs_bench gpt3 [NODES]    GPT-3 175B, TP4 PP6 VPP8, FP8, ZeRO-1, SP, 6 micro-batches per replica,
 //                            --symmetry dp, on NODES HGX H100 (default 1,452 = 11,616 GPUs, the
 //                            size of NVIDIA's MLPerf Training v4.0 GPT-3 submission) over ib-ndr-rail
+//   cs_bench deepseek [--symmetry dp]   DeepSeek-V3 training as published: 2,048 H800 (256 nodes,
+//                            ib-400g-h800), PP16 EP64 ZeRO-1, FP8, seq 4096, 15,360 sequences
+//   cs_bench deepseek-serve  DeepSeek-R1 FP8 serving on 8x H200 (TP8 EP8), 5,000 requests
 // CS_THREADS=N caps the worker threads (default: all cores); CS_ENGINE=serial runs one partition.
 // Each case prints tasks, events, flows, the wall time of every phase and the peak resident memory.
 #include <sys/resource.h>
@@ -25,10 +28,12 @@
 #include "sim/config/json_doc.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/config/scenario_file.hpp"
+#include "sim/config/serving_file.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/serving/serving_sim.hpp"
 #include "sim/workload/collective_timing.hpp"
 
 #ifndef CLUSTERSIM_DATA_DIR
@@ -64,6 +69,28 @@ void run_case(const cs::config::Catalog& catalog, const std::string& name, const
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// DeepSeek-R1 with FP8 weights on 8x H200 (TP8, experts spread over the 8 GPUs): 5,000 requests
+/// of 1,000 + 1,000 tokens, 256 in flight.
+int run_serving_case(const cs::config::Catalog& catalog) {
+  const nlohmann::json j = {
+      {"kind", "infer"},
+      {"model", "deepseek-r1"},
+      {"cluster", "hgx-h200"},
+      {"parallel", {{"tp", 8}, {"ep", 8}}},
+      {"quantization", {{"weights", "fp8"}}},
+      {"workload", {{"input_len", 1000}, {"output_len", 1000}, {"requests", 5000}, {"concurrency", 256}}}};
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto s = cs::config::parse_serving(cs::config::JsonDoc{"bench", j}, catalog);
+  const auto r = cs::serving::simulate_serving(s, false);
+  const double wall = seconds_since(t0);
+  std::cout << "deepseek-r1 FP8 TP8 EP8 on 8x H200, 5,000 requests (1,000 in, 1,000 out, 256 in flight)\n"
+            << "  wall " << cs::fixed(wall, 3) << " s, events " << r.events << ", engine steps " << r.steps << "\n"
+            << "  peak memory " << cs::fixed(peak_rss_gib(), 2) << " GiB (process, so far)\n"
+            << "  simulated makespan " << cs::fixed(r.makespan_s, 3) << " s, "
+            << cs::fixed(r.output_tokens_per_s_per_gpu, 1) << " output tokens/s per GPU\n";
+  return 0;
 }
 
 /// One 1 GiB ring all-reduce over every GPU of `nodes` HGX H100 nodes, on the rail fabric and on
@@ -167,6 +194,20 @@ int main(int argc, char** argv) {
              j);
     return 0;
   }
+  if (which == "deepseek") {
+    const std::string symmetry = argc > 3 && std::string(argv[2]) == "--symmetry" ? argv[3] : "none";
+    nlohmann::json j = {{"model", "deepseek-v3"},
+                        {"cluster", "hgx-h800"},
+                        {"nodes", 256},
+                        {"fabric", "ib-400g-h800"},
+                        {"allow_oom", true},  // our activation model lacks DeepSeek's partial recompute (docs/moe.md)
+                        {"parallel", {{"tp", 1}, {"pp", 16}, {"ep", 64}, {"zero", 1}}},
+                        {"training", {{"seq", 4096}, {"global_batch", 15360}, {"micro_batch", 1}, {"dtype", "fp8"}}}};
+    if (symmetry != "none") j["symmetry"] = symmetry;
+    run_case(catalog, "deepseek-v3 PP16 EP64 ZeRO-1 FP8 on 2,048 H800 (ib-400g-h800), symmetry " + symmetry, j);
+    return 0;
+  }
+  if (which == "deepseek-serve") return run_serving_case(catalog);
   for (const char* cluster : {"hgx-h100", "pcie-h100x8"}) {
     const nlohmann::json j = {{"model", "llama3.1-8b"},
                               {"cluster", cluster},

@@ -148,3 +148,35 @@ TEST_CASE("bad MoE input is refused with the field named") {
   CHECK_THROWS_WITH_AS((void)test::scenario_from_json(moe_json("mixtral-8x7b", 8, 8, "", R"({"routing": "powerlaw"})")),
                        doctest::Contains("/moe/routing: expected balanced, uniform, zipf:S"), InputError);
 }
+
+TEST_CASE("node-limited routing: DeepSeek-V3 on EP 64 over 8 nodes sends each token to at most 4 nodes") {
+  const auto m = test::shipped_model("deepseek-v3");
+  const auto free = models::dispatch_spread(m, 64, 1);
+  const auto limited = models::dispatch_spread(m, 64, 8);
+  // 8 groups of 32 experts, one per node; the best 4 groups: exactly 4 nodes, and fewer GPUs.
+  CHECK(limited.nodes == doctest::Approx(4.0));
+  CHECK(limited.gpus < free.gpus);
+  CHECK(limited.gpus <= 8.0);
+  // Without group-limited routing (Mixtral), the nodes hit follow from the experts alone.
+  const auto mixtral = models::dispatch_spread(test::shipped_model("mixtral-8x7b"), 8, 2);
+  CHECK(mixtral.nodes == doctest::Approx(models::expected_dispatch_ranks(8, 2, 2)));
+}
+
+TEST_CASE("EP across nodes runs the rail-forwarded all-to-all, EP inside a node the direct one") {
+  auto json = [](int ep) {
+    return R"({"model": "qwen3-30b-a3b", "cluster": "hgx-h100", "nodes": 2, "fabric": "ib-ndr-rail",
+               "parallel": {"tp": 1, "ep": )" +
+           std::to_string(ep) + R"(, "zero": 1}, "training": {"seq": 4096, "global_batch": 16}, "allow_oom": true})";
+  };
+  const auto across = test::scenario_from_json(json(16));
+  CHECK(workload::ep_nodes(across) == 2);
+  auto algorithm_of = [](const report::TrainResults& r) {
+    for (const auto& c : r.collectives)
+      if (c.label == "ep.dispatch") return c.algorithm;
+    return std::string("none");
+  };
+  CHECK(algorithm_of(eval(across)) == "hierarchical");
+  const auto inside = test::scenario_from_json(json(8));
+  CHECK(workload::ep_nodes(inside) == 1);
+  CHECK(algorithm_of(eval(inside)) == "direct");
+}
