@@ -1,6 +1,8 @@
 // Published measurements (shared/validation, F- cases) through the validation harness, with the
 // tolerance each case states; and docs/accuracy.md must be the harness's current output.
 #include <doctest/doctest.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -34,7 +36,7 @@ TEST_CASE("pcie-h100x8 all-reduce is bounded by its PCIe links") {
 
 TEST_CASE("docs/accuracy.md holds the harness's current tables (regenerate with tools/scripts/update-accuracy)") {
   const std::string doc = cs::test::slurp(cs::test::data_path("docs/accuracy.md"));
-  for (const std::string set : {"f-collectives", "g-trtllm", "a-megatron", "n-nemo"}) {
+  for (const std::string set : {"f-collectives", "g-trtllm", "a-megatron", "n-nemo", "m-moe"}) {
     CAPTURE(set);
     const auto r = cs::test::run_cli("validate-published scenarios/validation/" + set + ".json --markdown");
     REQUIRE(r.exit_code == 0);
@@ -97,5 +99,29 @@ TEST_CASE(
     CAPTURE(c["id"].get<std::string>());
     CHECK(c["predicted"].get<double>() >= 0.9 * first);
     CHECK(c["predicted"].get<double>() >= c["published"].get<double>());
+  }
+}
+
+TEST_CASE(
+    "MoE cases (M-): Mixtral serving within 20% on A100, L40S and long sequences, the two documented FP8 misses high") {
+  // Published: TensorRT-LLM 0.9 Mixtral table and Megatron-core Qwen3-235B (shared/validation,
+  // M-*). docs/accuracy.md says why the two short FP8 cases read high and training reads optimistic.
+  const auto r = cs::test::run_cli("validate-published scenarios/validation/m-moe.json --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["scored_cases"] == 7);
+  for (const auto& c : j["cases"]) {
+    const std::string id = c["id"];
+    CAPTURE(id);
+    const double err = c["error"].get<double>();
+    if (id.find("a100") != std::string::npos || id.find("l40s") != std::string::npos ||
+        id.find("2048-2048") != std::string::npos) {
+      CHECK(std::fabs(err) <= 0.20);
+    } else if (id.rfind("M-trtllm", 0) == 0) {
+      CHECK(err > 1.0);  // the documented misses: 2.3x and 3.1x high
+    } else {
+      CHECK(err > 0.0);  // training reads optimistic (constant GEMM efficiency; issue 11 item 3)
+      CHECK(err < 0.60);
+    }
   }
 }
