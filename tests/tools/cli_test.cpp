@@ -188,6 +188,21 @@ TEST_CASE("every shipped scenario either runs or explains why not (exit 4 for pl
   CHECK(r.err.find("weights ") != std::string::npos);
 }
 
+TEST_CASE("seed claim 9: DeepSeek-R1 in FP8 does not fit 8x H100, INT4 does and so does FP8 on 8x H200") {
+  const auto fp8 = run_cli("run scenarios/claim9-deepseek-r1-fp8-h100.json");
+  CHECK(fp8.exit_code == 4);
+  CHECK(fp8.err.find("81.3 GiB of weights") != std::string::npos);
+  const auto ok = run_cli("run scenarios/claim9-deepseek-r1-serving.json --json");
+  REQUIRE(ok.exit_code == 0);
+  const auto j = nlohmann::json::parse(ok.out);
+  REQUIRE(j["variants"].size() == 3);
+  for (const auto& v : j["variants"]) {
+    CAPTURE(v["name"].get<std::string>());
+    CHECK(v["memory_per_gpu"]["kv_cache"].get<double>() > 30.0 * 1073741824.0);
+  }
+  CHECK(run_cli("validate scenarios/claim9-deepseek-v3-training.json").exit_code == 0);
+}
+
 TEST_CASE("--trace writes a Chrome trace with both streams of every GPU and link counters") {
   const std::string path = "/tmp/cs_trace_test.json";
   const auto r = run_cli(
