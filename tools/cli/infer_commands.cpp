@@ -12,11 +12,11 @@
 #include "sim/config/scenario_file.hpp"
 #include "sim/config/serving_file.hpp"
 #include "sim/core/errors.hpp"
-#include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/report/serving_report.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
+#include "sim/study/batch.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
 #include "tools/cli/work_bounds.hpp"
@@ -115,9 +115,11 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   all["variants"] = nlohmann::ordered_json::array();
   // Variants are independent: simulated in parallel, reported in file order.
   std::vector<serving::ServingResults> results(scenarios.size());
-  parallel_for_each(scenarios.size(), [&](std::size_t i) {
-    results[i] = serving::simulate_serving(scenarios[i].second, !trace_out.empty());
-  });
+  auto progress = batch_progress("simulating", scenarios.size());
+  study::run_batch(
+      scenarios.size(),
+      [&](std::size_t i) { results[i] = serving::simulate_serving(scenarios[i].second, !trace_out.empty()); },
+      progress.get());
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     const auto& name = scenarios[i].first;
     const auto& r = results[i];
@@ -209,9 +211,11 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
     }
     // Sweep points are independent: simulated in parallel, in rate order in the output.
     std::vector<std::pair<double, serving::ServingResults>> points(scenarios.size());
-    parallel_for_each(scenarios.size(), [&](std::size_t i) {
-      points[i] = {scenarios[i].first, serving::simulate_serving(scenarios[i].second, false)};
-    });
+    auto progress = batch_progress("sweep points", scenarios.size());
+    study::run_batch(
+        scenarios.size(),
+        [&](std::size_t i) { points[i] = {scenarios[i].first, serving::simulate_serving(scenarios[i].second, false)}; },
+        progress.get());
     std::cout << sweep_table(points);
     if (!csv->empty()) {
       std::ofstream f(*csv);
