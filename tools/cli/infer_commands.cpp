@@ -214,7 +214,9 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
     auto progress = batch_progress("sweep points", scenarios.size());
     study::run_batch(
         scenarios.size(),
-        [&](std::size_t i) { points[i] = {scenarios[i].first, serving::simulate_serving(scenarios[i].second, false)}; },
+        [&](std::size_t i) {
+          points[i] = {scenarios[i].first, serving::simulate_serving(scenarios[i].second, false)};
+        },
         progress.get());
     std::cout << sweep_table(points);
     if (!csv->empty()) {
