@@ -182,6 +182,10 @@ Offer parse_offer(const config::JsonDoc& doc, const std::string& id) {
     o.hours_per_period = per == "hour" ? 1.0 : 720.0;  // a month is taken as 30 days (docs/metrics.md)
     p.finish();
   }
+  o.hourly_price = r.opt_number("hourly_price", 0.0, 1e12, 0.0);
+  if (o.hourly_price > 0 && o.hours_per_period == 1.0)
+    problems.add(
+        {doc.path, "/hourly_price", "a second, hourly term needs a monthly /price/per; this price is already hourly"});
   o.source = r.req_string("source");
   (void)r.raw("notes");
   r.finish();
@@ -201,6 +205,13 @@ Machine resolve_machine(const config::Catalog& catalog, const std::string& file,
   m.profile = std::move(box.profile);
   if (!offer.empty())
     m.offer = parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, offer, file, "/offer")), offer);
+  // An offer's price is for the box it names: pricing another box with it would be a wrong answer.
+  if (m.offer && !m.offer->cluster.empty() && m.offer->cluster != m.cluster.id) {
+    throw InputError(file, "/offer",
+                     "offer '" + m.offer->id + "' rents cluster '" + m.offer->cluster + "'; this run uses cluster '" +
+                         m.cluster.id + "' (price a run on the offer's cluster, or pick an offer for '" + m.cluster.id +
+                         "': clustersim list offers)");
+  }
   return m;
 }
 
@@ -248,16 +259,27 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
 }
 
 Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const std::string& file) {
+  auto m = resolve_machine(catalog, file, spec.model, spec.cluster, spec.profile, spec.offer);
+  std::optional<net::FabricSpec> fabric;
+  if (spec.nodes > 1) {
+    if (spec.fabric.empty()) {
+      throw InputError(file, "/fabric", "a fabric is required with more than one node (see `clustersim list fabrics`)");
+    }
+    fabric = parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, spec.fabric, file, "/fabric")),
+                          spec.fabric);
+  }
+  return resolve_on(spec, std::move(m), std::move(fabric), file);
+}
+
+Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net::FabricSpec> fabric,
+                    const std::string& file) {
   Scenario s;
   s.name = spec.name;
   s.description = spec.description;
-  {
-    auto m = resolve_machine(catalog, file, spec.model, spec.cluster, spec.profile, spec.offer);
-    s.model = std::move(m.model);
-    s.cluster = std::move(m.cluster);
-    s.profile = std::move(m.profile);
-    s.offer = std::move(m.offer);
-  }
+  s.model = std::move(machine.model);
+  s.cluster = std::move(machine.cluster);
+  s.profile = std::move(machine.profile);
+  s.offer = std::move(machine.offer);
   s.gpus_per_node = spec.gpus == 0 ? s.cluster.gpus : spec.gpus;
   if (s.gpus_per_node > s.cluster.gpus) {
     throw InputError(file, "/gpus",
@@ -266,11 +288,10 @@ Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const
   }
   s.nodes = spec.nodes;
   if (s.nodes > 1) {
-    if (spec.fabric.empty()) {
+    if (!fabric) {
       throw InputError(file, "/fabric", "a fabric is required with more than one node (see `clustersim list fabrics`)");
     }
-    s.fabric = parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, spec.fabric, file, "/fabric")),
-                            spec.fabric);
+    s.fabric = std::move(fabric);
   }
   s.gpus = s.gpus_per_node * s.nodes;
   if (s.offer && s.offer->gpus < s.gpus) {

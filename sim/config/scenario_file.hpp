@@ -1,5 +1,6 @@
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +83,11 @@ struct ScenarioFile {
 /// Resolves ids against the catalog and checks the plan (stage 3): unknown ids -> InputError;
 /// sizes that do not divide -> InfeasibleError with the numbers.
 [[nodiscard]] Scenario resolve(const ScenarioSpec& spec, const Catalog& catalog, const std::string& file);
+/// `resolve` on a machine already resolved (model, cluster, profile, offer) and the fabric the
+/// spec's nodes use (required when nodes > 1): every check `resolve` makes, no file read. A search
+/// resolves each machine once and each plan on it (clustersim plan).
+[[nodiscard]] Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net::FabricSpec> fabric,
+                                  const std::string& file);
 [[nodiscard]] Offer parse_offer(const JsonDoc& doc, const std::string& id);
 
 /// Sets the field at `path` ("a.b" or "/a/b") from text as a flag or `--set` gives it, typed by

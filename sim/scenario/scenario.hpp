@@ -24,6 +24,9 @@ struct Offer {
   double price = 0;
   std::string currency;
   double hours_per_period = 1;  ///< 1 for hourly prices, 720 (30 days) for monthly
+  /// A second, hourly term beside a monthly price (`hourly_price`, same currency; 0: none): the
+  /// break-even job length between the two is monthly price / hourly price hours.
+  double hourly_price = 0;
   std::string source;
   [[nodiscard]] double price_per_hour() const { return price / hours_per_period; }
   bool operator==(const Offer&) const = default;
