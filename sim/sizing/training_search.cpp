@@ -1,0 +1,332 @@
+#include "sim/sizing/training_search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "sim/core/errors.hpp"
+#include "sim/core/quantity.hpp"
+#include "sim/report/train_results.hpp"
+#include "sim/study/batch.hpp"
+#include "sim/study/training_run.hpp"
+
+namespace cs::sizing {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+const char* recompute_name(plan::Recompute r) {
+  switch (r) {
+    case plan::Recompute::kNone: return "none";
+    case plan::Recompute::kSelective: return "selective";
+    case plan::Recompute::kFull: return "full";
+  }
+  return "none";
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+/// A plan enumerated, its scenario built and found to fit.
+struct Survivor {
+  std::size_t offer = 0;
+  Choice choice;
+  scenario::Scenario scenario;
+  double memory_gib = 0, capacity_gib = 0;
+};
+
+/// What one offer's search found, for its rejection line.
+struct OfferTally {
+  std::size_t fits = 0, valid = 0;
+  double best_shortfall_gib = -1;  ///< smallest memory shortfall of a valid plan (GiB)
+  double fastest_s = -1, cheapest = -1;
+  std::string currency;
+};
+
+/// The largest share of a step: compute, the pipeline bubble, or exposed communication (named by
+/// the collective with the most time, since exposed time is not split by collective).
+std::pair<std::string, double> bottleneck_of(const report::TrainResults& r) {
+  const double step = r.step_time_s;
+  std::string comm = "exposed communication";
+  double most = -1;
+  for (const auto& c : r.collectives) {
+    if (c.seconds_per_gpu > most) {
+      most = c.seconds_per_gpu;
+      comm = "exposed communication (mostly " + c.label + ")";
+    }
+  }
+  std::vector<std::pair<std::string, double>> parts{{"compute", r.breakdown.compute},
+                                                    {comm, r.breakdown.exposed_comm},
+                                                    {"pipeline bubble", r.breakdown.pipeline_bubble}};
+  if (r.plan.pp == 1) parts.emplace_back("idle (waiting for peers)", r.breakdown.idle);
+  const auto best =
+      std::max_element(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return {best->first, step > 0 ? best->second / step : 0.0};
+}
+
+/// Fills a candidate's job figures from a step time.
+void price(Candidate& c, const scenario::Offer& offer, double step_s) {
+  c.job_time_s = c.steps * step_s;
+  c.terms = term_costs(offer, c.choice.nodes, c.job_time_s / 3600.0);
+  const auto cheapest =
+      std::min_element(c.terms.begin(), c.terms.end(), [](const auto& a, const auto& b) { return a.cost < b.cost; });
+  c.job_cost = cheapest->cost;
+  c.cost_terms = cheapest->term;
+  c.currency = offer.currency;
+  c.cost_per_mtok = c.job_cost / (c.steps * c.tokens_per_step) * 1e6;
+}
+
+/// Job cost, then job time; then offer and plan, so that ties keep one order.
+bool ranks_before(const Candidate& a, const Candidate& b) {
+  if (a.job_cost != b.job_cost) return a.job_cost < b.job_cost;
+  if (a.job_time_s != b.job_time_s) return a.job_time_s < b.job_time_s;
+  if (a.offer_index != b.offer_index) return a.offer_index < b.offer_index;
+  return plan_text(a.choice) + std::to_string(a.choice.nodes) < plan_text(b.choice) + std::to_string(b.choice.nodes);
+}
+
+bool within(const Candidate& c, const TrainingJob& job, const Options& o) {
+  return (job.deadline_s <= 0 || c.job_time_s <= job.deadline_s) && (o.budget <= 0 || c.job_cost <= o.budget);
+}
+
+report::TrainResults simulate(const scenario::Scenario& s, net::NetworkModelKind model, study::TopologyCache& topo) {
+  scenario::Scenario t = s;
+  t.network_model = model;
+  // Under the analytical model each flow runs alone, so data-parallel replicas never contend and
+  // simulating one of them (`symmetry: dp`) gives the same step; the flow model simulates them all.
+  t.dp_symmetry = model == net::NetworkModelKind::kAnalytical;
+  study::RunOptions ro;
+  ro.single_gpu_baseline = false;
+  ro.partition = false;  // the batch is parallel across candidates already
+  ro.topologies = &topo;
+  return report::train_results(t, study::run_training(t, ro));
+}
+
+std::string days_text(double s) {
+  const double d = s / 86400.0;
+  return d >= 1 ? fixed(d, 1) + " days" : fixed(s / 3600.0, 1) + " hours";
+}
+
+}  // namespace
+
+std::string plan_text(const Choice& c) {
+  std::string t = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " DP" + std::to_string(c.dp);
+  if (c.ep > 1) t += " EP" + std::to_string(c.ep);
+  if (c.zero > 0) t += " ZeRO-" + std::to_string(c.zero);
+  if (c.sp) t += " SP";
+  t += " mb" + std::to_string(c.micro_batch);
+  if (c.recompute != plan::Recompute::kNone) t += std::string(" recompute ") + recompute_name(c.recompute);
+  return t;
+}
+
+std::vector<TermCost> term_costs(const scenario::Offer& offer, int nodes, double hours) {
+  std::vector<TermCost> out;
+  auto add = [&](const std::string& term, double price, double hours_per_period) {
+    TermCost t;
+    t.term = term;
+    t.price_per_node = price;
+    // Rentals bill whole periods; a job of 0.2 periods still pays one.
+    t.periods = std::max(1.0, std::ceil(hours / hours_per_period - 1e-9));
+    t.cost = t.periods * price * nodes;
+    out.push_back(t);
+  };
+  if (offer.hours_per_period == 1.0) {
+    add("hourly", offer.price, 1.0);
+  } else {
+    add("monthly", offer.price, offer.hours_per_period);
+    if (offer.hourly_price > 0) add("hourly", offer.hourly_price, 1.0);
+  }
+  return out;
+}
+
+Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob& job, const MakeScenario& make,
+                       const Options& options) {
+  Result result;
+  auto lap = [t = std::chrono::steady_clock::now()]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double d = std::chrono::duration<double>(now - t).count();
+    t = now;
+    return d;
+  };
+  std::vector<OfferTally> tally(offers.size());
+  std::vector<Survivor> survivors;
+  const plan::Recompute recomputes[] = {plan::Recompute::kNone, plan::Recompute::kSelective, plan::Recompute::kFull};
+  // Enumerate and prune by memory (serial: cheap, and its order is the output's).
+  for (std::size_t oi = 0; oi < offers.size(); ++oi) {
+    const auto& space = offers[oi];
+    tally[oi].currency = space.offer.currency;
+    if (!space.unusable.empty()) continue;
+    for (int nodes : space.node_counts) {
+      const int gpus = space.gpus_per_node * nodes;
+      for (int tp : divisors(space.gpus_per_node)) {
+        for (int pp = 1; tp * pp <= gpus && pp <= options.max_pp; pp *= 2) {
+          if (gpus % (tp * pp) != 0) continue;
+          const int dp = gpus / (tp * pp);
+          std::vector<int> eps{1};
+          if (options.experts > 0) {
+            eps.clear();
+            for (int ep : divisors(tp * dp))
+              if (options.experts % ep == 0) eps.push_back(ep);
+          }
+          for (int ep : eps) {
+            for (auto mb : options.micro_batches) {
+              // Plans of one shape: each ZeRO stage with the least recompute that fits it. A plan
+              // with more sharding *and* more recompute than one that fits is never faster.
+              int least_recompute_so_far = 3;
+              const int max_zero = dp > 1 ? 3 : 0;
+              for (int zero = 0; zero <= max_zero; ++zero) {
+                for (int ri = 0; ri < 3; ++ri) {
+                  Choice c{nodes, tp, pp, dp, ep, zero, tp > 1, recomputes[ri], mb};
+                  ++result.counts.enumerated;
+                  std::optional<scenario::Scenario> s;
+                  try {
+                    s.emplace(make(oi, c));
+                  } catch (const InfeasibleError&) {
+                  } catch (const InputError&) {
+                  }
+                  if (!s) {
+                    ++result.counts.invalid;
+                    break;  // the same sizes fail at every recompute policy
+                  }
+                  ++tally[oi].valid;
+                  const auto f = study::training_feasibility(*s);
+                  const double need = f.memory.total / kGiB, have = f.memory.capacity / kGiB;
+                  if (!f.ok()) {
+                    ++result.counts.too_big;
+                    const double short_by = need - have;
+                    if (tally[oi].best_shortfall_gib < 0 || short_by < tally[oi].best_shortfall_gib)
+                      tally[oi].best_shortfall_gib = short_by;
+                    if (!result.closest || short_by < result.closest->needed_gib - result.closest->available_gib) {
+                      result.closest = Shortfall{space.offer.id, c, need, have, nodes == space.node_counts.back()};
+                    }
+                    continue;
+                  }
+                  ++tally[oi].fits;
+                  if (ri >= least_recompute_so_far) {
+                    ++result.counts.dominated;
+                  } else {
+                    least_recompute_so_far = ri;
+                    survivors.push_back({oi, c, std::move(*s), need, have});
+                  }
+                  // More recompute only saves memory that this plan already has.
+                  result.counts.dominated += static_cast<std::size_t>(2 - ri);
+                  result.counts.enumerated += static_cast<std::size_t>(2 - ri);
+                  break;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  result.wall_s.enumerate = lap();
+  // Score every survivor with the analytical network model.
+  study::TopologyCache topologies;
+  std::vector<Candidate> scored(survivors.size());
+  study::run_batch(
+      survivors.size(),
+      [&](std::size_t i) {
+        const auto& sv = survivors[i];
+        const auto r = simulate(sv.scenario, net::NetworkModelKind::kAnalytical, topologies);
+        auto& c = scored[i];
+        c.offer_index = sv.offer;
+        c.offer = offers[sv.offer].offer.id;
+        c.fabric = sv.choice.nodes > 1 ? offers[sv.offer].fabric : std::string();
+        c.choice = sv.choice;
+        c.gpus = sv.scenario.gpus;
+        c.memory_per_gpu_gib = sv.memory_gib;
+        c.capacity_gib = sv.capacity_gib;
+        c.step_time_s_analytical = r.step_time_s;
+        c.tokens_per_step = static_cast<double>(sv.scenario.seq * sv.scenario.global_batch);
+        c.steps = std::ceil(job.tokens / c.tokens_per_step);
+        c.mfu = r.mfu;
+        std::tie(c.bottleneck, c.bottleneck_share) = bottleneck_of(r);
+        price(c, offers[sv.offer].offer, c.step_time_s_analytical);
+      },
+      options.progress);
+  result.counts.scored = scored.size();
+  result.wall_s.score = lap();
+  for (const auto& c : scored) {
+    auto& t = tally[c.offer_index];
+    if (t.fastest_s < 0 || c.job_time_s < t.fastest_s) t.fastest_s = c.job_time_s;
+    if (t.cheapest < 0 || c.job_cost < t.cheapest) t.cheapest = c.job_cost;
+  }
+  // Rank within budget and deadline; re-simulate the best with the flow model.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < scored.size(); ++i)
+    if (within(scored[i], job, options)) order.push_back(i);
+  result.feasible = order.size();
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return ranks_before(scored[a], scored[b]); });
+  // The flow model re-simulates in rounds, best analytical first, until the `top` best verified
+  // candidates all rank before the next unverified one's analytical figure (the analytical model
+  // leaves out contention, so it is the optimistic one), or 4 x top have been re-simulated.
+  const std::size_t want = static_cast<std::size_t>(std::max(options.top, 1));
+  const std::size_t cap = std::min(order.size(), 4 * want);
+  std::vector<Candidate> verified;
+  std::size_t next = 0;
+  while (next < cap) {
+    const std::size_t n = std::min(cap - next, want);
+    std::vector<Candidate> round(n);
+    study::run_batch(
+        n,
+        [&](std::size_t j) {
+          const auto i = order[next + j];
+          const auto r = simulate(survivors[i].scenario, net::NetworkModelKind::kFlow, topologies);
+          round[j] = scored[i];
+          round[j].step_time_s_flow = r.step_time_s;
+          round[j].verified_with_flow_model = true;
+          round[j].mfu = r.mfu;
+          std::tie(round[j].bottleneck, round[j].bottleneck_share) = bottleneck_of(r);
+          price(round[j], offers[survivors[i].offer].offer, r.step_time_s);
+        },
+        options.verify_progress);
+    next += n;
+    for (auto& c : round)
+      if (within(c, job, options)) verified.push_back(std::move(c));
+    std::stable_sort(verified.begin(), verified.end(), ranks_before);
+    if (next >= order.size()) break;
+    if (verified.size() >= want && ranks_before(verified[want - 1], scored[order[next]])) break;
+  }
+  result.counts.verified = next;
+  result.wall_s.verify = lap();
+  if (verified.size() > want) verified.resize(want);
+  result.candidates = std::move(verified);
+  // One line per offer with no candidate.
+  std::vector<bool> ranked(offers.size(), false);
+  for (std::size_t i = 0; i < scored.size(); ++i)
+    if (within(scored[i], job, options)) ranked[scored[i].offer_index] = true;
+  for (std::size_t oi = 0; oi < offers.size(); ++oi) {
+    if (ranked[oi]) continue;
+    const auto& t = tally[oi];
+    const auto& space = offers[oi];
+    std::string why;
+    if (!space.unusable.empty()) {
+      why = space.unusable;
+    } else if (t.valid == 0) {
+      why = "no plan divides its GPUs for this model at the node counts searched";
+    } else if (t.fits == 0) {
+      why = "does not fit at any plan searched: the closest needs " + fixed(t.best_shortfall_gib, 1) +
+            " GiB per GPU more than the GPU has";
+    } else if (job.deadline_s > 0 && t.fastest_s > job.deadline_s) {
+      why = "past the deadline: the fastest plan takes " + days_text(t.fastest_s) + ", the deadline is " +
+            days_text(job.deadline_s);
+    } else {
+      why = "over budget: the cheapest plan costs " + fixed(t.cheapest, 0) + " " + t.currency + ", the budget is " +
+            fixed(options.budget, 0);
+    }
+    result.rejected.push_back({space.offer.id, why});
+  }
+  if (!result.candidates.empty()) result.closest.reset();
+  return result;
+}
+
+}  // namespace cs::sizing

@@ -1,0 +1,137 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/parallel/parallel_plan.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace cs::study {
+class Progress;
+}
+
+namespace cs::sizing {
+
+/// A training job: tokens to train on, and an optional deadline.
+struct TrainingJob {
+  double tokens = 0;
+  double deadline_s = 0;  ///< 0: none
+};
+
+/// One training plan on one offer's boxes (`nodes` whole boxes).
+struct Choice {
+  int nodes = 1;
+  int tp = 1, pp = 1, dp = 1, ep = 1, zero = 0;
+  bool sp = false;
+  plan::Recompute recompute = plan::Recompute::kNone;
+  std::int64_t micro_batch = 1;
+  bool operator==(const Choice&) const = default;
+};
+/// "TP2 PP1 DP4 ZeRO-1 SP mb1" (+ " EP4" for MoE, + " recompute full|selective").
+[[nodiscard]] std::string plan_text(const Choice& c);
+
+/// An offer as the search sees it: its boxes, the node counts to try, the fabric that joins them.
+struct OfferSpace {
+  scenario::Offer offer;
+  int gpus_per_node = 0;
+  std::vector<int> node_counts;  ///< ascending
+  std::string fabric;            ///< the fabric of multi-node candidates ("" when only one box is searched)
+  std::string unusable;          ///< non-empty: the offer cannot be searched, and this says why
+};
+
+/// Builds the scenario of a choice on an offer (the CLI resolves through sim/config, with every
+/// check `train` makes). Throws InfeasibleError or InputError for a plan the model or the machine
+/// rejects (sizes that do not divide, too large to simulate); the search counts those as invalid.
+using MakeScenario = std::function<scenario::Scenario(std::size_t offer, const Choice&)>;
+
+struct Options {
+  double budget = 0;  ///< 0: none; in each offer's own currency
+  int top = 10;       ///< candidates reported; the flow model re-simulates each of them
+  std::vector<std::int64_t> micro_batches{1, 2};
+  int max_pp = 8;  ///< pipeline stages tried: 1, 2, 4, ... up to this
+  int experts =
+      0;  ///< the model's routed experts (0: dense, EP stays 1); EP tries the divisors of TP x DP that divide them
+  std::int64_t global_batch = 0;  ///< sequences per step (the candidates' micro-batches must divide it per replica)
+  std::int64_t seq = 0;
+  study::Progress* progress = nullptr;  ///< the analytical scoring batch
+  study::Progress* verify_progress = nullptr;
+};
+
+/// The cost of a job on one offer's price terms: whole periods of the term (hours or 30-day months).
+struct TermCost {
+  std::string term;  ///< "hourly" or "monthly"
+  double price_per_node = 0;
+  double periods = 0;  ///< whole periods paid
+  double cost = 0;
+};
+
+struct Candidate {
+  std::size_t offer_index = 0;
+  std::string offer;
+  std::string fabric;  ///< multi-node: the fabric assumed
+  Choice choice;
+  int gpus = 0;
+  double memory_per_gpu_gib = 0;
+  double capacity_gib = 0;
+  double step_time_s_analytical = 0;
+  double step_time_s_flow = 0;  ///< 0 unless verified
+  bool verified_with_flow_model = false;
+  double tokens_per_step = 0;
+  double steps = 0;
+  double job_time_s = 0;  ///< steps x the flow step time when verified, else the analytical one
+  std::vector<TermCost> terms;
+  double job_cost = 0;     ///< the cheapest term's cost
+  std::string cost_terms;  ///< which term that is
+  double cost_per_mtok = 0;
+  std::string currency;
+  double mfu = 0;
+  std::string bottleneck;
+  double bottleneck_share = 0;  ///< of the step time
+};
+
+struct Rejection {
+  std::string offer;
+  std::string reason;
+};
+
+/// The plan that came closest to fitting when one did not.
+struct Shortfall {
+  std::string offer;
+  Choice choice;
+  double needed_gib = 0, available_gib = 0;
+  bool at_max_nodes = false;  ///< it already used the most nodes searched
+};
+
+struct Counts {
+  std::size_t enumerated = 0;  ///< (offer, nodes, plan) combinations tried
+  std::size_t invalid = 0;     ///< rejected by the model's or the machine's rules (sizes, heads, layers)
+  std::size_t too_big = 0;     ///< do not fit in GPU memory
+  std::size_t dominated = 0;   ///< fit, but a plan with less sharding or recompute fits too (never faster)
+  std::size_t scored = 0;      ///< simulated with the analytical network model
+  std::size_t verified = 0;    ///< re-simulated with the flow model
+};
+/// Wall seconds of each phase (stderr only: never in results, which stay the same bytes).
+struct PhaseTimes {
+  double enumerate = 0, score = 0, verify = 0;
+};
+
+struct Result {
+  std::vector<Candidate> candidates;  ///< ranked by job cost, then job time; at most `top`
+  std::vector<Rejection> rejected;    ///< every searched offer with no candidate, with why
+  std::optional<Shortfall> closest;   ///< when nothing fits anywhere
+  std::size_t feasible = 0;           ///< scored candidates within budget and deadline
+  Counts counts;
+  PhaseTimes wall_s;
+};
+
+/// Offers x node counts x training plans: prunes by memory, scores every survivor with the
+/// analytical network model, re-simulates the best `top` with the flow model (docs/plan.md).
+[[nodiscard]] Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob& job,
+                                     const MakeScenario& make, const Options& options);
+
+/// Whole periods of each of the offer's terms for a job of `hours` on `nodes` boxes.
+[[nodiscard]] std::vector<TermCost> term_costs(const scenario::Offer& offer, int nodes, double hours);
+
+}  // namespace cs::sizing

@@ -1,0 +1,147 @@
+// `clustersim plan` (docs/plan.md) and the offer/cluster check of train and infer (issue 14).
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "tests/support/builders.hpp"
+
+using cs::test::run_cli;
+
+namespace {
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// A small, quick search: a 1.7B model on two offers (one box each), short steps.
+const std::string kSmall =
+    "plan --model megatron-gpt-1.7b --job train:1B --offers cn-8x-h100-sxm,hk-2x-h100-nvlink --fabric none "
+    "--seq 2048 --global-batch 32";
+
+}  // namespace
+
+TEST_CASE("train and infer refuse an offer for another cluster (exit 2, naming both clusters)") {
+  const auto t = run_cli(
+      "train --model llama3.1-8b --cluster hgx-h100 --tp 8 --seq 2048 --global-batch 8 --offer cn-8x-a100-80g-sxm");
+  CHECK(t.exit_code == 2);
+  CHECK(has(t.err, "--offer"));
+  CHECK(has(t.err, "'dgx-a100'"));
+  CHECK(has(t.err, "'hgx-h100'"));
+  const auto i = run_cli(
+      "infer --model llama3.1-8b --cluster hgx-h100 --tp 8 --input-len 128 --output-len 8 --concurrency 1 "
+      "--requests 2 --offer hk-2x-h100-nvlink");
+  CHECK(i.exit_code == 2);
+  CHECK(has(i.err, "'pcie-h100x2-nvlink'"));
+  // The offer's own cluster still prices.
+  CHECK(run_cli("train --model llama3.1-8b --cluster hgx-h100 --tp 8 --seq 2048 --global-batch 8 --offer "
+                "cn-8x-h100-sxm")
+            .exit_code == 0);
+}
+
+TEST_CASE("plan ranks by job cost then time, prints only plans that fit, and prices them by hand") {
+  const auto r = run_cli(kSmall + " --json --top 4");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& c = j["candidates"];
+  REQUIRE(c.size() == 4);
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    for (const char* k : {"offer", "nodes", "gpus", "plan", "job_time_s", "job_cost", "cost_per_mtok",
+                          "cost_per_million_tokens", "currency", "verified_with_flow_model", "mfu",
+                          "memory_per_gpu_gib", "bottleneck", "step_time_s_analytical", "step_time_s_flow"})
+      CHECK_MESSAGE(c[i].contains(k), k);
+    CHECK(c[i]["memory_per_gpu_gib"].get<double>() <= c[i]["gpu_memory_gib"].get<double>());
+    CHECK(c[i]["verified_with_flow_model"] == true);
+    if (i > 0) {
+      const double a = c[i - 1]["job_cost"], b = c[i]["job_cost"];
+      CHECK(a <= b);
+      if (a == b) CHECK(c[i - 1]["job_time_s"].get<double>() <= c[i]["job_time_s"].get<double>());
+    }
+  }
+  // The hk offer is monthly only; a job of hours pays one month there (15,000+), so the hourly
+  // H100 box (250 CNY/hour) wins. By hand: steps = ceil(1e9 / (2048 x 32)), job time = steps x
+  // the flow step, cost = whole hours x 250 x nodes.
+  const auto& best = c[0];
+  CHECK(best["offer"] == "cn-8x-h100-sxm");
+  CHECK(best["cost_terms"] == "hourly");
+  const double steps = std::ceil(1e9 / (2048.0 * 32.0));
+  CHECK(best["steps"].get<double>() == steps);
+  const double job_s = steps * best["step_time_s_flow"].get<double>();
+  CHECK(best["job_time_s"].get<double>() == doctest::Approx(job_s).epsilon(1e-12));
+  const double hours = std::ceil(job_s / 3600.0);
+  CHECK(best["job_cost"].get<double>() == doctest::Approx(hours * 250.0 * best["nodes"].get<double>()));
+  CHECK(best["cost_per_mtok"].get<double>() ==
+        doctest::Approx(best["job_cost"].get<double>() / (steps * 2048.0 * 32.0) * 1e6));
+  // The monthly term is the other one the offer has: one month of 180,000 per box.
+  bool monthly = false;
+  for (const auto& t : best["terms"])
+    if (t["term"] == "monthly") monthly = t["cost"].get<double>() == 180000.0 * best["nodes"].get<double>();
+  CHECK(monthly);
+}
+
+TEST_CASE("plan's flow step is train's step for the same plan and box") {
+  const auto r = run_cli(kSmall + " --json --top 1");
+  REQUIRE(r.exit_code == 0);
+  const auto c = nlohmann::json::parse(r.out)["candidates"][0];
+  const auto& p = c["parallel"];
+  REQUIRE(c["nodes"] == 1);
+  std::string flags = "train --model megatron-gpt-1.7b --cluster hgx-h100 --seq 2048 --global-batch 32 --json --tp " +
+                      std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --dp " +
+                      std::to_string(p["dp"].get<int>()) + " --zero " + std::to_string(p["zero"].get<int>()) +
+                      " --recompute " + p["recompute"].get<std::string>() + " --micro-batch " +
+                      std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "");
+  const auto t = run_cli(flags);
+  REQUIRE(t.exit_code == 0);
+  const auto tj = nlohmann::json::parse(t.out);
+  CHECK(tj["step_time_s"].get<double>() == c["step_time_s_flow"].get<double>());
+  CHECK(tj["mfu"].get<double>() == doctest::Approx(c["mfu"].get<double>()));
+}
+
+TEST_CASE("plan's output is the same bytes run to run and for any thread count") {
+  const auto a = run_cli("--threads 1 " + kSmall + " --json");
+  const auto b = run_cli("--threads 2 " + kSmall + " --json");
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);
+  const auto t = run_cli(kSmall);
+  REQUIRE(t.exit_code == 0);
+  CHECK(has(t.out, "job cost"));
+  CHECK(has(t.err, "plan: searched"));
+}
+
+TEST_CASE("plan exits 2 on bad flags, naming the flag and what it expected") {
+  const std::string base = "plan --model megatron-gpt-1.7b --offers cn-8x-h100-sxm ";
+  struct Case {
+    std::string args, flag;
+  };
+  for (const auto& [args, flag] :
+       {Case{"--job train:2X", "--job"}, Case{"--job train", "--job"}, Case{"--job train:-5B", "--job"},
+        Case{"--job train:2B:3q", "--job"}, Case{"--job fly:2B", "--job"},
+        Case{"--job train:2B --budget abc", "--budget"}, Case{"--job train:2B --budget 0", "--budget"},
+        Case{"--job train:2B --max-gpus 0", "--max-gpus"}, Case{"--job train:2B --top 0", "--top"},
+        Case{"--job train:2B --fabric nosuch", "--fabric"}}) {
+    const auto r = run_cli(base + args);
+    CHECK_MESSAGE(r.exit_code == 2, args);
+    CHECK_MESSAGE(has(r.err, flag), (args + ": " + r.err));
+    if (flag != "--fabric") CHECK_MESSAGE(has(r.err, "expected"), (args + ": " + r.err));
+  }
+  const auto r = run_cli("plan --model megatron-gpt-1.7b --job train:2B --offers nosuch-offer");
+  CHECK(r.exit_code == 2);
+  CHECK(has(r.err, "nosuch-offer"));
+}
+
+TEST_CASE("plan exits 4 with the numbers when nothing fits, or nothing is within budget and deadline") {
+  const auto r = run_cli("plan --model llama3.1-405b --job train:2B --max-gpus 16");
+  CHECK(r.exit_code == 4);
+  CHECK(has(r.err, "nothing fits"));
+  CHECK(has(r.err, "short by"));
+  CHECK(has(r.err, "--max-gpus"));
+  CHECK(has(r.err, "does not fit at any plan"));
+  CHECK(has(r.err, "hk-1x-a100-40g: names no cluster"));
+  const auto b = run_cli(kSmall + " --budget 10");
+  CHECK(b.exit_code == 4);
+  CHECK(has(b.err, "over budget"));
+  const auto d = run_cli(
+      "plan --model megatron-gpt-1.7b --job train:1T:1h --offers cn-8x-h100-sxm --fabric none --seq 2048 "
+      "--global-batch 32");
+  CHECK(d.exit_code == 4);
+  CHECK(has(d.err, "past the deadline"));
+}

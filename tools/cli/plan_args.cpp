@@ -1,0 +1,80 @@
+#include "tools/cli/plan_args.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "sim/core/errors.hpp"
+#include "tools/cli/field_flags.hpp"
+
+namespace cs::cli {
+
+namespace {
+
+constexpr const char* kJobForm = "expected train:TOKENS[:DEADLINE] (TOKENS like 2B or 1.5T, DEADLINE like 30d or 12h)";
+
+/// A finite number followed by a suffix; false when `text` is not that.
+bool number_and_suffix(const std::string& text, double& value, std::string& suffix) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(value)) return false;
+  suffix = std::string(end);
+  return true;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string::size_type a = 0;
+  for (;;) {
+    const auto b = s.find(sep, a);
+    out.push_back(s.substr(a, b == std::string::npos ? std::string::npos : b - a));
+    if (b == std::string::npos) return out;
+    a = b + 1;
+  }
+}
+
+}  // namespace
+
+JobArg parse_job(const std::string& text) {
+  const auto parts = split(text, ':');
+  auto fail = [&](const std::string& why) -> JobArg {
+    throw InputError(kCommandLine, "--job", std::string(kJobForm) + "; got '" + text + "'" + why);
+  };
+  if (parts[0] == "serve" || parts[0] == "finetune")
+    throw InputError(kCommandLine, "--job",
+                     "'" + parts[0] + ":' jobs are not searched yet (issue 14); expected train:TOKENS[:DEADLINE]");
+  if (parts[0] != "train" || parts.size() < 2 || parts.size() > 3) return fail("");
+  JobArg job;
+  job.kind = "train";
+  double v = 0;
+  std::string suffix;
+  if (!number_and_suffix(parts[1], v, suffix) || v <= 0) return fail(": TOKENS must be a positive number");
+  const std::string scales = "KMBT";
+  if (suffix.size() > 1 || (suffix.size() == 1 && scales.find(suffix[0]) == std::string::npos))
+    return fail(": the TOKENS suffix is one of K, M, B, T");
+  job.tokens = v * (suffix.empty() ? 1.0 : std::pow(1e3, static_cast<double>(scales.find(suffix[0]) + 1)));
+  if (job.tokens < 1) return fail(": TOKENS must be at least 1");
+  if (parts.size() == 3) {
+    if (!number_and_suffix(parts[2], v, suffix) || v <= 0) return fail(": DEADLINE must be a positive time");
+    const double unit = suffix == "s"   ? 1.0
+                        : suffix == "m" ? 60.0
+                        : suffix == "h" ? 3600.0
+                        : suffix == "d" ? 86400.0
+                        : suffix == "w" ? 7 * 86400.0
+                                        : 0.0;
+    if (unit == 0) return fail(": the DEADLINE unit is one of s, m, h, d, w");
+    job.deadline_s = v * unit;
+  }
+  return job;
+}
+
+double parse_amount(const std::string& text, const std::string& flag) {
+  double v = 0;
+  std::string suffix;
+  if (!number_and_suffix(text, v, suffix) || !suffix.empty() || v <= 0)
+    throw InputError(kCommandLine, flag, "expected a positive amount (e.g. 20000); got '" + text + "'");
+  return v;
+}
+
+}  // namespace cs::cli

@@ -1,0 +1,20 @@
+#pragma once
+#include <string>
+
+namespace cs::cli {
+
+/// `--job train:TOKENS[:DEADLINE]` as `plan` reads it.
+struct JobArg {
+  std::string kind;  ///< "train"
+  double tokens = 0;
+  double deadline_s = 0;  ///< 0: none
+};
+
+/// Parses `train:2B`, `train:1.5T:30d`: TOKENS a positive number with an optional K, M, B or T
+/// (1e3 ... 1e12); DEADLINE a positive number with s, m (minutes), h, d or w. Throws InputError
+/// naming --job and what was expected.
+[[nodiscard]] JobArg parse_job(const std::string& text);
+/// A positive amount of money (`--budget 20000`); throws InputError naming `flag`.
+[[nodiscard]] double parse_amount(const std::string& text, const std::string& flag);
+
+}  // namespace cs::cli

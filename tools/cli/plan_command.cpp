@@ -1,0 +1,345 @@
+// `plan`: which rental, how many boxes, which plan, and what the job costs (docs/plan.md). The
+// search lives in sim/sizing; this file reads flags and the catalog, and prints.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "sim/config/catalog.hpp"
+#include "sim/config/fabric_file.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/config/scenario_file.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/core/quantity.hpp"
+#include "sim/network/topology.hpp"
+#include "sim/sizing/training_search.hpp"
+#include "sim/study/batch.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/field_flags.hpp"
+#include "tools/cli/plan_args.hpp"
+#include "tools/cli/work_bounds.hpp"
+
+namespace cs::cli {
+
+namespace {
+
+struct PlanOpts {
+  std::string model, job, offers, budget, fabric = "eth-100g", csv;
+  int max_gpus = 64;
+  int top = 5;
+  std::int64_t seq = 4096, global_batch = 256;
+  bool json = false;
+};
+
+[[noreturn]] void bad(const std::string& flag, const std::string& message) {
+  throw InputError(kCommandLine, flag, message);
+}
+
+/// The offers named by --offers: ids/paths separated by commas, or a folder of offer files.
+std::vector<std::pair<std::string, std::string>> offer_files(const config::Catalog& catalog, const std::string& arg) {
+  std::vector<std::pair<std::string, std::string>> out;  // id, path
+  namespace fs = std::filesystem;
+  if (arg.empty() || fs::is_directory(arg)) {
+    const std::string dir = arg.empty() ? catalog.folder(config::CatalogKind::kOffer) : arg;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) out.emplace_back(f.stem().string(), f.string());
+    if (out.empty()) bad("--offers", "expected offer files (*.json) in folder '" + dir + "'; found none");
+    return out;
+  }
+  std::stringstream ss(arg);
+  for (std::string id; std::getline(ss, id, ',');) {
+    if (id.empty()) bad("--offers", "expected offer ids separated by commas, or a folder; got '" + arg + "'");
+    const auto path = catalog.locate(config::CatalogKind::kOffer, id, kCommandLine, "--offers");
+    out.emplace_back(id.find('/') == std::string::npos ? id : std::filesystem::path(id).stem().string(), path);
+  }
+  return out;
+}
+
+std::string time_text(double s) {
+  if (s >= 86400) return fixed(s / 86400, 1) + " d";
+  if (s >= 3600) return fixed(s / 3600, 1) + " h";
+  return fixed(s / 60, 1) + " min";
+}
+
+std::string terms_text(const sizing::Candidate& c) {
+  std::string t = fixed(c.job_cost, 0) + " " + c.currency + " (" + c.cost_terms;
+  for (const auto& term : c.terms) {
+    if (term.term == c.cost_terms) continue;
+    t += "; " + term.term + " " + fixed(term.cost, 0);
+  }
+  return t + ")";
+}
+
+const char* recompute_text(plan::Recompute r) {
+  return r == plan::Recompute::kFull ? "full" : r == plan::Recompute::kSelective ? "selective" : "none";
+}
+
+std::string plan_cell(const sizing::Candidate& c) { return sizing::plan_text(c.choice); }
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+nlohmann::ordered_json candidate_json(const sizing::Candidate& c) {
+  nlohmann::ordered_json j;
+  j["offer"] = c.offer;
+  j["nodes"] = c.choice.nodes;
+  j["gpus"] = c.gpus;
+  j["plan"] = plan_cell(c);
+  j["parallel"] = {{"tp", c.choice.tp},
+                   {"pp", c.choice.pp},
+                   {"dp", c.choice.dp},
+                   {"ep", c.choice.ep},
+                   {"zero", c.choice.zero},
+                   {"sp", c.choice.sp},
+                   {"recompute", recompute_text(c.choice.recompute)},
+                   {"micro_batch", c.choice.micro_batch}};
+  j["fabric"] = c.fabric.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.fabric);
+  j["job_time_s"] = c.job_time_s;
+  j["job_cost"] = c.job_cost;
+  j["cost_terms"] = c.cost_terms;
+  auto terms = nlohmann::ordered_json::array();
+  for (const auto& t : c.terms) {
+    terms.push_back({{"term", t.term}, {"price_per_node", t.price_per_node}, {"periods", t.periods}, {"cost", t.cost}});
+  }
+  j["terms"] = terms;
+  j["cost_per_mtok"] = c.cost_per_mtok;
+  j["cost_per_million_tokens"] = c.cost_per_mtok;
+  j["currency"] = c.currency;
+  j["mfu"] = c.mfu;
+  j["memory_per_gpu_gib"] = c.memory_per_gpu_gib;
+  j["gpu_memory_gib"] = c.capacity_gib;
+  j["bottleneck"] = c.bottleneck;
+  j["bottleneck_share"] = c.bottleneck_share;
+  j["step_time_s_analytical"] = c.step_time_s_analytical;
+  j["step_time_s_flow"] =
+      c.verified_with_flow_model ? nlohmann::ordered_json(c.step_time_s_flow) : nlohmann::ordered_json(nullptr);
+  j["verified_with_flow_model"] = c.verified_with_flow_model;
+  j["steps"] = c.steps;
+  j["tokens_per_step"] = c.tokens_per_step;
+  return j;
+}
+
+std::string nothing_fits_message(const sizing::Result& r, const PlanOpts& o) {
+  const std::string counts = " (" + std::to_string(r.counts.enumerated) + " plans, " +
+                             std::to_string(r.counts.too_big) + " do not fit in memory, " +
+                             std::to_string(r.counts.invalid) + " invalid sizes, " + std::to_string(r.counts.scored) +
+                             " fit and were scored)";
+  std::string m = r.counts.scored == 0
+                      ? "nothing fits: no plan of " + o.model + " fits in GPU memory" + counts
+                      : "no candidate: no plan of " + o.model + " is within the budget and deadline" + counts;
+  if (r.counts.scored == 0 && r.closest) {
+    const auto& c = *r.closest;
+    m += "; the closest: " + c.offer + " x " + std::to_string(c.choice.nodes) + " node(s), " +
+         sizing::plan_text(c.choice) + ", needs " + fixed(c.needed_gib, 1) + " GiB per GPU, the GPU has " +
+         fixed(c.available_gib, 1) + " GiB (short by " + fixed(c.needed_gib - c.available_gib, 1) + " GiB)";
+    m += "; would help: ";
+    if (o.fabric == "none") {
+      m += "more boxes (--fabric F: multi-node is off)";
+    } else if (c.at_max_nodes) {
+      m += "more GPUs (--max-gpus above " + std::to_string(o.max_gpus) + ": ZeRO and PP shard over more of them)";
+    } else {
+      m += "more GPUs";
+    }
+    m += ", a shorter sequence (--seq below " + std::to_string(o.seq) +
+         ": less activation memory), or GPUs with more memory";
+  }
+  for (const auto& rej : r.rejected) m += "\n  " + rej.offer + ": " + rej.reason;
+  return m;
+}
+
+}  // namespace
+
+Action add_plan(CLI::App& app, const Globals& g) {
+  auto* cmd =
+      app.add_subcommand("plan", "search offers x node counts x plans for a job; rank by job cost (docs/plan.md)");
+  auto o = std::make_shared<PlanOpts>();
+  cmd->add_option("--model", o->model, "model id or config.json")->required();
+  cmd->add_option("--job", o->job, "train:TOKENS[:DEADLINE] (TOKENS like 2B, 1T; DEADLINE like 30d, 12h)")->required();
+  cmd->add_option("--offers", o->offers,
+                  "offer ids separated by commas, or a folder of offer files (default: all shipped)");
+  cmd->add_option("--budget", o->budget, "the most a job may cost, in the offer's currency");
+  cmd->add_option("--max-gpus", o->max_gpus, "the most GPUs a candidate may use (whole boxes)")->capture_default_str();
+  cmd->add_option("--top", o->top, "candidates printed (each re-simulated with the flow model)")->capture_default_str();
+  cmd->add_option("--fabric", o->fabric, "the fabric joining boxes of multi-node candidates; none: one box only")
+      ->capture_default_str();
+  cmd->add_option("--seq", o->seq, "sequence length of the training job")->capture_default_str();
+  cmd->add_option("--global-batch", o->global_batch, "sequences per step")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print one JSON document instead of the table");
+  cmd->add_option("--csv", o->csv, "also write the ranked candidates as CSV to this file");
+  return [o, &g] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto job = parse_job(o->job);
+    sizing::TrainingJob tj{job.tokens, job.deadline_s};
+    sizing::Options opts;
+    opts.budget = o->budget.empty() ? 0.0 : parse_amount(o->budget, "--budget");
+    if (o->max_gpus < 1) bad("--max-gpus", "expected a whole number of GPUs >= 1; got " + std::to_string(o->max_gpus));
+    if (o->top < 1) bad("--top", "expected a count >= 1; got " + std::to_string(o->top));
+    if (o->seq < 1) bad("--seq", "expected a sequence length >= 1; got " + std::to_string(o->seq));
+    if (o->global_batch < 1) bad("--global-batch", "expected sequences >= 1; got " + std::to_string(o->global_batch));
+    opts.top = o->top;
+    opts.seq = o->seq;
+    opts.global_batch = o->global_batch;
+    const config::Catalog catalog(g.data_dir);
+    std::optional<net::FabricSpec> fabric;
+    if (o->fabric != "none")
+      fabric = config::parse_fabric(
+          config::load(catalog.locate(config::CatalogKind::kFabric, o->fabric, kCommandLine, "--fabric")), o->fabric);
+    std::vector<sizing::OfferSpace> spaces;
+    std::vector<config::Machine> machines;
+    std::optional<models::ModelArch> model;
+    for (const auto& [id, path] : offer_files(catalog, o->offers)) {
+      sizing::OfferSpace sp;
+      sp.offer = config::parse_offer(config::load(path), id);
+      sp.gpus_per_node = sp.offer.gpus;
+      config::Machine m;
+      if (sp.offer.cluster.empty()) {
+        sp.unusable = "names no cluster (no /cluster in its file), so no run can be priced with it";
+      } else {
+        m = config::resolve_machine(catalog, kCommandLine, o->model, sp.offer.cluster, "", "");
+        if (!model) model = m.model;
+        if (sp.gpus_per_node > o->max_gpus) {
+          sp.unusable = "rents " + std::to_string(sp.gpus_per_node) + " GPUs per box; --max-gpus is " +
+                        std::to_string(o->max_gpus);
+        }
+        for (int n = 1; n * sp.gpus_per_node <= o->max_gpus; n *= 2) {
+          if (n > 1 && !fabric) break;
+          sp.node_counts.push_back(n);
+        }
+        if (fabric && sp.node_counts.size() > 1) {
+          sp.fabric = fabric->id;
+          try {  // a fabric whose NIC layout does not match this box cannot join it
+            (void)net::Topology::build(m.cluster, sp.gpus_per_node, 2, *fabric);
+          } catch (const std::exception& e) {
+            sp.node_counts.resize(1);
+            sp.fabric.clear();
+            std::cerr << "note: " << id << ": one box only; fabric '" << fabric->id << "' does not fit it: " << e.what()
+                      << "\n";
+          }
+        }
+      }
+      machines.push_back(std::move(m));
+      spaces.push_back(std::move(sp));
+    }
+    if (!model) {
+      // No offer names a cluster: nothing to resolve the model against; read it for its errors.
+      model = config::resolve_machine(catalog, kCommandLine, o->model, "hgx-h100", "", "").model;
+    }
+    opts.experts = model->is_moe() ? static_cast<int>(model->moe.experts) : 0;
+    const sizing::MakeScenario make = [&](std::size_t oi, const sizing::Choice& c) {
+      config::ScenarioSpec spec;
+      spec.name = spaces[oi].offer.id;
+      spec.model = o->model;
+      spec.cluster = spaces[oi].offer.cluster;
+      spec.gpus = spaces[oi].gpus_per_node;
+      spec.nodes = c.nodes;
+      spec.fabric = c.nodes > 1 ? fabric->id : "";
+      spec.tp = c.tp;
+      spec.pp = c.pp;
+      spec.dp = c.dp;
+      spec.ep = c.ep;
+      spec.zero = c.zero;
+      spec.sp = c.sp;
+      spec.recompute = recompute_text(c.recompute);
+      spec.micro_batch = c.micro_batch;
+      spec.seq = o->seq;
+      spec.global_batch = o->global_batch;
+      auto s = config::resolve_on(spec, machines[oi], c.nodes > 1 ? fabric : std::nullopt, kCommandLine);
+      check_training_work(s, false, spaces[oi].offer.id + " " + sizing::plan_text(c), g);
+      return s;
+    };
+    auto progress = batch_progress("plan: scoring (analytical)", 64);
+    auto verify_progress = batch_progress("plan: re-simulating the best (flow)", 64);
+    opts.progress = progress.get();
+    opts.verify_progress = verify_progress.get();
+    const auto r = sizing::search_training(spaces, tj, make, opts);
+    const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cerr << "plan: searched " << r.counts.enumerated << " plans (" << r.counts.invalid << " invalid, "
+              << r.counts.too_big << " do not fit, " << r.counts.dominated << " dominated), scored " << r.counts.scored
+              << " (analytical), re-simulated " << r.counts.verified << " (flow) in " << fixed(search_s, 1)
+              << " s (enumerate and size " << fixed(r.wall_s.enumerate, 1) << " s, analytical "
+              << fixed(r.wall_s.score, 1) << " s, flow " << fixed(r.wall_s.verify, 1) << " s)\n";
+    if (r.candidates.empty()) throw InfeasibleError(nothing_fits_message(r, *o));
+    if (!o->csv.empty()) {
+      std::ofstream f(o->csv, std::ios::binary);
+      if (!f) bad("--csv", "cannot write '" + o->csv + "'");
+      f << "rank,offer,nodes,gpus,plan,fabric,job_time_s,job_cost,cost_terms,currency,cost_per_mtok,mfu,"
+           "memory_per_gpu_gib,bottleneck,step_time_s_analytical,step_time_s_flow\n";
+      for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        const auto& c = r.candidates[i];
+        f << i + 1 << "," << c.offer << "," << c.choice.nodes << "," << c.gpus << "," << csv_escape(plan_cell(c)) << ","
+          << c.fabric << "," << shortest(c.job_time_s) << "," << shortest(c.job_cost) << "," << c.cost_terms << ","
+          << c.currency << "," << shortest(c.cost_per_mtok) << "," << shortest(c.mfu) << ","
+          << shortest(c.memory_per_gpu_gib) << "," << csv_escape(c.bottleneck) << ","
+          << shortest(c.step_time_s_analytical) << "," << shortest(c.step_time_s_flow) << "\n";
+      }
+    }
+    if (o->json) {
+      nlohmann::ordered_json j;
+      j["model"] = o->model;
+      j["job"] = {{"kind", "train"},
+                  {"tokens", job.tokens},
+                  {"deadline_s", job.deadline_s > 0 ? nlohmann::ordered_json(job.deadline_s) : nullptr},
+                  {"seq", o->seq},
+                  {"global_batch", o->global_batch}};
+      j["fabric"] = o->fabric;
+      j["budget"] = opts.budget > 0 ? nlohmann::ordered_json(opts.budget) : nullptr;
+      j["candidates"] = nlohmann::ordered_json::array();
+      for (const auto& c : r.candidates) j["candidates"].push_back(candidate_json(c));
+      j["rejected"] = nlohmann::ordered_json::array();
+      for (const auto& rej : r.rejected) j["rejected"].push_back({{"offer", rej.offer}, {"reason", rej.reason}});
+      j["search"] = {{"enumerated", r.counts.enumerated},
+                     {"invalid", r.counts.invalid},
+                     {"too_big", r.counts.too_big},
+                     {"dominated", r.counts.dominated},
+                     {"scored", r.counts.scored},
+                     {"verified", r.counts.verified},
+                     {"feasible", r.feasible}};
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::cout << "plan: " << o->model << ", train " << o->job << " (sequence " << o->seq << ", " << o->global_batch
+              << " sequences per step); multi-node over " << (fabric ? fabric->id + " (--fabric)" : "nothing (one box)")
+              << "\n"
+              << r.feasible << " plans fit"
+              << (opts.budget > 0 || job.deadline_s > 0 ? " within budget and deadline" : "") << "; the best "
+              << r.candidates.size() << " by job cost, then time (step times: analytical / flow):\n\n";
+    std::vector<std::vector<std::string>> rows{{"#", "offer", "nodes", "GPUs", "plan", "job time", "job cost (terms)",
+                                                "per Mtok", "MFU", "mem/GPU", "bottleneck", "step (an. / flow)"}};
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+      const auto& c = r.candidates[i];
+      rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
+                      plan_cell(c), time_text(c.job_time_s), terms_text(c), fixed(c.cost_per_mtok, 2),
+                      fixed(c.mfu * 100, 1) + "%",
+                      fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB",
+                      c.bottleneck + " " + fixed(c.bottleneck_share * 100, 0) + "%",
+                      fixed(c.step_time_s_analytical, 2) + " / " + fixed(c.step_time_s_flow, 2) + " s"});
+    }
+    std::vector<std::size_t> width(rows[0].size(), 0);
+    for (const auto& row : rows)
+      for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
+    for (const auto& row : rows) {
+      std::string line;
+      for (std::size_t k = 0; k < row.size(); ++k) {
+        line += row[k] + std::string(width[k] - row[k].size() + 2, ' ');
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      std::cout << line << "\n";
+    }
+    for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
+    std::cout << "Job cost is whole periods of each term (hours, 30-day months) x boxes; cost per Mtok is job cost / "
+                 "tokens. docs/plan.md\n";
+    return 0;
+  };
+}
+
+}  // namespace cs::cli
