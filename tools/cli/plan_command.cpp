@@ -1,5 +1,6 @@
 // `plan`: which rental, how many boxes, which plan, and what the job costs (docs/plan.md). The
 // search lives in sim/sizing; this file reads flags and the catalog, and prints.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -336,6 +337,16 @@ Action add_plan(CLI::App& app, const Globals& g) {
       std::cout << line << "\n";
     }
     for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
+    // The break-even job length between an offer's two terms (the seed's claim 12).
+    std::vector<std::string> told;
+    for (const auto& c : r.candidates) {
+      const auto& offer = spaces[c.offer_index].offer;
+      if (offer.hourly_price <= 0 || std::find(told.begin(), told.end(), offer.id) != told.end()) continue;
+      told.push_back(offer.id);
+      std::cout << "terms: " << offer.id << ": " << shortest(offer.hourly_price) << " " << offer.currency
+                << " per box-hour or " << shortest(offer.price) << " per box-month (720 h): monthly is cheaper for "
+                << "jobs over " << fixed(offer.price / offer.hourly_price, 0) << " h per box\n";
+    }
     std::cout << "Job cost is whole periods of each term (hours, 30-day months) x boxes; cost per Mtok is job cost / "
                  "tokens. docs/plan.md\n";
     return 0;
