@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "tests/support/builders.hpp"
@@ -144,4 +146,72 @@ TEST_CASE("plan exits 4 with the numbers when nothing fits, or nothing is within
       "--global-batch 32");
   CHECK(d.exit_code == 4);
   CHECK(has(d.err, "past the deadline"));
+}
+
+namespace {
+
+/// p90 TTFT and TPOT of one box as `infer` reports them, at the rate and request count plan uses.
+std::pair<double, double> infer_p90(const std::string& cluster, int tp, int replicas, double rate) {
+  const auto requests = std::max<long>(200, std::min<long>(2000, static_cast<long>(std::ceil(rate * 30.0))));
+  char rate_text[64];
+  std::snprintf(rate_text, sizeof rate_text, "%.17g", rate);
+  const auto r = run_cli("infer --model llama3.1-8b --cluster " + cluster + " --tp " + std::to_string(tp) +
+                         " --replicas " + std::to_string(replicas) + " --gpus " + std::to_string(tp * replicas) +
+                         " --input-len 1024 --output-len 256 --rate " + rate_text + " --requests " +
+                         std::to_string(requests) + " --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  return {j["ttft_s"]["p90"].get<double>(), j["tpot_s"]["p90"].get<double>()};
+}
+
+}  // namespace
+
+TEST_CASE("plan serve: the fewest boxes that meet the objectives, as infer simulates them, priced per hour") {
+  const auto r = run_cli(
+      "plan --model llama3.1-8b --job serve:50:1024:256 --slo-ttft 1s --slo-tpot 40ms --offers hk-2x-h100-nvlink "
+      "--json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& c = j["candidates"];
+  REQUIRE(c.size() >= 1);
+  for (std::size_t i = 1; i < c.size(); ++i)
+    CHECK(c[i - 1]["job_cost"].get<double>() <= c[i]["job_cost"].get<double>());
+  const auto& best = c[0];
+  const int nodes = best["nodes"], tp = best["parallel"]["tp"], replicas = best["parallel"]["replicas_per_box"];
+  // The box as infer runs it at RATE / boxes: the same p90s, within the objectives.
+  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / nodes);
+  CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
+  CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
+  CHECK(ttft <= 1.0);
+  CHECK(tpot <= 0.040);
+  // One box fewer misses an objective.
+  if (nodes > 1) {
+    const auto [t2, p2] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / (nodes - 1));
+    CHECK((t2 > 1.0 || p2 > 0.040));
+  }
+  // By hand: 28,000 CNY per box-month (720 h) x boxes; per million output tokens at 50 x 256 tokens/s.
+  const double per_hour = 28000.0 / 720.0 * nodes;
+  CHECK(best["job_cost"].get<double>() == doctest::Approx(per_hour));
+  CHECK(best["cost_per_mtok"].get<double>() == doctest::Approx(per_hour / (50.0 * 256.0 * 3600.0) * 1e6));
+}
+
+TEST_CASE("plan serve: bad objectives and job specs exit 2 naming the flag; an SLO nobody meets exits 4") {
+  const std::string base = "plan --model llama3.1-8b --offers hk-2x-h100-nvlink ";
+  struct Case {
+    std::string args, flag;
+  };
+  for (const auto& [args, flag] :
+       {Case{"--job serve:50:1024:256", "--slo-ttft"}, Case{"--job serve:50:1024:256 --slo-ttft fast", "--slo-ttft"},
+        Case{"--job serve:50:1024:256 --slo-ttft 1s --slo-tpot -3ms", "--slo-tpot"},
+        Case{"--job serve:50:1024 --slo-ttft 1s", "--job"}, Case{"--job serve:0:1024:256 --slo-ttft 1s", "--job"},
+        Case{"--job serve:5:10.5:256 --slo-ttft 1s", "--job"}}) {
+    const auto r = run_cli(base + args);
+    CHECK_MESSAGE(r.exit_code == 2, args);
+    CHECK_MESSAGE(has(r.err, flag), (args + ": " + r.err));
+    CHECK_MESSAGE(has(r.err, "expected"), (args + ": " + r.err));
+  }
+  const auto r = run_cli(base + "--job serve:50:1024:256 --slo-ttft 1s --slo-tpot 1ms");
+  CHECK(r.exit_code == 4);
+  CHECK(has(r.err, "misses the SLO"));
+  CHECK(has(r.err, "p90 TPOT"));
 }

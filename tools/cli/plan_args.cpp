@@ -41,9 +41,28 @@ JobArg parse_job(const std::string& text) {
   auto fail = [&](const std::string& why) -> JobArg {
     throw InputError(kCommandLine, "--job", std::string(kJobForm) + "; got '" + text + "'" + why);
   };
-  if (parts[0] == "serve" || parts[0] == "finetune")
+  if (parts[0] == "finetune")
     throw InputError(kCommandLine, "--job",
-                     "'" + parts[0] + ":' jobs are not searched yet (issue 14); expected train:TOKENS[:DEADLINE]");
+                     "'finetune:' jobs are not searched yet (issue 14); expected train:TOKENS[:DEADLINE] or "
+                     "serve:RATE:ISL:OSL");
+  if (parts[0] == "serve") {
+    if (parts.size() != 4) return fail("");
+    JobArg job;
+    job.kind = "serve";
+    double v = 0;
+    std::string suffix;
+    if (!number_and_suffix(parts[1], v, suffix) || !suffix.empty() || v <= 0)
+      return fail(": RATE must be a positive number of requests/s");
+    job.rate = v;
+    for (int k : {2, 3}) {
+      const auto& t = parts[static_cast<std::size_t>(k)];
+      if (!number_and_suffix(t, v, suffix) || !suffix.empty() || v < 1 || v != std::floor(v) || v > 1e7)
+        return fail(k == 2 ? ": ISL must be a whole number of prompt tokens from 1 to 1e7"
+                           : ": OSL must be a whole number of output tokens from 1 to 1e7");
+      (k == 2 ? job.isl : job.osl) = static_cast<std::int64_t>(v);
+    }
+    return job;
+  }
   if (parts[0] != "train" || parts.size() < 2 || parts.size() > 3) return fail("");
   JobArg job;
   job.kind = "train";
@@ -67,6 +86,16 @@ JobArg parse_job(const std::string& text) {
     job.deadline_s = v * unit;
   }
   return job;
+}
+
+double parse_slo_time(const std::string& text, const std::string& flag) {
+  double v = 0;
+  std::string suffix;
+  const bool ok = number_and_suffix(text, v, suffix) && v > 0 && (suffix.empty() || suffix == "s" || suffix == "ms");
+  if (!ok)
+    throw InputError(kCommandLine, flag,
+                     "expected a positive time in seconds (1, 1s) or ms (800ms); got '" + text + "'");
+  return suffix == "ms" ? v / 1e3 : v;
 }
 
 double parse_amount(const std::string& text, const std::string& flag) {

@@ -1,19 +1,24 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace cs::cli {
 
-/// `--job train:TOKENS[:DEADLINE]` as `plan` reads it.
+/// `--job train:TOKENS[:DEADLINE]` or `serve:RATE:ISL:OSL` as `plan` reads it.
 struct JobArg {
-  std::string kind;  ///< "train"
+  std::string kind;  ///< "train" or "serve"
   double tokens = 0;
   double deadline_s = 0;  ///< 0: none
+  double rate = 0;        ///< serve: requests/s
+  std::int64_t isl = 0, osl = 0;
 };
 
 /// Parses `train:2B`, `train:1.5T:30d`: TOKENS a positive number with an optional K, M, B or T
 /// (1e3 ... 1e12); DEADLINE a positive number with s, m (minutes), h, d or w. Throws InputError
 /// naming --job and what was expected.
 [[nodiscard]] JobArg parse_job(const std::string& text);
+/// An SLO time: seconds (`1`, `0.5`) or with a unit (`1s`, `800ms`); throws InputError naming `flag`.
+[[nodiscard]] double parse_slo_time(const std::string& text, const std::string& flag);
 /// A positive amount of money (`--budget 20000`); throws InputError naming `flag`.
 [[nodiscard]] double parse_amount(const std::string& text, const std::string& flag);
 

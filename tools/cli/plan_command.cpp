@@ -13,9 +13,11 @@
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/scenario_file.hpp"
+#include "sim/config/serving_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/sizing/serving_search.hpp"
 #include "sim/sizing/training_search.hpp"
 #include "sim/study/batch.hpp"
 #include "tools/cli/commands.hpp"
@@ -28,7 +30,7 @@ namespace cs::cli {
 namespace {
 
 struct PlanOpts {
-  std::string model, job, offers, budget, fabric = "eth-100g", csv;
+  std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot;
   int max_gpus = 64;
   int top = 5;
   std::int64_t seq = 4096, global_batch = 256;
@@ -158,6 +160,127 @@ std::string nothing_fits_message(const sizing::Result& r, const PlanOpts& o) {
   return m;
 }
 
+void print_rows(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t k = 0; k < row.size(); ++k) line += row[k] + std::string(width[k] - row[k].size() + 2, ' ');
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
+}
+
+/// `--job serve:RATE:ISL:OSL`: per offer and TP, the fewest boxes that meet the objectives.
+int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& job, const PlanOpts& o, double budget,
+                 const config::Catalog& catalog, const Globals& g) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.slo_ttft.empty())
+    bad("--slo-ttft", "expected a p90 TTFT objective for a serve job (e.g. 1s): it is what says a box keeps up");
+  sizing::ServingJob sj;
+  sj.rate = job.rate;
+  sj.isl = job.isl;
+  sj.osl = job.osl;
+  sj.slo_ttft_s = parse_slo_time(o.slo_ttft, "--slo-ttft");
+  sj.slo_tpot_s = o.slo_tpot.empty() ? 0.0 : parse_slo_time(o.slo_tpot, "--slo-tpot");
+  const sizing::MakeServing make = [&](std::size_t oi, const sizing::ServingChoice& c, double rate,
+                                       std::int64_t requests) {
+    nlohmann::json j = nlohmann::json::object();
+    const auto set = [&](const std::string& path, const std::string& text) {
+      config::set_field_text(j, path, text, "plan");
+    };
+    j["kind"] = "infer";
+    set("/model", o.model);
+    set("/cluster", spaces[oi].offer.cluster);
+    set("/gpus", std::to_string(c.tp * c.replicas));
+    set("/parallel/tp", std::to_string(c.tp));
+    set("/parallel/replicas", std::to_string(c.replicas));
+    set("/workload/rate", shortest(rate));
+    set("/workload/requests", std::to_string(requests));
+    set("/workload/input_len", std::to_string(job.isl));
+    set("/workload/output_len", std::to_string(job.osl));
+    auto s = config::parse_serving(config::JsonDoc{kCommandLine, j}, catalog);
+    check_serving_work(s, spaces[oi].offer.id + " " + sizing::serving_plan_text(c), g);
+    return s;
+  };
+  sizing::ServingOptions so;
+  so.budget = budget;
+  so.top = o.top;
+  auto progress = batch_progress("plan: serving shapes", 64);
+  so.progress = progress.get();
+  const auto r = sizing::search_serving(spaces, sj, make, so);
+  std::cerr << "plan: searched " << r.plans << " (offer, TP) shapes (" << r.invalid << " invalid, " << r.too_big
+            << " do not fit), " << r.simulated << " serving simulations in "
+            << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
+  if (r.candidates.empty()) {
+    std::string m = "no candidate: no offer serves " + o.model + " at " + shortest(job.rate) +
+                    " requests/s within the objectives" + (budget > 0 ? " and budget" : "");
+    for (const auto& rej : r.rejected) m += "\n  " + rej.offer + ": " + rej.reason;
+    throw InfeasibleError(m);
+  }
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["job"] = {{"kind", "serve"},
+                {"rate", job.rate},
+                {"isl", job.isl},
+                {"osl", job.osl},
+                {"slo_ttft_s", sj.slo_ttft_s},
+                {"slo_tpot_s", sj.slo_tpot_s > 0 ? nlohmann::ordered_json(sj.slo_tpot_s) : nullptr}};
+    j["candidates"] = nlohmann::ordered_json::array();
+    for (const auto& c : r.candidates) {
+      nlohmann::ordered_json x;
+      x["offer"] = c.offer;
+      x["nodes"] = c.choice.nodes;
+      x["gpus"] = c.gpus;
+      x["plan"] = sizing::serving_plan_text(c.choice);
+      x["parallel"] = {{"tp", c.choice.tp}, {"replicas_per_box", c.choice.replicas}};
+      x["job_time_s"] = 3600.0;
+      x["job_cost"] = c.cost_per_hour;
+      x["cost_per_hour"] = c.cost_per_hour;
+      x["cost_terms"] = c.cost_terms;
+      x["cost_per_mtok"] = c.cost_per_mtok;
+      x["cost_per_million_tokens"] = c.cost_per_mtok;
+      x["currency"] = c.currency;
+      x["ttft_p90_s"] = c.ttft_p90_s;
+      x["tpot_p90_s"] = c.tpot_p90_s;
+      x["output_tokens_per_s_per_gpu"] = c.output_tokens_per_s_per_gpu;
+      x["memory_per_gpu_gib"] = c.memory_per_gpu_gib;
+      x["gpu_memory_gib"] = c.capacity_gib;
+      x["kv_utilisation_max"] = c.kv_utilisation_max;
+      x["bottleneck"] = c.bottleneck;
+      x["verified_with_flow_model"] = true;
+      j["candidates"].push_back(x);
+    }
+    j["rejected"] = nlohmann::ordered_json::array();
+    for (const auto& rej : r.rejected) j["rejected"].push_back({{"offer", rej.offer}, {"reason", rej.reason}});
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "plan: " << o.model << ", serve " << shortest(job.rate) << " requests/s of " << job.isl << " + "
+            << job.osl << " tokens; p90 TTFT <= " << shortest(sj.slo_ttft_s * 1e3) << " ms"
+            << (sj.slo_tpot_s > 0 ? ", p90 TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string()) << "\n"
+            << "each box takes RATE / boxes (boxes share no traffic); ranked by cost per hour, then TTFT:\n\n";
+  std::vector<std::vector<std::string>> rows{{"#", "offer", "boxes", "GPUs", "plan", "cost/hour (terms)",
+                                              "per Mtok out", "TTFT p90", "TPOT p90", "tok/s/GPU", "mem/GPU",
+                                              "bottleneck"}};
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
+                    sizing::serving_plan_text(c.choice),
+                    fixed(c.cost_per_hour, 1) + " " + c.currency + " (" + c.cost_terms + ")", fixed(c.cost_per_mtok, 2),
+                    fixed(c.ttft_p90_s * 1e3, 0) + " ms", fixed(c.tpot_p90_s * 1e3, 1) + " ms",
+                    fixed(c.output_tokens_per_s_per_gpu, 0),
+                    fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB", c.bottleneck});
+  }
+  print_rows(rows);
+  for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
+  std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
+               "Serving limits: engine defaults (max batch 256, max tokens 8192; docs/serving.md). docs/plan.md\n";
+  return 0;
+}
+
 }  // namespace
 
 Action add_plan(CLI::App& app, const Globals& g) {
@@ -165,7 +288,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
       app.add_subcommand("plan", "search offers x node counts x plans for a job; rank by job cost (docs/plan.md)");
   auto o = std::make_shared<PlanOpts>();
   cmd->add_option("--model", o->model, "model id or config.json")->required();
-  cmd->add_option("--job", o->job, "train:TOKENS[:DEADLINE] (TOKENS like 2B, 1T; DEADLINE like 30d, 12h)")->required();
+  cmd->add_option("--job", o->job,
+                  "train:TOKENS[:DEADLINE] (TOKENS like 2B, 1T; DEADLINE like 30d, 12h) or serve:RATE:ISL:OSL")
+      ->required();
   cmd->add_option("--offers", o->offers,
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget, "the most a job may cost, in the offer's currency");
@@ -175,6 +300,8 @@ Action add_plan(CLI::App& app, const Globals& g) {
       ->capture_default_str();
   cmd->add_option("--seq", o->seq, "sequence length of the training job")->capture_default_str();
   cmd->add_option("--global-batch", o->global_batch, "sequences per step")->capture_default_str();
+  cmd->add_option("--slo-ttft", o->slo_ttft, "serve: the p90 time-to-first-token objective (1, 1s, 800ms); required");
+  cmd->add_option("--slo-tpot", o->slo_tpot, "serve: the p90 time-per-output-token objective (50ms)");
   cmd->add_flag("--json", o->json, "print one JSON document instead of the table");
   cmd->add_option("--csv", o->csv, "also write the ranked candidates as CSV to this file");
   return [o, &g] {
@@ -213,10 +340,10 @@ Action add_plan(CLI::App& app, const Globals& g) {
                         std::to_string(o->max_gpus);
         }
         for (int n = 1; n * sp.gpus_per_node <= o->max_gpus; n *= 2) {
-          if (n > 1 && !fabric) break;
+          if (n > 1 && !fabric && job.kind == "train") break;  // serving boxes never talk to each other
           sp.node_counts.push_back(n);
         }
-        if (fabric && sp.node_counts.size() > 1) {
+        if (fabric && sp.node_counts.size() > 1 && job.kind == "train") {
           sp.fabric = fabric->id;
           try {  // a fabric whose NIC layout does not match this box cannot join it
             (void)net::Topology::build(m.cluster, sp.gpus_per_node, 2, *fabric);
@@ -235,6 +362,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       // No offer names a cluster: nothing to resolve the model against; read it for its errors.
       model = config::resolve_machine(catalog, kCommandLine, o->model, "hgx-h100", "", "").model;
     }
+    if (job.kind == "serve") return plan_serving(spaces, job, *o, opts.budget, catalog, g);
     opts.experts = model->is_moe() ? static_cast<int>(model->moe.experts) : 0;
     const sizing::MakeScenario make = [&](std::size_t oi, const sizing::Choice& c) {
       config::ScenarioSpec spec;
@@ -325,17 +453,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
                       c.bottleneck + " " + fixed(c.bottleneck_share * 100, 0) + "%",
                       fixed(c.step_time_s_analytical, 2) + " / " + fixed(c.step_time_s_flow, 2) + " s"});
     }
-    std::vector<std::size_t> width(rows[0].size(), 0);
-    for (const auto& row : rows)
-      for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
-    for (const auto& row : rows) {
-      std::string line;
-      for (std::size_t k = 0; k < row.size(); ++k) {
-        line += row[k] + std::string(width[k] - row[k].size() + 2, ' ');
-      }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      std::cout << line << "\n";
-    }
+    print_rows(rows);
     for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
     // The break-even job length between an offer's two terms (the seed's claim 12).
     std::vector<std::string> told;

@@ -1,0 +1,208 @@
+#include "sim/sizing/serving_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "sim/core/errors.hpp"
+#include "sim/core/quantity.hpp"
+#include "sim/serving/serving_sim.hpp"
+#include "sim/study/batch.hpp"
+
+namespace cs::sizing {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// Requests simulated per box: at least 200, or 30 s of arrivals, at most 2000 (enough for a
+/// stable p90; an overloaded box shows a TTFT that grows with the queue).
+std::int64_t requests_for(double rate_per_box) {
+  return std::clamp(static_cast<std::int64_t>(std::ceil(rate_per_box * 30.0)), std::int64_t{200}, std::int64_t{2000});
+}
+
+/// The cheapest price per box-hour of continuous serving among the offer's terms.
+std::pair<double, std::string> hourly(const scenario::Offer& o) {
+  if (o.hours_per_period == 1.0) return {o.price, "hourly"};
+  const double monthly = o.price / o.hours_per_period;
+  if (o.hourly_price > 0 && o.hourly_price < monthly) return {o.hourly_price, "hourly"};
+  return {monthly, "monthly"};
+}
+
+struct Trial {
+  bool valid = false, fits = false, meets = false;
+  serving::ServingResults r;
+  double need_gib = 0, have_gib = 0;
+};
+
+}  // namespace
+
+std::string serving_plan_text(const ServingChoice& c) {
+  return "TP" + std::to_string(c.tp) + " x " + std::to_string(c.replicas) +
+         (c.replicas == 1 ? " replica" : " replicas") + " per box";
+}
+
+ServingResult search_serving(const std::vector<OfferSpace>& offers, const ServingJob& job, const MakeServing& make,
+                             const ServingOptions& options) {
+  ServingResult result;
+  struct Shape {
+    std::size_t offer;
+    int tp;
+  };
+  std::vector<Shape> shapes;
+  for (std::size_t oi = 0; oi < offers.size(); ++oi) {
+    if (!offers[oi].unusable.empty()) continue;
+    for (int tp = 1; tp <= offers[oi].gpus_per_node; ++tp)
+      if (offers[oi].gpus_per_node % tp == 0) shapes.push_back({oi, tp});
+  }
+  struct Found {
+    std::optional<ServingCandidate> best;
+    bool valid = false, fits = false;
+    std::size_t sims = 0;
+    double miss_ttft = -1, miss_tpot = -1;  ///< at the most boxes tried, when none met the objectives
+  };
+  std::vector<Found> found(shapes.size());
+  study::run_batch(
+      shapes.size(),
+      [&](std::size_t i) {
+        const auto& sh = shapes[i];
+        const auto& space = offers[sh.offer];
+        auto& f = found[i];
+        const int per_box = space.gpus_per_node / sh.tp;
+        auto trial = [&](int nodes) {
+          Trial t;
+          const ServingChoice c{nodes, sh.tp, per_box};
+          const double rate = job.rate / nodes;
+          std::optional<serving::ServingScenario> s;
+          try {
+            s.emplace(make(sh.offer, c, rate, requests_for(rate)));
+          } catch (const InputError&) {
+            return t;
+          } catch (const InfeasibleError&) {
+            return t;
+          }
+          t.valid = true;
+          std::int64_t blocks = 0;
+          const auto m = serving::serving_memory(*s, &blocks);
+          t.need_gib = m.total / kGiB;
+          t.have_gib = m.capacity / kGiB;
+          if (m.weights + m.activations + m.other > m.capacity || blocks <= 0) return t;
+          t.fits = true;
+          t.r = serving::simulate_serving(*s, false);
+          ++f.sims;
+          t.meets = t.r.ttft.p90 <= job.slo_ttft_s && (job.slo_tpot_s <= 0 || t.r.tpot.p90 <= job.slo_tpot_s);
+          return t;
+        };
+        const auto& nodes_list = space.node_counts;
+        if (nodes_list.empty()) return;
+        const int max_nodes = nodes_list.back();
+        // Doubling, then bisection between the last miss and the first hit: the fewest boxes.
+        int lo = 0, hi = -1;
+        Trial hit;
+        for (int n = 1; n <= max_nodes; n = n * 2 > max_nodes && n < max_nodes ? max_nodes : n * 2) {
+          auto t = trial(n);
+          f.valid = f.valid || t.valid;
+          f.fits = f.fits || t.fits;
+          if (!t.fits) return;  // memory does not depend on the boxes; invalid sizes neither
+          if (t.meets) {
+            hi = n;
+            hit = std::move(t);
+            break;
+          }
+          f.miss_ttft = t.r.ttft.p90;
+          f.miss_tpot = t.r.tpot.p90;
+          lo = n;
+          if (n == max_nodes) break;
+        }
+        if (hi < 0) return;
+        while (hi - lo > 1) {
+          const int mid = lo + (hi - lo) / 2;
+          auto t = trial(mid);
+          if (t.meets) {
+            hi = mid;
+            hit = std::move(t);
+          } else {
+            lo = mid;
+          }
+        }
+        ServingCandidate c;
+        c.offer_index = sh.offer;
+        c.offer = space.offer.id;
+        c.choice = {hi, sh.tp, per_box};
+        c.gpus = hi * space.gpus_per_node;
+        c.ttft_p90_s = hit.r.ttft.p90;
+        c.tpot_p90_s = hit.r.tpot.p90;
+        c.output_tokens_per_s_per_gpu = hit.r.output_tokens_per_s_per_gpu;
+        c.memory_per_gpu_gib = hit.r.memory.total / kGiB;
+        c.capacity_gib = hit.r.memory.capacity / kGiB;
+        c.kv_utilisation_max = hit.r.kv_utilisation_max;
+        const auto [per_box_hour, terms] = hourly(space.offer);
+        c.cost_per_hour = per_box_hour * hi;
+        c.cost_terms = terms;
+        c.currency = space.offer.currency;
+        c.cost_per_mtok = c.cost_per_hour / (job.rate * static_cast<double>(job.osl) * 3600.0) * 1e6;
+        const double ttft_share = c.ttft_p90_s / job.slo_ttft_s;
+        const double tpot_share = job.slo_tpot_s > 0 ? c.tpot_p90_s / job.slo_tpot_s : 0;
+        c.bottleneck = c.kv_utilisation_max > 0.95 ? "KV capacity"
+                       : ttft_share >= tpot_share
+                           ? "TTFT (prefill and queueing) at " + fixed(ttft_share * 100, 0) + "% of its objective"
+                           : "TPOT (decode) at " + fixed(tpot_share * 100, 0) + "% of its objective";
+        f.best = c;
+      },
+      options.progress);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    result.simulated += found[i].sims;
+    ++result.plans;
+    if (!found[i].valid)
+      ++result.invalid;
+    else if (!found[i].fits)
+      ++result.too_big;
+  }
+  std::vector<ServingCandidate> all;
+  for (const auto& f : found)
+    if (f.best && (options.budget <= 0 || f.best->cost_per_hour <= options.budget)) all.push_back(*f.best);
+  std::stable_sort(all.begin(), all.end(), [](const ServingCandidate& a, const ServingCandidate& b) {
+    if (a.cost_per_hour != b.cost_per_hour) return a.cost_per_hour < b.cost_per_hour;
+    if (a.ttft_p90_s != b.ttft_p90_s) return a.ttft_p90_s < b.ttft_p90_s;
+    return a.offer_index < b.offer_index;
+  });
+  for (std::size_t oi = 0; oi < offers.size(); ++oi) {
+    const bool any = std::any_of(all.begin(), all.end(), [&](const auto& c) { return c.offer_index == oi; });
+    if (any) continue;
+    std::string why = offers[oi].unusable;
+    if (why.empty()) {
+      bool valid = false, fits = false, met = false;
+      const Found* closest = nullptr;  // the shape whose miss came nearest its objectives
+      auto miss_of = [&](const Found& f) {
+        return std::max(f.miss_ttft / job.slo_ttft_s, job.slo_tpot_s > 0 ? f.miss_tpot / job.slo_tpot_s : 0.0);
+      };
+      for (std::size_t i = 0; i < shapes.size(); ++i) {
+        if (shapes[i].offer != oi) continue;
+        valid = valid || found[i].valid;
+        fits = fits || found[i].fits;
+        met = met || found[i].best.has_value();
+        if (found[i].miss_ttft >= 0 && (!closest || miss_of(found[i]) < miss_of(*closest))) closest = &found[i];
+      }
+      if (!valid)
+        why = "no TP divides this model on its boxes";
+      else if (!fits)
+        why = "does not fit: the weights leave no KV cache at any TP of one box";
+      else if (!met && closest)
+        why = "misses the SLO: at " + std::to_string(offers[oi].node_counts.back()) +
+              " box(es) its best plan has p90 TTFT " + fixed(closest->miss_ttft * 1e3, 0) + " ms (objective " +
+              fixed(job.slo_ttft_s * 1e3, 0) + ")" +
+              (job.slo_tpot_s > 0 ? ", p90 TPOT " + fixed(closest->miss_tpot * 1e3, 1) + " ms (objective " +
+                                        fixed(job.slo_tpot_s * 1e3, 1) + ")"
+                                  : std::string());
+      else
+        why = "over budget";
+    }
+    result.rejected.push_back({offers[oi].offer.id, why});
+  }
+  if (all.size() > static_cast<std::size_t>(std::max(options.top, 1)))
+    all.resize(static_cast<std::size_t>(options.top));
+  result.candidates = std::move(all);
+  return result;
+}
+
+}  // namespace cs::sizing

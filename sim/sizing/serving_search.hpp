@@ -1,0 +1,71 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/scenario/serving_scenario.hpp"
+#include "sim/sizing/training_search.hpp"
+
+namespace cs::sizing {
+
+/// A serving job: Poisson arrivals at `rate` requests/s of `isl` prompt and `osl` output tokens,
+/// with latency objectives on the 90th percentiles.
+struct ServingJob {
+  double rate = 0;
+  std::int64_t isl = 0, osl = 0;
+  double slo_ttft_s = 0;  ///< required: a box that cannot keep up shows as a growing TTFT
+  double slo_tpot_s = 0;  ///< 0: none
+};
+
+/// One serving plan: `nodes` boxes, each running `replicas` replicas of TP `tp`, behind a
+/// load balancer that gives each box RATE / nodes.
+struct ServingChoice {
+  int nodes = 1;
+  int tp = 1;
+  int replicas = 1;
+  bool operator==(const ServingChoice&) const = default;
+};
+[[nodiscard]] std::string serving_plan_text(const ServingChoice& c);
+
+/// One box's serving scenario for a choice, at `rate_per_box` requests/s with `requests`
+/// requests (the CLI resolves it through sim/config). Throws InputError or InfeasibleError for
+/// a plan the model rejects (heads that TP does not divide, too large to simulate).
+using MakeServing = std::function<serving::ServingScenario(std::size_t offer, const ServingChoice&, double rate_per_box,
+                                                           std::int64_t requests)>;
+
+struct ServingOptions {
+  double budget = 0;  ///< per hour of serving; 0: none
+  int top = 5;
+  study::Progress* progress = nullptr;
+};
+
+struct ServingCandidate {
+  std::size_t offer_index = 0;
+  std::string offer;
+  ServingChoice choice;
+  int gpus = 0;
+  double ttft_p90_s = 0, tpot_p90_s = 0;
+  double output_tokens_per_s_per_gpu = 0;
+  double memory_per_gpu_gib = 0, capacity_gib = 0;
+  std::int64_t max_batch = 0;
+  double kv_utilisation_max = 0;
+  double cost_per_hour = 0;  ///< the cheapest term per hour of continuous serving
+  std::string cost_terms;
+  double cost_per_mtok = 0;  ///< per million output tokens at the job's rate
+  std::string currency;
+  std::string bottleneck;
+};
+
+struct ServingResult {
+  std::vector<ServingCandidate> candidates;  ///< by cost per hour, then TTFT
+  std::vector<Rejection> rejected;
+  std::size_t plans = 0, invalid = 0, too_big = 0, simulated = 0;
+};
+
+/// Offers x TP per box (replicas fill the box) x boxes: for each (offer, TP), the fewest boxes
+/// whose p90 TTFT (and TPOT) meet the objectives, found by doubling then bisection (docs/plan.md).
+[[nodiscard]] ServingResult search_serving(const std::vector<OfferSpace>& offers, const ServingJob& job,
+                                           const MakeServing& make, const ServingOptions& options);
+
+}  // namespace cs::sizing
