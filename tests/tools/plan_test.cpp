@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "tests/support/builders.hpp"
@@ -107,6 +109,25 @@ TEST_CASE("plan's output is the same bytes run to run and for any thread count")
   REQUIRE(t.exit_code == 0);
   CHECK(has(t.out, "job cost"));
   CHECK(has(t.err, "plan: searched"));
+}
+
+TEST_CASE("plan --csv writes the ranked candidates, one row each, in the JSON's order") {
+  const std::string path = (std::filesystem::temp_directory_path() / "clustersim_plan_test_candidates.csv").string();
+  const auto r = run_cli(kSmall + " --top 3 --json --csv " + path);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  std::istringstream csv(cs::test::slurp(path));
+  std::string line;
+  REQUIRE(std::getline(csv, line));
+  CHECK(line.rfind("rank,offer,nodes,gpus,plan,", 0) == 0);
+  std::size_t rows = 0;
+  while (std::getline(csv, line)) {
+    REQUIRE(rows < j["candidates"].size());
+    CHECK(line.rfind(std::to_string(rows + 1) + "," + j["candidates"][rows]["offer"].get<std::string>() + ",", 0) == 0);
+    ++rows;
+  }
+  CHECK(rows == j["candidates"].size());
+  std::remove(path.c_str());
 }
 
 TEST_CASE("plan exits 2 on bad flags, naming the flag and what it expected") {

@@ -96,8 +96,8 @@ Action add_list(CLI::App& app, const Globals& g) {
           << (fixed(f.nic_bandwidth * 8 / 1e9, 0) + " Gb/s") << "  " << f.name << "\n";
       }
     } else {
-      t << std::left << std::setw(24) << "id" << std::setw(6) << "gpus" << std::right << std::setw(14) << "price"
-        << "  " << std::left << std::setw(16) << "cluster"
+      t << std::left << std::setw(24) << "id" << std::setw(6) << "gpus" << std::right << std::setw(28) << "price"
+        << "  " << std::left << std::setw(20) << "cluster"
         << "name\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kOffer)) {
         const auto o = config::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, id, "", "")), id);
@@ -107,11 +107,14 @@ Action add_list(CLI::App& app, const Globals& g) {
                         {"price", o.price},
                         {"currency", o.currency},
                         {"per", o.hours_per_period == 1.0 ? "hour" : "month"},
+                        {"hourly_price",
+                         o.hourly_price > 0 ? nlohmann::ordered_json(o.hourly_price) : nlohmann::ordered_json(nullptr)},
                         {"cluster", o.cluster},
                         {"name", o.name}});
-        t << std::left << std::setw(24) << id << std::setw(6) << o.gpus << std::right << std::setw(14)
-          << (fixed(o.price, 0) + " " + o.currency + per) << "  " << std::left << std::setw(16)
-          << (o.cluster.empty() ? "-" : o.cluster) << o.name << "\n";
+        t << std::left << std::setw(24) << id << std::setw(6) << o.gpus << std::right << std::setw(28)
+          << (fixed(o.price, 0) + " " + o.currency + per +
+              (o.hourly_price > 0 ? " or " + fixed(o.hourly_price, 0) + "/h" : std::string()))
+          << "  " << std::left << std::setw(20) << (o.cluster.empty() ? "-" : o.cluster) << o.name << "\n";
       }
     }
     if (*json) {
