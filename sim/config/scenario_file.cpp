@@ -294,10 +294,12 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
     s.fabric = std::move(fabric);
   }
   s.gpus = s.gpus_per_node * s.nodes;
-  if (s.offer && s.offer->gpus < s.gpus) {
+  // An offer rents a box: a multi-node run rents one per node (and pays for each).
+  if (s.offer && s.offer->gpus < s.gpus_per_node) {
     throw InputError(file, "/offer",
-                     "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) + " GPUs; this run uses " +
-                         std::to_string(s.gpus));
+                     "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) +
+                         " GPUs per box; this run uses " + std::to_string(s.gpus_per_node) +
+                         (s.nodes > 1 ? " per node" : ""));
   }
   (void)calib::parse_dtype(spec.dtype, s.dtype);  // checked by the parser
   (void)s.profile.peak(s.dtype);

@@ -206,7 +206,8 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
     Cost c;
     c.offer = s.offer->id;
     c.currency = s.offer->currency;
-    c.price_per_hour = s.offer->price_per_hour();
+    c.boxes = s.nodes;
+    c.price_per_hour = s.offer->price_per_hour() * s.nodes;
     c.per_step = c.price_per_hour * r.step_time_s / 3600.0;
     c.per_million_tokens = c.per_step / step.tokens * 1e6;
     r.cost = c;

@@ -23,7 +23,8 @@ struct Breakdown {
 
 struct Cost {
   std::string currency;
-  double price_per_hour = 0;
+  double price_per_hour = 0;  ///< of all the boxes the run rents
+  int boxes = 1;              ///< one per node
   double per_step = 0;
   double per_million_tokens = 0;
   std::string offer;

@@ -61,6 +61,7 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
                  {"price_per_hour", r.cost->price_per_hour},
                  {"per_step", r.cost->per_step},
                  {"per_million_tokens", r.cost->per_million_tokens}};
+    if (r.cost->boxes > 1) j["cost"]["boxes"] = r.cost->boxes;
   }
   auto colls = nlohmann::ordered_json::array();
   for (const auto& c : r.collectives) {
@@ -192,7 +193,9 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   if (any_cost) {
     section("-- cost");
     row("price per hour", [](const TrainResults& r) {
-      return r.cost ? fixed(r.cost->price_per_hour, 2) + " " + r.cost->currency + " (" + r.cost->offer + ")" : "-";
+      return r.cost ? fixed(r.cost->price_per_hour, 2) + " " + r.cost->currency + " (" + r.cost->offer +
+                          (r.cost->boxes > 1 ? " x " + std::to_string(r.cost->boxes) + " boxes" : std::string()) + ")"
+                    : "-";
     });
     row("cost per step",
         [](const TrainResults& r) { return r.cost ? fixed(r.cost->per_step, 4) + " " + r.cost->currency : "-"; });

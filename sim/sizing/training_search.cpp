@@ -141,7 +141,20 @@ std::vector<TermCost> term_costs(const scenario::Offer& offer, int nodes, double
     add("hourly", offer.price, 1.0);
   } else {
     add("monthly", offer.price, offer.hours_per_period);
-    if (offer.hourly_price > 0) add("hourly", offer.hourly_price, 1.0);
+    if (offer.hourly_price > 0) {
+      add("hourly", offer.hourly_price, 1.0);
+      // Whole months for most of a long job, hours for the rest.
+      const double months = std::floor(hours / offer.hours_per_period + 1e-9);
+      if (months >= 1) {
+        const double rest = std::max(0.0, std::ceil(hours - months * offer.hours_per_period - 1e-9));
+        TermCost t;
+        t.term = "monthly+hourly";
+        t.price_per_node = offer.price;
+        t.periods = months + rest / offer.hours_per_period;
+        t.cost = (months * offer.price + rest * offer.hourly_price) * nodes;
+        out.push_back(t);
+      }
+    }
   }
   return out;
 }

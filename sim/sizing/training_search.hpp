@@ -59,11 +59,12 @@ struct Options {
   study::Progress* verify_progress = nullptr;
 };
 
-/// The cost of a job on one offer's price terms: whole periods of the term (hours or 30-day months).
+/// The cost of a job on one offer's price terms: whole periods of the term (hours or 30-day months),
+/// or, with both terms and a job of a month or more, whole months and then whole hours.
 struct TermCost {
-  std::string term;  ///< "hourly" or "monthly"
+  std::string term;  ///< "hourly", "monthly" or "monthly+hourly"
   double price_per_node = 0;
-  double periods = 0;  ///< whole periods paid
+  double periods = 0;  ///< periods paid (months for the mixed term, the hours as a fraction of a month)
   double cost = 0;
 };
 

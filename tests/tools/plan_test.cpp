@@ -236,3 +236,51 @@ TEST_CASE("plan serve: bad objectives and job specs exit 2 naming the flag; an S
   CHECK(has(r.err, "misses the SLO"));
   CHECK(has(r.err, "p90 TPOT"));
 }
+
+TEST_CASE("seed claim 12: the break-even job length between an offer's hourly and monthly terms") {
+  // cn-8x-h100-sxm: 180,000 CNY a month or 250 CNY an hour per box: break-even at 720 h.
+  const auto r = run_cli(
+      "plan --model megatron-gpt-1.7b --job train:1B --offers cn-8x-h100-sxm --fabric none --seq 2048 "
+      "--global-batch 32 --top 1");
+  REQUIRE(r.exit_code == 0);
+  CHECK(has(r.out, "monthly is cheaper for jobs over 720 h per box"));
+  // A job of more than a month can mix the terms: whole months, then hours; never dearer than either.
+  const auto j = run_cli(
+      "plan --model megatron-gpt-1.7b --job train:2T --offers cn-8x-h100-sxm --fabric none --seq 2048 "
+      "--global-batch 32 --top 1 --json");
+  REQUIRE(j.exit_code == 0);
+  const auto c = nlohmann::json::parse(j.out)["candidates"][0];
+  const double hours = c["job_time_s"].get<double>() / 3600.0;
+  REQUIRE(hours > 720);
+  double hourly = 0, monthly = 0, mixed = 0;
+  for (const auto& t : c["terms"]) {
+    if (t["term"] == "hourly") hourly = t["cost"];
+    if (t["term"] == "monthly") monthly = t["cost"];
+    if (t["term"] == "monthly+hourly") mixed = t["cost"];
+  }
+  CHECK(hourly == std::ceil(hours) * 250.0);
+  CHECK(monthly == std::ceil(hours / 720.0) * 180000.0);
+  CHECK(mixed == std::floor(hours / 720.0) * 180000.0 + std::ceil(hours - std::floor(hours / 720.0) * 720.0) * 250.0);
+  CHECK(c["job_cost"].get<double>() == std::min({hourly, monthly, mixed}));
+}
+
+TEST_CASE("train --offer on several nodes rents one box per node and pays for each") {
+  const std::string base =
+      "train --model llama3.1-8b --cluster hgx-h100 --tp 8 --seq 2048 --global-batch 8 --offer cn-8x-h100-sxm --json";
+  const auto one = run_cli(base);
+  const auto two = run_cli(base + " --nodes 2 --fabric ib-ndr-rail");
+  REQUIRE(one.exit_code == 0);
+  REQUIRE(two.exit_code == 0);
+  const auto c1 = nlohmann::json::parse(one.out)["cost"];
+  const auto j2 = nlohmann::json::parse(two.out);
+  const auto c2 = j2["cost"];
+  CHECK(c1["price_per_hour"].get<double>() == doctest::Approx(250.0));
+  CHECK(c2["price_per_hour"].get<double>() == doctest::Approx(500.0));
+  CHECK(c2["boxes"] == 2);
+  CHECK(c2["per_step"].get<double>() == doctest::Approx(500.0 * j2["step_time_s"].get<double>() / 3600.0));
+  // Two of the 2-GPU boxes: the offer rents per box, so four GPUs over two nodes are priced too.
+  const auto big = run_cli(
+      "train --model llama3.1-8b --cluster pcie-h100x2-nvlink --gpus 2 --tp 2 --seq 2048 --global-batch 8 --offer "
+      "hk-2x-h100-nvlink --nodes 2 --fabric eth-100g");
+  CHECK(big.exit_code == 0);
+}
