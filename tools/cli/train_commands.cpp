@@ -63,6 +63,30 @@ void write_file(const std::string& path, const std::string& text) {
   f << text;
 }
 
+/// What could make a plan that does not fit fit, from its own plan: only fixes that act on it
+/// (ZeRO needs DP x CP > 1; SP needs TP > 1), in the flags that set them.
+std::string oom_hint(const scenario::Scenario& s) {
+  const auto flag = [](const char* path) { return config::flag_of(config::ScenarioKind::kTrain, path); };
+  std::vector<std::string> fixes;
+  const auto& p = s.plan;
+  if (p.dpcp() > 1 && p.zero < 3) {
+    const int most = (p.pp > 1 || s.model.is_moe()) ? 2 : 3;  // ZeRO-3 runs neither with PP nor with MoE
+    if (p.zero < most)
+      fixes.push_back(flag("/parallel/zero") + " " + std::to_string(p.zero + 1) +
+                      (p.zero + 1 < most ? "-" + std::to_string(most) : "") + " (shards over DP)");
+  }
+  if (p.tp > 1 && !p.sp) fixes.push_back(flag("/parallel/sp") + " (splits activations over TP)");
+  if (p.recompute != plan::Recompute::kFull)
+    fixes.push_back(flag("/training/recompute") +
+                    (p.recompute == plan::Recompute::kNone ? " selective or full" : " full"));
+  if (s.micro_batch > 1) fixes.push_back("a smaller " + flag("/training/micro_batch"));
+  fixes.push_back("more GPUs (a larger " + flag("/parallel/tp") + ", " + flag("/parallel/pp") + ", or DP with " +
+                  flag("/parallel/zero") + ")");
+  std::string text = "try ";
+  for (std::size_t i = 0; i < fixes.size(); ++i) text += (i ? ", " : "") + fixes[i];
+  return text + "; or " + flag("/allow_oom") + " to simulate anyway (clustersim plan searches the plans that fit)";
+}
+
 /// Stages 2-6 for a scenario document (a file, or JSON built from flags).
 int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptions& out) {
   const config::Catalog catalog(g.data_dir);
@@ -85,12 +109,7 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     const std::string who =
         file.variant_names.empty() ? doc.path : doc.path + " (variant '" + file.variant_names[i] + "')";
     const auto f = study::training_feasibility(s);
-    if (!f.ok()) {
-      throw InfeasibleError(who + ": " + f.reasons.front().message + "; try more GPUs, a larger TP, " +
-                            config::flag_of(config::ScenarioKind::kTrain, "/parallel/zero") +
-                            " 1, a smaller micro-batch, or " +
-                            config::flag_of(config::ScenarioKind::kTrain, "/allow_oom") + " to simulate anyway");
-    }
+    if (!f.ok()) throw InfeasibleError(who + ": " + f.reasons.front().message + "; " + oom_hint(s));
     // Work next: a plan that fits the GPUs may still not fit this machine's simulation.
     check_training_work(s, study::RunOptions{}.single_gpu_baseline, who, g);
   }
