@@ -173,26 +173,27 @@ TEST_CASE("validate checks a scenario without simulating") {
   const auto r = run_cli("validate scenarios/default.json");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("ok: 8x H100 PCIe: llama3.1-8b on 8x NVIDIA H100 PCIe") != std::string::npos);
-  CHECK(run_cli("validate scenarios/claim4-70b-full-finetune.json").exit_code == 4);
+  CHECK(run_cli("validate scenarios/seed-claims/claim4-70b-full-finetune.json").exit_code == 4);
 }
 
 TEST_CASE("every shipped scenario either runs or explains why not (exit 4 for plans that do not fit)") {
-  for (const char* s : {"scenarios/default.json", "scenarios/claim6-scaling-8b-dp8.json",
-                        "scenarios/claim3-gpt3-175b-tp8.json", "scenarios/claim5-qwen72b-tp2-nvlink-vs-pcie.json"}) {
+  for (const char* s : {"scenarios/default.json", "scenarios/seed-claims/claim6-scaling-8b-dp8.json",
+                        "scenarios/seed-claims/claim3-gpt3-175b-tp8.json",
+                        "scenarios/seed-claims/claim5-qwen72b-tp2-nvlink-vs-pcie.json"}) {
     CAPTURE(s);
     CHECK(run_cli(std::string("validate ") + s).exit_code == 0);
   }
-  const auto r = run_cli("run scenarios/claim4-70b-full-finetune.json");
+  const auto r = run_cli("run scenarios/seed-claims/claim4-70b-full-finetune.json");
   CHECK(r.exit_code == 4);
   CHECK(r.err.find("does not fit: needs ") != std::string::npos);
   CHECK(r.err.find("weights ") != std::string::npos);
 }
 
 TEST_CASE("seed claim 9: DeepSeek-R1 in FP8 does not fit 8x H100, INT4 does and so does FP8 on 8x H200") {
-  const auto fp8 = run_cli("run scenarios/claim9-deepseek-r1-fp8-h100.json");
+  const auto fp8 = run_cli("run scenarios/seed-claims/claim9-deepseek-r1-fp8-h100.json");
   CHECK(fp8.exit_code == 4);
   CHECK(fp8.err.find("81.3 GiB of weights") != std::string::npos);
-  const auto ok = run_cli("run scenarios/claim9-deepseek-r1-serving.json --json");
+  const auto ok = run_cli("run scenarios/seed-claims/claim9-deepseek-r1-serving.json --json");
   REQUIRE(ok.exit_code == 0);
   const auto j = nlohmann::json::parse(ok.out);
   REQUIRE(j["variants"].size() == 3);
@@ -200,7 +201,7 @@ TEST_CASE("seed claim 9: DeepSeek-R1 in FP8 does not fit 8x H100, INT4 does and 
     CAPTURE(v["name"].get<std::string>());
     CHECK(v["memory_per_gpu"]["kv_cache"].get<double>() > 30.0 * 1073741824.0);
   }
-  CHECK(run_cli("validate scenarios/claim9-deepseek-v3-training.json").exit_code == 0);
+  CHECK(run_cli("validate scenarios/seed-claims/claim9-deepseek-v3-training.json").exit_code == 0);
 }
 
 TEST_CASE("--trace writes a Chrome trace with both streams of every GPU and link counters") {
@@ -239,7 +240,7 @@ TEST_CASE("infer --json has the contract's fields, run handles infer scenarios w
                         "max_concurrency", "fits", "cost"}) {
     CHECK_MESSAGE(j.contains(k), k);
   }
-  const auto v = run_cli("run scenarios/claim5-qwen72b-tp2-nvlink-vs-pcie.json --json");
+  const auto v = run_cli("run scenarios/seed-claims/claim5-qwen72b-tp2-nvlink-vs-pcie.json --json");
   REQUIRE(v.exit_code == 0);
   const auto jv = nlohmann::json::parse(v.out);
   REQUIRE(jv["variants"].size() == 3);
