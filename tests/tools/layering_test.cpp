@@ -106,6 +106,7 @@ std::string cmake_name(const std::string& target) {
       {"cs_serving", "sim/serving"},
       {"cs_study", "sim/study"},
       {"cs_report", "sim/report"},
+      {"cs_claims", "sim/claims"},
       {"cs_models", "models"},
       {"cs_calib_profile", "calibration/profile"},
       {"nlohmann_json::nlohmann_json", "nlohmann/json"},

@@ -1,0 +1,194 @@
+#include "sim/claims/outcomes.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/config/collective_file.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/config/reader.hpp"
+#include "sim/config/scenario_file.hpp"
+#include "sim/config/serving_file.hpp"
+#include "sim/core/check.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/network/topology.hpp"
+#include "sim/study/training_run.hpp"
+#include "sim/workload/collective_timing.hpp"
+
+namespace cs::claims {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+/// A scenario document's kind, read like any other field (train is the default).
+std::string kind_of(const config::JsonDoc& doc) {
+  config::Problems problems;
+  config::Reader r(doc.json, doc.path, "", problems);
+  problems.throw_if_any();
+  const std::string kind = r.opt_enum("kind", {"train", "infer", "collective"}, "train");
+  problems.throw_if_any();
+  return kind;
+}
+
+/// One variant prepared serially (parsing is quick) and then run on the workers: `work` fills
+/// `out` and may throw InfeasibleError, which is recorded as the outcome's problem.
+struct Job {
+  Outcome out;
+  std::function<void(Outcome&)> work;
+};
+
+void size_training(Outcome& o, const scenario::Scenario& s) {
+  const auto f = study::training_feasibility(s);
+  o.fits = f.memory.fits();
+  o.memory_gib = f.memory.total / kGiB;
+  o.capacity_gib = f.memory.capacity / kGiB;
+  if (s.fabric && s.nodes > 1)
+    o.fabric_GBps = s.fabric->nics_per_node * s.fabric->nic_bandwidth * s.fabric->nic_efficiency / 1e9;
+  if (!f.ok()) o.problem = f.reasons.front().message;
+}
+
+void add_training(std::vector<Job>& jobs, const config::JsonDoc& doc, const std::string& file, Mode mode,
+                  const config::Catalog& catalog, study::TopologyCache& topologies) {
+  const auto parsed = config::parse_scenario(doc);
+  for (std::size_t i = 0; i < parsed.specs.size(); ++i) {
+    Job job;
+    job.out.file = file;
+    job.out.kind = "train";
+    job.out.variant = parsed.variant_names.empty() ? "" : parsed.variant_names[i];
+    const std::string where =
+        parsed.variant_names.empty() ? doc.path : doc.path + " (variant '" + job.out.variant + "')";
+    std::shared_ptr<const scenario::Scenario> s;
+    try {
+      s = std::make_shared<const scenario::Scenario>(config::resolve(parsed.specs[i], catalog, where));
+    } catch (const InfeasibleError& e) {
+      job.out.fits = false;
+      job.out.problem = e.what();
+      jobs.push_back(std::move(job));
+      continue;
+    }
+    job.work = [s, mode, &topologies](Outcome& o) {
+      size_training(o, *s);
+      if (mode == Mode::kSize || !o.problem.empty()) return;
+      study::RunOptions ro;
+      ro.topologies = &topologies;
+      o.train = report::train_results(*s, study::run_training(*s, ro));
+    };
+    jobs.push_back(std::move(job));
+  }
+}
+
+void add_serving(std::vector<Job>& jobs, const config::JsonDoc& doc, const std::string& file, Mode mode,
+                 const config::Catalog& catalog) {
+  for (const auto& [name, d] : config::expand_variants(doc)) {
+    Job job;
+    job.out.file = file;
+    job.out.kind = "infer";
+    job.out.variant = name;
+    std::shared_ptr<const serving::ServingScenario> s;
+    try {
+      s = std::make_shared<const serving::ServingScenario>(config::parse_serving(d, catalog));
+    } catch (const InfeasibleError& e) {
+      job.out.fits = false;
+      job.out.problem = e.what();
+      jobs.push_back(std::move(job));
+      continue;
+    }
+    job.work = [s, mode](Outcome& o) {
+      std::int64_t blocks = 0;
+      const auto m = serving::serving_memory(*s, &blocks);
+      o.memory_gib = (m.weights + m.activations + m.other) / kGiB;
+      o.capacity_gib = m.capacity / kGiB;
+      o.kv_cache_gib = m.kv_cache / kGiB;
+      o.fits = blocks > 0;
+      if (!o.fits) o.problem = "no room for a KV cache";
+      if (mode == Mode::kSize || !o.fits) return;
+      o.serve = serving::simulate_serving(*s, false);
+    };
+    jobs.push_back(std::move(job));
+  }
+}
+
+void add_collective(std::vector<Job>& jobs, const config::JsonDoc& doc, const std::string& file,
+                    const config::Catalog& catalog) {
+  const auto c = std::make_shared<const config::CollectiveDoc>(config::parse_collective_doc(doc, catalog));
+  coll::CollectiveOp op{};
+  coll::Algorithm algo{};
+  CS_ASSERT(coll::parse_op(c->op, op) && coll::parse_algorithm(c->algo, algo), "the parser checked op and algo");
+  for (std::size_t i = 0; i < c->variants.size(); ++i) {
+    Job job;
+    job.out.file = file;
+    job.out.kind = "collective";
+    job.out.variant = c->variants[i].name;
+    job.work = [c, i, op, algo](Outcome& o) {
+      const auto& v = c->variants[i];
+      const auto topo = net::Topology::build(v.box.cluster, v.gpus);
+      std::vector<int> ranks;
+      for (int r = 0; r < v.gpus; ++r) ranks.push_back(r);
+      const auto t = workload::time_collective(topo, op, algo, ranks, c->bytes, v.box.profile.collective_latency.value,
+                                               net::NetworkModelKind::kFlow, &v.box.profile.collectives);
+      o.busbw_GBps = t.busbw_bytes_per_s / 1e9;
+      o.algbw_GBps = t.algbw_bytes_per_s / 1e9;
+      o.algorithm = coll::algorithm_name(t.algorithm);
+    };
+    jobs.push_back(std::move(job));
+  }
+}
+
+}  // namespace
+
+Outcomes Outcomes::run(const config::Catalog& catalog, const std::vector<Input>& inputs, study::Progress* progress) {
+  std::vector<Job> jobs;
+  study::TopologyCache topologies;
+  for (const auto& in : inputs) {
+    const auto doc = config::load((std::filesystem::path(catalog.root()) / in.path).string());
+    const auto kind = kind_of(doc);
+    if (kind == "infer") {
+      add_serving(jobs, doc, in.path, in.mode, catalog);
+    } else if (kind == "collective") {
+      add_collective(jobs, doc, in.path, catalog);
+    } else {
+      add_training(jobs, doc, in.path, in.mode, catalog, topologies);
+    }
+  }
+  study::run_batch(
+      jobs.size(),
+      [&](std::size_t i) {
+        if (!jobs[i].work) return;
+        try {
+          jobs[i].work(jobs[i].out);
+        } catch (const InfeasibleError& e) {
+          jobs[i].out.fits = false;
+          jobs[i].out.problem = e.what();
+        }
+      },
+      progress);
+  Outcomes out;
+  for (auto& j : jobs) {
+    const auto key = std::make_pair(j.out.file, j.out.variant);
+    CS_ASSERT(!out.by_key_.count(key), "a variant name repeats within a claim file");
+    out.by_key_.emplace(key, std::move(j.out));
+  }
+  return out;
+}
+
+const Outcome& Outcomes::at(const std::string& file, const std::string& variant) const {
+  const auto it = by_key_.find({file, variant});
+  CS_ASSERT(it != by_key_.end(), "a claim asks for a variant its inputs do not have");
+  return it->second;
+}
+
+const report::TrainResults& Outcomes::train(const std::string& file, const std::string& variant) const {
+  const auto& o = at(file, variant);
+  CS_ASSERT(o.train.has_value(), "a claim needs a training variant that was not simulated");
+  return *o.train;
+}
+
+const serving::ServingResults& Outcomes::serve(const std::string& file, const std::string& variant) const {
+  const auto& o = at(file, variant);
+  CS_ASSERT(o.serve.has_value(), "a claim needs a serving variant that was not simulated");
+  return *o.serve;
+}
+
+}  // namespace cs::claims
