@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   reg(cs::cli::add_infer_sweep, "infer-sweep");
   reg(cs::cli::add_describe, "describe");
   reg(cs::cli::add_plan, "plan");
+  reg(cs::cli::add_claims, "claims");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,108 @@
+// `clustersim claims`: the seed article's claims judged by explicit rules; docs/seed-claims.md is the
+// command's current output; a rule's verdict follows the data it is given.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "tests/support/builders.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool allowed_verdict(const std::string& v) {
+  return v == "supported" || v == "contradicted" || (v.rfind("depends on ", 0) == 0 && v.size() > 11);
+}
+
+const nlohmann::json& claim(const nlohmann::json& j, int id) {
+  for (const auto& c : j["claims"])
+    if (c["id"] == id) return c;
+  FAIL("no claim " << id);
+  return j;
+}
+
+double figure(const nlohmann::json& c, const std::string& name) {
+  for (const auto& f : c["figures"])
+    if (f["name"] == name) return f["value"].get<double>();
+  FAIL("no figure '" << name << "' in claim " << c["id"]);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("claims: docs/seed-claims.md is current, the JSON has its fields, every verdict is an allowed string") {
+  const std::string out = "/tmp/cs_claims_test.md";
+  const auto r = cs::test::run_cli("claims --json --out " + out);
+  REQUIRE(r.exit_code == 0);
+  CHECK_MESSAGE(cs::test::slurp(out) == cs::test::slurp(cs::test::data_path("docs/seed-claims.md")),
+                "docs/seed-claims.md is stale: regenerate it with tools/scripts/update-seed-claims");
+  std::remove(out.c_str());
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["claims"].size() == 12);
+  std::set<int> ids;
+  for (const auto& c : j["claims"]) {
+    CAPTURE(c.dump());
+    for (const char* k :
+         {"id", "claim", "article_figure", "rule", "scenarios", "figures", "parts", "verdict", "reason"})
+      CHECK_MESSAGE(c.contains(k), k);
+    ids.insert(c["id"].get<int>());
+    CHECK(allowed_verdict(c["verdict"].get<std::string>()));
+    CHECK(!c["figures"].empty());
+    for (const auto& f : c["figures"]) {
+      CHECK(f["value"].is_number());
+      CHECK(f.contains("unit"));
+    }
+    for (const auto& p : c["parts"]) CHECK(allowed_verdict(p["verdict"].get<std::string>()));
+    for (const auto& s : c["scenarios"]) CHECK(fs::exists(cs::test::data_path(s.get<std::string>())));
+  }
+  CHECK(ids == std::set<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+
+  // Claim 6 says NVSwitch boxes scale 85-95% over 8 GPUs: Llama-3.1-8B DP8 with ZeRO-1 overlaps its
+  // reduce-scatter with the backward pass and scales above 95% on NVSwitch, so the claim is contradicted.
+  const auto& c6 = claim(j, 6);
+  CHECK(c6["verdict"] == "contradicted");
+  CHECK(figure(c6, "8x H100 SXM (NVSwitch): scaling efficiency") > 95.0);
+  // Claim 7: NCCL all-reduce on HGX H100 reaches ~480 GB/s bus bandwidth (docs/accuracy.md), below 600.
+  const auto& c7 = claim(j, 7);
+  CHECK(c7["verdict"] == "contradicted");
+  CHECK(figure(c7, "8x H100 SXM (NVSwitch): busbw") < 600.0);
+  CHECK(figure(c7, "8x H100 SXM (NVSwitch): algbw") < figure(c7, "8x H100 SXM (NVSwitch): busbw"));
+  // Claim 10: full-parameter 70B does not fit 8x 80 GB (weights, gradients and Adam alone are ~150 GiB
+  // per GPU), LoRA does: the verdict names the method and the measured memory.
+  const auto& c10 = claim(j, 10);
+  CHECK(c10["verdict"].get<std::string>().rfind("depends on the fine-tuning method", 0) == 0);
+  CHECK(figure(c10, "full-parameter TP8: memory per GPU") > 150.0);
+  // Claim 12: no shipped offer is hourly, so the verdict depends on the on-demand price.
+  CHECK(claim(j, 12)["verdict"].get<std::string>().rfind("depends on the on-demand hourly price", 0) == 0);
+}
+
+TEST_CASE("claims: claim 12's verdict follows an hourly offer's price (break-even 2 months supported, 1 month not)") {
+  // A data folder that shares the repository's models, profiles and scenarios but has its own copy of the offers.
+  const fs::path root = fs::temp_directory_path() / "cs_claims_offers";
+  fs::remove_all(root);
+  fs::create_directories(root / "scenarios" / "offers");
+  const fs::path repo = cs::test::data_path("");
+  for (const char* d : {"models", "calibration", "docs"}) fs::create_directory_symlink(repo / d, root / d);
+  for (const auto& e : fs::directory_iterator(repo / "scenarios")) {
+    if (e.path().filename() != "offers") fs::create_symlink(e.path(), root / "scenarios" / e.path().filename());
+  }
+  for (const auto& e : fs::directory_iterator(repo / "scenarios" / "offers"))
+    fs::copy_file(e.path(), root / "scenarios" / "offers" / e.path().filename());
+  const auto with_hourly = [&](double cny_per_hour) {
+    std::ofstream(root / "scenarios/offers/od-8x-h100.json")
+        << R"({"name": "test: on-demand 8x H100", "gpus": 8, "gpu": "H100 80GB SXM", "interconnect": "NVSwitch",
+              "price": {"amount": )"
+        << cny_per_hour << R"(, "currency": "CNY", "per": "hour"}, "source": "test fixture, not a real offer"})";
+    const auto r = cs::test::run_cli("--data-dir " + root.string() + " claims --json");
+    REQUIRE(r.exit_code == 0);
+    return claim(nlohmann::json::parse(r.out), 12)["verdict"].get<std::string>();
+  };
+  CHECK(with_hourly(125.0) == "supported");     // 180,000 / (125 x 720 h) = 2.0 months
+  CHECK(with_hourly(250.0) == "contradicted");  // 1.0 month
+  fs::remove_all(root);
+}
