@@ -77,12 +77,16 @@ TEST_CASE("claims: docs/seed-claims.md is current, the JSON has its fields, ever
   const auto& c10 = claim(j, 10);
   CHECK(c10["verdict"].get<std::string>().rfind("depends on the fine-tuning method", 0) == 0);
   CHECK(figure(c10, "full-parameter TP8: memory per GPU") > 150.0);
-  // Claim 12: no shipped offer is hourly, so the verdict depends on the on-demand price.
-  CHECK(claim(j, 12)["verdict"].get<std::string>().rfind("depends on the on-demand hourly price", 0) == 0);
+  // Claim 12: the article's own hourly figure for the 8x H100 box (250 CNY/h beside 180,000 CNY a month)
+  // breaks even at one month (720 h), not about two.
+  const auto& c12 = claim(j, 12);
+  CHECK(c12["verdict"] == "contradicted");
+  CHECK(figure(c12, "cn-8x-h100-sxm: break-even load against its own hourly price") == doctest::Approx(1.0));
 }
 
-TEST_CASE("claims: claim 12's verdict follows an hourly offer's price (break-even 2 months supported, 1 month not)") {
-  // A data folder that shares the repository's models, profiles and scenarios but has its own copy of the offers.
+TEST_CASE("claims: claim 12's verdict follows the hourly prices in the offers (none, 2 months, 1 month)") {
+  // A data folder that shares the repository's models, profiles and scenarios but has its own offers:
+  // the shipped ones without their hourly terms, plus at most one hourly offer.
   const fs::path root = fs::temp_directory_path() / "cs_claims_offers";
   fs::remove_all(root);
   fs::create_directories(root / "scenarios" / "offers");
@@ -91,18 +95,26 @@ TEST_CASE("claims: claim 12's verdict follows an hourly offer's price (break-eve
   for (const auto& e : fs::directory_iterator(repo / "scenarios")) {
     if (e.path().filename() != "offers") fs::create_symlink(e.path(), root / "scenarios" / e.path().filename());
   }
-  for (const auto& e : fs::directory_iterator(repo / "scenarios" / "offers"))
-    fs::copy_file(e.path(), root / "scenarios" / "offers" / e.path().filename());
-  const auto with_hourly = [&](double cny_per_hour) {
-    std::ofstream(root / "scenarios/offers/od-8x-h100.json")
-        << R"({"name": "test: on-demand 8x H100", "gpus": 8, "gpu": "H100 80GB SXM", "interconnect": "NVSwitch",
-              "price": {"amount": )"
-        << cny_per_hour << R"(, "currency": "CNY", "per": "hour"}, "source": "test fixture, not a real offer"})";
+  for (const auto& e : fs::directory_iterator(repo / "scenarios" / "offers")) {
+    auto offer = nlohmann::json::parse(cs::test::slurp(e.path().string()));
+    offer.erase("hourly_price");
+    std::ofstream(root / "scenarios" / "offers" / e.path().filename()) << offer.dump(2);
+  }
+  const auto verdict = [&](double cny_per_hour) {
+    const auto hourly = root / "scenarios/offers/od-8x-h100.json";
+    fs::remove(hourly);
+    if (cny_per_hour > 0) {
+      std::ofstream(hourly) << R"({"name": "test: on-demand 8x H100", "gpus": 8, "gpu": "H100 80GB SXM",
+              "interconnect": "NVSwitch", "price": {"amount": )"
+                            << cny_per_hour
+                            << R"(, "currency": "CNY", "per": "hour"}, "source": "test fixture, not a real offer"})";
+    }
     const auto r = cs::test::run_cli("--data-dir " + root.string() + " claims --json");
     REQUIRE(r.exit_code == 0);
     return claim(nlohmann::json::parse(r.out), 12)["verdict"].get<std::string>();
   };
-  CHECK(with_hourly(125.0) == "supported");     // 180,000 / (125 x 720 h) = 2.0 months
-  CHECK(with_hourly(250.0) == "contradicted");  // 1.0 month
+  CHECK(verdict(0).rfind("depends on the on-demand hourly price", 0) == 0);  // no hourly price at all
+  CHECK(verdict(125.0) == "supported");                                      // 180,000 / (125 x 720 h) = 2.0 months
+  CHECK(verdict(250.0) == "contradicted");                                   // 1.0 month
   fs::remove_all(root);
 }
