@@ -216,7 +216,7 @@ TEST_CASE("plan serve: the fewest boxes that meet the objectives, as infer simul
   CHECK(best["cost_per_mtok"].get<double>() == doctest::Approx(per_hour / (50.0 * 256.0 * 3600.0) * 1e6));
 }
 
-TEST_CASE("plan serve: bad objectives and job specs exit 2 naming the flag; an SLO nobody meets exits 4") {
+TEST_CASE("plan serve: bad objectives and job specs exit 2 naming the flag, an SLO nobody meets exits 4") {
   const std::string base = "plan --model llama3.1-8b --offers hk-2x-h100-nvlink ";
   struct Case {
     std::string args, flag;
