@@ -37,6 +37,7 @@ const std::string C9B = kDir + "claim9-14b-finetune-a100.json";
 const std::string C9R = kDir + "claim9-deepseek-r1-serving.json";
 const std::string C9F = kDir + "claim9-deepseek-r1-fp8-h100.json";
 const std::string C9V = kDir + "claim9-deepseek-v3-training.json";
+const std::string C9G = kDir + "claim9-175b-training-nodes.json";
 const std::string C11 = kDir + "claim11-h200-decode.json";
 const std::string kOffers = "scenarios/offers/";
 
@@ -286,7 +287,7 @@ ClaimResult claim9(const Outcomes& o) {
                 "memory per GPU (sized, not simulated) against each rule: a setup the article names fits -> "
                 "supported; it fits only with LoRA or only in INT4 -> depends on that; it does not fit -> "
                 "contradicted; all parts must hold",
-                {C9A, C9B, C4F, C4L, C3, C9F, C9R, C9V});
+                {C9A, C9B, C4F, C4L, C9G, C9F, C9R, C9V});
   // 7B inference on one A100 40G and 80G.
   const auto& a40 = o.at(C9A, "1x A100 40GB");
   const auto& a80 = o.at(C9A, "1x A100 80GB");
@@ -318,10 +319,13 @@ ClaimResult claim9(const Outcomes& o) {
        : lora70.fits ? depends_on("the fine-tuning method: 70B full-parameter needs " + fixed(full70.memory_gib, 1) +
                                   " GiB per GPU on 8x H100, LoRA " + fixed(lora70.memory_gib, 1) + " GiB")
                      : kContradicted});
-  // 175B training on one 8x H100 NVSwitch box (the multi-node alternative is not sized here).
-  const auto& g175 = o.at(C3, kNv);
-  c.figures.push_back(fits_figure("GPT-3 175B training, 8x H100 TP8", g175));
-  c.parts.push_back({"175B training on 8x H100 NVSwitch", g175.fits ? kSupported : kContradicted});
+  // 175B training on one 8x H100 NVSwitch box, and on eight joined by 400G InfiniBand.
+  const auto& box = o.at(C9G, "one 8x H100 box, TP8");
+  const auto& nodes = o.at(C9G, "8 nodes of 8x H100, TP8 PP8");
+  c.figures.push_back(fits_figure("GPT-3 175B training, one 8x H100 box, TP8", box));
+  c.figures.push_back(fits_figure("GPT-3 175B training, 8 nodes of 8x H100, TP8 PP8", nodes));
+  c.parts.push_back({"175B training on one 8x H100 NVSwitch box", box.fits ? kSupported : kContradicted});
+  c.parts.push_back({"175B training on multi-node 8x H100 with RDMA", nodes.fits ? kSupported : kContradicted});
   // DeepSeek-R1 inference on 8x H100 in FP8 or INT4.
   const auto& fp8 = o.at(C9F);
   const auto& int4 = o.at(C9R, "8x H100 80GB, INT4 weights");
@@ -463,6 +467,7 @@ std::vector<ClaimResult> run_seed_claims(const config::Catalog& catalog, study::
                                   {C9R, Mode::kSize},
                                   {C9F, Mode::kSize},
                                   {C9V, Mode::kSize},
+                                  {C9G, Mode::kSize},
                                   {C11}};
   const auto o = Outcomes::run(catalog, inputs, progress);
   std::vector<ClaimResult> out{claim1(o), claim2(o), claim3(o), claim4(o),  claim5(o),  claim6(o),

@@ -72,6 +72,15 @@ TEST_CASE("claims: docs/seed-claims.md is current, the JSON has its fields, ever
   CHECK(c7["verdict"] == "contradicted");
   CHECK(figure(c7, "8x H100 SXM (NVSwitch): busbw") < 600.0);
   CHECK(figure(c7, "8x H100 SXM (NVSwitch): algbw") < figure(c7, "8x H100 SXM (NVSwitch): busbw"));
+  // Claim 9: GPT-3 175B's weights, gradients and Adam state (16 bytes a parameter) cannot fit 8x 80 GB;
+  // over eight boxes with PP8 they do. One contradicted part contradicts the claim.
+  const auto& c9 = claim(j, 9);
+  CHECK(c9["verdict"] == "contradicted");
+  for (const auto& p : c9["parts"]) {
+    if (p["what"] == "175B training on one 8x H100 NVSwitch box") CHECK(p["verdict"] == "contradicted");
+    if (p["what"] == "175B training on multi-node 8x H100 with RDMA") CHECK(p["verdict"] == "supported");
+  }
+  CHECK(figure(c9, "GPT-3 175B training, one 8x H100 box, TP8") > 175e9 * 16 / 8 / 1073741824.0);
   // Claim 10: full-parameter 70B does not fit 8x 80 GB (weights, gradients and Adam alone are ~150 GiB
   // per GPU), LoRA does: the verdict names the method and the measured memory.
   const auto& c10 = claim(j, 10);
