@@ -127,3 +127,14 @@ TEST_CASE("claims: claim 12's verdict follows the hourly prices in the offers (n
   CHECK(verdict(250.0) == "contradicted");                                   // 1.0 month
   fs::remove_all(root);
 }
+
+TEST_CASE("claims: the same bytes with 1 and 4 worker threads, and an unwritable --out is bad input") {
+  const auto one = cs::test::run_cli("--threads 1 claims --markdown");
+  const auto four = cs::test::run_cli("--threads 4 claims --markdown");
+  REQUIRE(one.exit_code == 0);
+  REQUIRE(four.exit_code == 0);
+  CHECK(one.out == four.out);
+  const auto bad = cs::test::run_cli("claims --out /nonexistent-dir/seed-claims.md");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("/nonexistent-dir/seed-claims.md") != std::string::npos);
+}

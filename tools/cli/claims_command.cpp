@@ -24,14 +24,16 @@ Action add_claims(CLI::App& app, const Globals& g) {
   cmd->add_option("--out", o->out, "also write docs/seed-claims.md's text to this file");
   return [o, &g] {
     const config::Catalog catalog(g.data_dir);
+    // Opened first: an unwritable path is reported before the runs, not after.
+    std::ofstream file;
+    if (!o->out.empty()) {
+      file.open(o->out, std::ios::binary);
+      if (!file) throw InputError(o->out, "", "cannot write this file");
+    }
     // Some 40 runs: a bar on a terminal, plain lines otherwise (run_batch counts the real number).
     auto progress = batch_progress("claims' scenarios", 40);
     const auto claims = claims::run_seed_claims(catalog, progress.get());
-    if (!o->out.empty()) {
-      std::ofstream f(o->out, std::ios::binary);
-      if (!f) throw InputError(o->out, "", "cannot write this file");
-      f << claims::claims_markdown(claims);
-    }
+    if (file.is_open()) file << claims::claims_markdown(claims);
     if (o->json) {
       std::cout << claims::claims_json(claims).dump(2) << "\n";
     } else if (o->markdown) {
