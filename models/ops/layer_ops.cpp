@@ -485,6 +485,51 @@ double dispatch_send_bytes(const ModelArch& m, const StepShape& s) {
   return s.tokens() / s.tp * ranks * static_cast<double>(m.hidden) * s.dispatch_bytes;
 }
 
+std::vector<Item> two_batch_overlap(const std::vector<Item>& items, int first_tag) {
+  // Segments between the EP all-to-alls; the other collectives stay in their segment, halved.
+  std::vector<std::vector<Item>> segments(1);
+  std::vector<Item> a2a;
+  for (const auto& it : items) {
+    if (it.comm && it.comm->group == GroupKind::kEp && it.comm->op == CollectiveOp::kAllToAll) {
+      a2a.push_back(it);
+      segments.emplace_back();
+    } else {
+      segments.back().push_back(it);
+    }
+  }
+  auto half = [](Item it) {
+    it.op.flops /= 2;
+    it.op.bytes /= 2;
+    it.op.m /= 2;
+    if (it.comm) it.comm->bytes /= 2;
+    return it;
+  };
+  std::vector<Item> out;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    for (int h = 0; h < 2; ++h) {
+      // The half's first op after an all-to-all waits for that half's all-to-all.
+      const int wait = i > 0 ? first_tag + 2 * static_cast<int>(i - 1) + h : 0;
+      bool first = true;
+      for (const auto& it : segments[i]) {
+        Item x = half(it);
+        if (first && !x.comm) {
+          x.wait = wait;
+          first = false;
+        }
+        out.push_back(x);
+      }
+      if (first && wait > 0) out.push_back({Op{"tbo.wait", OpKind::kMemoryBound}, std::nullopt, false, 0, wait});
+      if (i < a2a.size()) {
+        Item x = half(a2a[i]);
+        x.async = true;
+        x.tag = first_tag + 2 * static_cast<int>(i) + h;
+        out.push_back(x);
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<Item> layer_forward(const ModelArch& m, const StepShape& s, LayerKind kind) {
   std::vector<Item> out;
   attention_forward(out, m, s, kind.attention);

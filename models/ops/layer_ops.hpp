@@ -143,6 +143,12 @@ struct LayerDims {
 /// Backward program of one decoder layer (reverse order; GEMMs as dgrad + wgrad; flash-attention
 /// backward at 2.5x forward FLOPs: five matmuls against two).
 [[nodiscard]] std::vector<Item> layer_backward(const ModelArch& m, const StepShape& s, LayerKind kind = {});
+/// Two-batch overlap (DeepSeek's and SGLang's TBO): the layer's tokens as two halves whose programs
+/// interleave, each EP all-to-all of one half running on its own stream under the other half's
+/// compute. Every op and collective is halved (FLOPs, bytes); the EP all-to-alls become async
+/// (tags from `first_tag` up) and the half's next op waits for its own.
+[[nodiscard]] std::vector<Item> two_batch_overlap(const std::vector<Item>& items, int first_tag = 100);
+
 /// Embedding lookup (forward) and its gradient scatter (backward).
 [[nodiscard]] std::vector<Item> embedding_forward(const ModelArch& m, const StepShape& s);
 [[nodiscard]] std::vector<Item> embedding_backward(const ModelArch& m, const StepShape& s);

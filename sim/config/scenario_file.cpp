@@ -224,8 +224,11 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
     if (spec.ep > 1 || spec.etp > 1)
       throw InputError(file, spec.ep > 1 ? "/parallel/ep" : "/parallel/etp",
                        m.id + " is a dense model (no experts to split); expected 1");
-    if (spec.routing != "balanced" || spec.redundant_experts > 0)
-      throw InputError(file, spec.routing != "balanced" ? "/moe/routing" : "/moe/redundant_experts",
+    if (spec.routing != "balanced" || spec.redundant_experts > 0 || spec.two_batch_overlap)
+      throw InputError(file,
+                       spec.routing != "balanced" ? "/moe/routing"
+                       : spec.two_batch_overlap   ? "/moe/two_batch_overlap"
+                                                  : "/moe/redundant_experts",
                        m.id + " is a dense model (no experts to route)");
     return;
   }
@@ -246,6 +249,8 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
                          std::to_string(s.plan.stage_ranks()) +
                          " GPUs of a pipeline stage (TP x CP x DP): experts are re-split over the attention's ranks");
   }
+  if (spec.two_batch_overlap && spec.ep == 1)
+    throw InputError(file, "/moe/two_batch_overlap", "two-batch overlap hides EP all-to-alls; expected EP > 1");
   if (spec.redundant_experts > 0 && spec.ep == 1)
     throw InputError(file, "/moe/redundant_experts", "redundant experts balance EP ranks; expected EP > 1");
   if (s.plan.zero == 3)
@@ -255,6 +260,8 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
   s.routing = parse_routing(spec.routing, m, file, "/moe/routing");
   s.routing.seed = static_cast<std::uint64_t>(spec.routing_seed);
   s.routing.redundant_experts = spec.redundant_experts;
+  s.two_batch_overlap = spec.two_batch_overlap;
+  s.overlap_comm_sm_fraction = spec.two_batch_overlap ? spec.overlap_comm_sms : 0.0;
   s.routing.fp8_dispatch = spec.dispatch_dtype == "auto" ? s.dtype == calib::Dtype::kFp8 : spec.dispatch_dtype == "fp8";
 }
 

@@ -36,6 +36,8 @@ struct ScenarioSpec {
   std::string dispatch_dtype = "auto";  ///< auto: fp8 under FP8 training, else bf16
   int redundant_experts = 0;
   std::int64_t routing_seed = 1;
+  bool two_batch_overlap = false;
+  double overlap_comm_sms = 20.0 / 132.0;
   std::string rank_order = "tp-cp-dp-pp";
   std::string schedule = "1f1b";
   std::string recompute = "none";

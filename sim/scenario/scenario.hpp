@@ -86,6 +86,11 @@ struct Scenario {
   /// Context parallelism's K/V exchange: ring attention (default) or one all-gather.
   bool cp_ring = true;
   MoeRouting routing;
+  /// MoE layers as two half-batches whose EP all-to-alls run under each other's compute.
+  bool two_batch_overlap = false;
+  /// Under two-batch overlap, the share of the GPU's SMs the communication kernels hold while
+  /// compute runs beside them: MoE layers' compute runs at 1 - this of its rate.
+  double overlap_comm_sm_fraction = 0;
   /// Micro-batches each DP replica runs per step (gradient accumulation).
   [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
 };

@@ -20,7 +20,7 @@ struct EpTraffic {
 };
 
 void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& items, const ComputeModel& compute,
-            const char* label, Category cat, int layer, const EpTraffic& ep = {}) {
+            const char* label, Category cat, int layer, const EpTraffic& ep = {}, double compute_scale = 1.0) {
   bool open = false;
   std::map<int, int> tagged;  // async tag -> item index, within this call
   for (const auto& it : items) {
@@ -62,7 +62,7 @@ void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& ite
       open = true;
     }
     if (auto w = tagged.find(it.wait); it.wait > 0 && w != tagged.end()) prog.back().after.push_back(w->second);
-    prog.back().seconds += compute.seconds(it.op);
+    prog.back().seconds += compute.seconds(it.op) * compute_scale;
   }
 }
 
@@ -83,8 +83,12 @@ struct KindOps {
   std::vector<models::Item> forward, backward, attention_forward;
 };
 
-KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, models::LayerKind kind) {
+KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, models::LayerKind kind, bool tbo) {
   KindOps k{models::layer_forward(m, shape, kind), models::layer_backward(m, shape, kind), {}};
+  if (tbo && kind.ffn == models::FeedForwardKind::kMoe) {
+    k.forward = models::two_batch_overlap(k.forward);
+    k.backward = models::two_batch_overlap(k.backward);
+  }
   for (const auto& it : k.forward) {
     if (!it.comm && it.op.core_attention) k.attention_forward.push_back(it);
   }
@@ -92,11 +96,12 @@ KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, mod
 }
 
 /// The ops of every layer kind the model has, built once per kind.
-std::map<models::LayerKind, KindOps> ops_by_kind(const models::ModelArch& m, const models::StepShape& shape) {
+std::map<models::LayerKind, KindOps> ops_by_kind(const models::ModelArch& m, const models::StepShape& shape,
+                                                 bool tbo = false) {
   std::map<models::LayerKind, KindOps> out;
   for (std::int64_t l = 0; l < m.layers; ++l) {
     const auto kind = m.layer_kind(l);
-    if (!out.contains(kind)) out.emplace(kind, kind_ops(m, shape, kind));
+    if (!out.contains(kind)) out.emplace(kind, kind_ops(m, shape, kind, tbo));
   }
   return out;
 }
@@ -186,6 +191,7 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
   const auto& m = s.model;
   const auto shape = step_shape(s);
   EpTraffic ep;
+  const bool tbo = s.two_batch_overlap && s.plan.ep > 1;
   if (m.is_moe() && s.plan.ep > 1) {
     auto placement = expert_placement(s);
     const int nodes = ep_nodes(s);
@@ -197,7 +203,7 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
     if (placement.imbalance() > 1 + 1e-12 || ep.rail_forwarded)
       ep.dest_share = std::make_shared<const std::vector<double>>(std::move(placement.gpu_share));
   }
-  const auto ops = ops_by_kind(m, shape);
+  const auto ops = ops_by_kind(m, shape, tbo);
   const auto params = stage_params(s);
   const auto emb_f = models::embedding_forward(m, shape), emb_b = models::embedding_backward(m, shape);
   const auto head_f = models::head_forward(m, shape), head_b = models::head_backward(m, shape);
@@ -210,8 +216,14 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
     const int n = layers[static_cast<std::size_t>(st)];
     const bool first = st == 0, last = st == vstages - 1;
     auto kind_of = [&](int l) -> const KindOps& { return ops.at(m.layer_kind(first_layer + l)); };
+    // Under two-batch overlap a MoE layer's compute shares the SMs with the all-to-all kernels.
+    auto scale_of = [&](int l) {
+      const bool moe = m.layer_kind(first_layer + l).ffn == models::FeedForwardKind::kMoe;
+      return tbo && moe ? 1.0 / (1.0 - s.overlap_comm_sm_fraction) : 1.0;
+    };
     if (first) append(sp.f, emb_f, compute, "embedding.fwd", Category::kForward, -1);
-    for (int l = 0; l < n; ++l) append(sp.f, kind_of(l).forward, compute, "layer.fwd", Category::kForward, l, ep);
+    for (int l = 0; l < n; ++l)
+      append(sp.f, kind_of(l).forward, compute, "layer.fwd", Category::kForward, l, ep, scale_of(l));
     if (last) append(sp.f, head_f, compute, "head.fwd", Category::kForward, -1);
     // First stage: embedding (and positions); last stage: final norm and LM head (a copy of the
     // embedding when tied, as Megatron keeps it); one stage holds all of them.
@@ -224,10 +236,10 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
       for (int l = n - 1; l >= 0; --l) {
         const auto& k = kind_of(l);
         if (s.plan.recompute == plan::Recompute::kFull)
-          append(b, k.forward, compute, "layer.recompute", Category::kRecompute, l, ep);
+          append(b, k.forward, compute, "layer.recompute", Category::kRecompute, l, ep, scale_of(l));
         if (s.plan.recompute == plan::Recompute::kSelective)
           append(b, k.attention_forward, compute, "attention.recompute", Category::kRecompute, l);
-        append(b, k.backward, compute, "layer.bwd", Category::kBackward, l, ep);
+        append(b, k.backward, compute, "layer.bwd", Category::kBackward, l, ep, scale_of(l));
         if (pass == 1) {
           const auto& lp = params.by_kind.at(m.layer_kind(first_layer + l));
           if (s.lora_rank > 0) {

@@ -180,3 +180,52 @@ TEST_CASE("EP across nodes runs the rail-forwarded all-to-all, EP inside a node 
   CHECK(workload::ep_nodes(inside) == 1);
   CHECK(algorithm_of(eval(inside)) == "direct");
 }
+
+TEST_CASE(
+    "two-batch overlap: the same FLOPs and bytes in two halves, each all-to-all async under the other half's compute") {
+  const auto m = test::shipped_model("deepseek-v3");
+  models::StepShape s;
+  s.seq = 4096;
+  s.ep = 64;
+  const models::LayerKind moe{models::AttentionKind::kMla, models::FeedForwardKind::kMoe};
+  const auto plain = models::layer_forward(m, s, moe);
+  const auto tbo = models::two_batch_overlap(plain);
+  CHECK(models::model_flops(tbo) == doctest::Approx(models::model_flops(plain)));
+  double bytes_plain = 0, bytes_tbo = 0;
+  int a2a_plain = 0, async = 0, waits = 0;
+  for (const auto& it : plain)
+    if (it.comm) {
+      bytes_plain += it.comm->bytes;
+      a2a_plain += it.comm->op == CollectiveOp::kAllToAll ? 1 : 0;
+    }
+  for (const auto& it : tbo) {
+    if (it.comm) bytes_tbo += it.comm->bytes;
+    async += it.async ? 1 : 0;
+    waits += it.wait > 0 ? 1 : 0;
+  }
+  CHECK(bytes_tbo == doctest::Approx(bytes_plain));
+  CHECK(a2a_plain == 2);          // dispatch and combine
+  CHECK(async == 2 * a2a_plain);  // each half's, on their own stream
+  CHECK(waits == 2 * a2a_plain);  // each half's next op waits for its own
+}
+
+TEST_CASE("two-batch overlap hides all-to-all time across nodes: less exposed communication, a shorter step") {
+  auto json = [](bool tbo, double sms) {
+    return R"({"model": "qwen3-30b-a3b", "cluster": "hgx-h100", "nodes": 2, "fabric": "ib-ndr-rail",
+               "parallel": {"tp": 1, "ep": 16, "zero": 1}, "training": {"seq": 4096, "global_batch": 16},
+               "moe": {"two_batch_overlap": )" +
+           std::string(tbo ? "true" : "false") + R"(, "overlap_comm_sms": )" + std::to_string(sms) +
+           R"(}, "allow_oom": true})";
+  };
+  const auto plain = eval(test::scenario_from_json(json(false, 0.0)));
+  const auto tbo = eval(test::scenario_from_json(json(true, 0.0)));
+  const auto tbo_sms = eval(test::scenario_from_json(json(true, 0.15)));
+  CHECK(tbo.breakdown.exposed_comm < plain.breakdown.exposed_comm);
+  CHECK(tbo.step_time_s < plain.step_time_s);
+  // Giving SMs to the all-to-all kernels slows the overlapped compute: never faster than free overlap.
+  CHECK(tbo_sms.step_time_s >= tbo.step_time_s);
+  CHECK(tbo.mfu == doctest::Approx(plain.mfu * plain.step_time_s / tbo.step_time_s));
+  CHECK_THROWS_WITH_AS((void)test::scenario_from_json(R"({"model": "qwen3-30b-a3b", "cluster": "hgx-h100",
+      "parallel": {"tp": 1}, "training": {"seq": 4096, "global_batch": 8}, "moe": {"two_batch_overlap": true}})"),
+                       doctest::Contains("/moe/two_batch_overlap: two-batch overlap hides EP all-to-alls"), InputError);
+}
