@@ -109,13 +109,15 @@ TEST_CASE(
   const auto r = cs::test::run_cli("validate-published scenarios/validation/m-moe.json --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j["scored_cases"] == 7);
+  CHECK(j["scored_cases"] == 8);
   for (const auto& c : j["cases"]) {
     const std::string id = c["id"];
     CAPTURE(id);
     const double err = c["error"].get<double>();
-    if (id.find("a100") != std::string::npos || id.find("l40s") != std::string::npos ||
-        id.find("2048-2048") != std::string::npos) {
+    if (id.rfind("D-deepep", 0) == 0) {
+      CHECK(std::fabs(err) <= 0.10);  // the all-to-all over NVLink against DeepEP's measured 153 GB/s
+    } else if (id.find("a100") != std::string::npos || id.find("l40s") != std::string::npos ||
+               id.find("2048-2048") != std::string::npos) {
       CHECK(std::fabs(err) <= 0.20);
     } else if (id.rfind("M-trtllm", 0) == 0) {
       CHECK(err > 1.0);  // the documented misses: 2.3x and 3.1x high
