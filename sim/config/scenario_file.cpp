@@ -183,6 +183,8 @@ Offer parse_offer(const config::JsonDoc& doc, const std::string& id) {
     p.finish();
   }
   o.hourly_price = r.opt_number("hourly_price", 0.0, 1e12, 0.0);
+  o.fabric = r.opt_string("fabric", "");
+  o.max_nodes = static_cast<int>(r.opt_int("max_nodes", 1, 100000, 0));
   if (o.hourly_price > 0 && o.hours_per_period == 1.0)
     problems.add(
         {doc.path, "/hourly_price", "a second, hourly term needs a monthly /price/per; this price is already hourly"});

@@ -27,6 +27,10 @@ struct Offer {
   /// A second, hourly term beside a monthly price (`hourly_price`, same currency; 0: none): the
   /// break-even job length between the two is monthly price / hourly price hours.
   double hourly_price = 0;
+  /// A multi-node offer: the fabric joining its boxes (a fabric id; "" when the offer names none)
+  /// and the most boxes it rents (0: not stated).
+  std::string fabric;
+  int max_nodes = 0;
   std::string source;
   [[nodiscard]] double price_per_hour() const { return price / hours_per_period; }
   bool operator==(const Offer&) const = default;

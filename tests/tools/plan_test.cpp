@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -283,4 +284,31 @@ TEST_CASE("train --offer on several nodes rents one box per node and pays for ea
       "train --model llama3.1-8b --cluster pcie-h100x2-nvlink --gpus 2 --tp 2 --seq 2048 --global-batch 8 --offer "
       "hk-2x-h100-nvlink --nodes 2 --fabric eth-100g");
   CHECK(big.exit_code == 0);
+}
+
+TEST_CASE("plan --offers DIR: a multi-node offer's own fabric and node limit are used") {
+  const auto dir = std::filesystem::temp_directory_path() / "clustersim_plan_test_offers";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / "ib-8x-h100.json");
+    f << R"({"name": "8x H100 boxes on 400G InfiniBand, up to 2", "gpus": 8, "gpu": "H100 80GB SXM",
+             "interconnect": "NVSwitch", "cluster": "hgx-h100", "fabric": "ib-ndr-rail", "max_nodes": 2,
+             "price": {"amount": 300, "currency": "CNY", "per": "hour"}, "source": "a test offer"})";
+  }
+  const auto r = run_cli(
+      "plan --model megatron-gpt-1.7b --job train:1B --seq 2048 --global-batch 32 --top 100 --json "
+      "--offers " +
+      dir.string());
+  REQUIRE(r.exit_code == 0);
+  bool two = false;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& c : j["candidates"]) {
+    CHECK(c["nodes"].get<int>() <= 2);
+    if (c["nodes"] == 2) {
+      two = true;
+      CHECK(c["fabric"] == "ib-ndr-rail");
+    }
+  }
+  CHECK(two);
+  std::filesystem::remove_all(dir);
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "sim/config/catalog.hpp"
@@ -318,18 +319,28 @@ Action add_plan(CLI::App& app, const Globals& g) {
     opts.seq = o->seq;
     opts.global_batch = o->global_batch;
     const config::Catalog catalog(g.data_dir);
-    std::optional<net::FabricSpec> fabric;
-    if (o->fabric != "none")
-      fabric = config::parse_fabric(
-          config::load(catalog.locate(config::CatalogKind::kFabric, o->fabric, kCommandLine, "--fabric")), o->fabric);
+    // The fabric of each offer's multi-node candidates: the offer's own, else --fabric (none: one box).
+    std::map<std::string, net::FabricSpec> fabrics;
+    const auto load_fabric = [&](const std::string& id, const std::string& referrer, const std::string& pointer) {
+      if (!fabrics.count(id))
+        fabrics.emplace(id, config::parse_fabric(
+                                config::load(catalog.locate(config::CatalogKind::kFabric, id, referrer, pointer)), id));
+      return fabrics.at(id);
+    };
+    if (o->fabric != "none") (void)load_fabric(o->fabric, kCommandLine, "--fabric");
     std::vector<sizing::OfferSpace> spaces;
     std::vector<config::Machine> machines;
+    std::vector<std::optional<net::FabricSpec>> offer_fabric;
     std::optional<models::ModelArch> model;
     for (const auto& [id, path] : offer_files(catalog, o->offers)) {
       sizing::OfferSpace sp;
       sp.offer = config::parse_offer(config::load(path), id);
       sp.gpus_per_node = sp.offer.gpus;
       config::Machine m;
+      std::optional<net::FabricSpec> fabric;
+      if (o->fabric != "none")
+        fabric = sp.offer.fabric.empty() ? load_fabric(o->fabric, kCommandLine, "--fabric")
+                                         : load_fabric(sp.offer.fabric, path, "/fabric");
       if (sp.offer.cluster.empty()) {
         sp.unusable = "names no cluster (no /cluster in its file), so no run can be priced with it";
       } else {
@@ -341,6 +352,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
         }
         for (int n = 1; n * sp.gpus_per_node <= o->max_gpus; n *= 2) {
           if (n > 1 && !fabric && job.kind == "train") break;  // serving boxes never talk to each other
+          if (sp.offer.max_nodes > 0 && n > sp.offer.max_nodes) break;
           sp.node_counts.push_back(n);
         }
         if (fabric && sp.node_counts.size() > 1 && job.kind == "train") {
@@ -357,6 +369,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       }
       machines.push_back(std::move(m));
       spaces.push_back(std::move(sp));
+      offer_fabric.push_back(std::move(fabric));
     }
     if (!model) {
       // No offer names a cluster: nothing to resolve the model against; read it for its errors.
@@ -371,7 +384,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       spec.cluster = spaces[oi].offer.cluster;
       spec.gpus = spaces[oi].gpus_per_node;
       spec.nodes = c.nodes;
-      spec.fabric = c.nodes > 1 ? fabric->id : "";
+      spec.fabric = c.nodes > 1 ? offer_fabric[oi]->id : "";
       spec.tp = c.tp;
       spec.pp = c.pp;
       spec.dp = c.dp;
@@ -382,7 +395,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       spec.micro_batch = c.micro_batch;
       spec.seq = o->seq;
       spec.global_batch = o->global_batch;
-      auto s = config::resolve_on(spec, machines[oi], c.nodes > 1 ? fabric : std::nullopt, kCommandLine);
+      auto s = config::resolve_on(spec, machines[oi], c.nodes > 1 ? offer_fabric[oi] : std::nullopt, kCommandLine);
       check_training_work(s, false, spaces[oi].offer.id + " " + sizing::plan_text(c), g);
       return s;
     };
@@ -437,7 +450,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
       return 0;
     }
     std::cout << "plan: " << o->model << ", train " << o->job << " (sequence " << o->seq << ", " << o->global_batch
-              << " sequences per step); multi-node over " << (fabric ? fabric->id + " (--fabric)" : "nothing (one box)")
+              << " sequences per step); multi-node over "
+              << (o->fabric == "none" ? std::string("nothing (one box)")
+                                      : o->fabric + " (--fabric), or the fabric an offer names")
               << "\n"
               << r.feasible << " plans fit"
               << (opts.budget > 0 || job.deadline_s > 0 ? " within budget and deadline" : "") << "; the best "
