@@ -54,7 +54,10 @@ int ParallelPlan::group_size(GroupKind kind) const {
 }
 
 std::vector<int> ParallelPlan::group(GroupKind kind, int r) const {
-  const auto [stage, d, t] = coords(r);
+  // Plain variables, not a structured binding: clang 14 (the sanitizer builds) cannot capture a
+  // binding in the lambda below.
+  const Coords at = coords(r);
+  const int stage = at.stage, d = at.d, t = at.t;
   const int c = d % cp, dpi = d / cp;
   std::vector<int> out;
   out.reserve(static_cast<std::size_t>(group_size(kind)));
