@@ -136,12 +136,14 @@ TEST_CASE("plan exits 2 on bad flags, naming the flag and what it expected") {
   struct Case {
     std::string args, flag;
   };
-  for (const auto& [args, flag] :
-       {Case{"--job train:2X", "--job"}, Case{"--job train", "--job"}, Case{"--job train:-5B", "--job"},
-        Case{"--job train:2B:3q", "--job"}, Case{"--job fly:2B", "--job"},
-        Case{"--job train:2B --budget abc", "--budget"}, Case{"--job train:2B --budget 0", "--budget"},
-        Case{"--job train:2B --max-gpus 0", "--max-gpus"}, Case{"--job train:2B --top 0", "--top"},
-        Case{"--job train:2B --fabric nosuch", "--fabric"}}) {
+  for (const auto& c : {Case{"--job train:2X", "--job"}, Case{"--job train", "--job"}, Case{"--job train:-5B", "--job"},
+                        Case{"--job train:2B:3q", "--job"}, Case{"--job fly:2B", "--job"},
+                        Case{"--job train:2B --budget abc", "--budget"}, Case{"--job train:2B --budget 0", "--budget"},
+                        Case{"--job train:2B --max-gpus 0", "--max-gpus"}, Case{"--job train:2B --top 0", "--top"},
+                        Case{"--job train:2B --fabric nosuch", "--fabric"}}) {
+    // References, not a structured binding: clang 14 cannot capture a binding in CHECK_MESSAGE.
+    const std::string& args = c.args;
+    const std::string& flag = c.flag;
     const auto r = run_cli(base + args);
     CHECK_MESSAGE(r.exit_code == 2, args);
     CHECK_MESSAGE(has(r.err, flag), (args + ": " + r.err));
@@ -222,11 +224,14 @@ TEST_CASE("plan serve: bad objectives and job specs exit 2 naming the flag, an S
   struct Case {
     std::string args, flag;
   };
-  for (const auto& [args, flag] :
+  for (const auto& c :
        {Case{"--job serve:50:1024:256", "--slo-ttft"}, Case{"--job serve:50:1024:256 --slo-ttft fast", "--slo-ttft"},
         Case{"--job serve:50:1024:256 --slo-ttft 1s --slo-tpot -3ms", "--slo-tpot"},
         Case{"--job serve:50:1024 --slo-ttft 1s", "--job"}, Case{"--job serve:0:1024:256 --slo-ttft 1s", "--job"},
         Case{"--job serve:5:10.5:256 --slo-ttft 1s", "--job"}}) {
+    // References, not a structured binding: clang 14 cannot capture a binding in CHECK_MESSAGE.
+    const std::string& args = c.args;
+    const std::string& flag = c.flag;
     const auto r = run_cli(base + args);
     CHECK_MESSAGE(r.exit_code == 2, args);
     CHECK_MESSAGE(has(r.err, flag), (args + ": " + r.err));
