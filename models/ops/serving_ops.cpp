@@ -103,14 +103,17 @@ double serving_weight_bytes(const ModelArch& m, const ServingShape& s) {
 
 namespace {
 
+/// The widths one GPU of a TP group works with in serving (token counts come from the StepMix).
+LayerDims serving_dims(const ModelArch& m, const ServingShape& s) {
+  StepShape shape;
+  shape.tp = s.tp;
+  return layer_dims(m, shape);
+}
+
 /// The attention half of a serving layer, per kind.
 void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s,
                        AttentionKind kind) {
-  StepShape shape;
-  shape.tp = s.tp;
-  shape.micro_batch = 1;
-  shape.seq = 1;
-  const auto d = layer_dims(m, shape);
+  const auto d = serving_dims(m, s);
   const double T = mix.tokens, h = d.hidden, q = d.q, kv = d.kv;
   const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
   out.push_back(memory_op("attn_norm", 4 * T * h));
@@ -180,11 +183,7 @@ void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& 
 
 void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s,
                  FeedForwardKind kind) {
-  StepShape shape;
-  shape.tp = s.tp;
-  shape.micro_batch = 1;
-  shape.seq = 1;
-  const auto d = layer_dims(m, shape);
+  const auto d = serving_dims(m, s);
   const double T = mix.tokens, h = d.hidden;
   out.push_back(memory_op("mlp_norm", 4 * T * h));
   if (kind == FeedForwardKind::kDense) {

@@ -55,19 +55,6 @@ std::size_t too_deep_at(const std::string& text) {
   return text.size();
 }
 
-std::string escape_token(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
-
 /// Builds the document from nlohmann's SAX events, refusing what its DOM parser accepts silently
 /// (duplicate keys) or what later code cannot walk safely (deep nesting).
 class Builder {
@@ -91,7 +78,7 @@ class Builder {
     auto& f = stack_.back();
     if (!f.keys.insert(k).second) {
       error_ = Error::kDuplicate;
-      pointer_ = pointer() + "/" + escape_token(k);
+      pointer_ = pointer() + "/" + escape_pointer_token(k);
       message_ = "duplicate key '" + k + "' (JSON keeps only the last one; remove the other)";
       return false;
     }
@@ -154,7 +141,7 @@ class Builder {
     std::string out;
     for (const auto& f : stack_) {
       if (&f == &stack_.back()) break;
-      out += "/" + (f.object ? escape_token(f.key) : std::to_string(f.value->size() - 1));
+      out += "/" + (f.object ? escape_pointer_token(f.key) : std::to_string(f.value->size() - 1));
     }
     return out;
   }
@@ -217,6 +204,19 @@ JsonDoc parse_text(const std::string& text, const std::string& origin) {
   }
   // A syntax error: nlohmann's offset counts the byte it stopped at.
   throw InputError(where(text, origin, b.position() == 0 ? 0 : b.position() - 1), "", "malformed JSON: " + b.message());
+}
+
+std::string escape_pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
 }
 
 JsonDoc load(const std::string& path) { return parse_text(read_file(path), path); }

@@ -47,4 +47,7 @@ class FileSizeLimit {
 /// (which plain JSON parsers resolve silently, last one wins).
 [[nodiscard]] JsonDoc parse_text(const std::string& text, const std::string& origin);
 
+/// A key as one JSON pointer token (RFC 6901: '~' as "~0", '/' as "~1").
+[[nodiscard]] std::string escape_pointer_token(const std::string& key);
+
 }  // namespace cs::config

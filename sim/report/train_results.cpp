@@ -155,7 +155,7 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
     x.redundant_experts = s.routing.redundant_experts;
     x.dispatch_dtype = s.routing.fp8_dispatch ? "fp8" : "bf16";
     x.imbalance = workload::expert_placement(s).imbalance();
-    auto one = workload::step_shape(s);
+    auto one = workload::step_shape(s, true);
     one.micro_batch = 1;
     one.seq = 1;
     one.cp = 1;

@@ -189,18 +189,20 @@ StageParams stage_params(const scenario::Scenario& s) {
 
 std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, const ComputeModel& compute) {
   const auto& m = s.model;
-  const auto shape = step_shape(s);
+  // The routing sample is drawn once here: the shape takes its imbalance, the all-to-alls its shares.
+  auto shape = step_shape(s, true);
   EpTraffic ep;
   const bool tbo = s.two_batch_overlap && s.plan.ep > 1;
-  if (m.is_moe() && s.plan.ep > 1) {
+  if (m.is_moe()) {
     auto placement = expert_placement(s);
+    shape.expert_load = placement.imbalance();
     const int nodes = ep_nodes(s);
     ep.rail_forwarded = nodes > 1;
     if (nodes > 1) {
       const auto spread = models::dispatch_spread(m, s.plan.ep, nodes);
       ep.node_copies = spread.nodes / spread.gpus;
     }
-    if (placement.imbalance() > 1 + 1e-12 || ep.rail_forwarded)
+    if (s.plan.ep > 1 && (shape.expert_load > 1 + 1e-12 || ep.rail_forwarded))
       ep.dest_share = std::make_shared<const std::vector<double>>(std::move(placement.gpu_share));
   }
   const auto ops = ops_by_kind(m, shape, tbo);

@@ -11,10 +11,11 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
   const auto layers = split_layers(static_cast<int>(s.model.layers), s.plan.pp);
   const auto micro = static_cast<double>(s.micro_batches());
   models::MemoryBreakdown worst;
+  const auto shape = step_shape(s);  // one routing sample for every stage
   int first_layer = 0;
   for (int st = 0; st < s.plan.pp; ++st) {
     models::TrainingMemoryInputs in;
-    in.shape = step_shape(s);
+    in.shape = shape;
     in.dp = s.plan.dpcp();  // Megatron's distributed optimizer shards over DP x CP
     in.grad_bytes = s.grad_bytes;
     in.zero = s.plan.zero;

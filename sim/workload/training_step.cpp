@@ -213,7 +213,7 @@ void reserve_tasks(const StepLayout& L, const std::vector<StagePrograms>& progra
 /// (Megatron's scatter/gather optimisation), posted as soon as the producing block ends.
 void add_pipeline_transfers(const StepLayout& L, const BlockTasks& bt, WorkloadGraph& g) {
   if (L.P == 1) return;
-  const auto shape = step_shape(L.s);
+  const auto shape = step_shape(L.s, true);
   const double bytes = static_cast<double>(L.s.micro_batch * L.s.seq * L.s.model.hidden) * shape.act_bytes / L.plan.tp;
   for (int vs = 0; vs + 1 < L.P * L.V; ++vs) {
     const int st = vs % L.P, next = (vs + 1) % L.P, ca = vs / L.P, cb = (vs + 1) / L.P;
@@ -264,7 +264,7 @@ std::vector<std::vector<TaskId>> add_zero3(const StepLayout& L, const BlockTasks
   if (!L.zero3) return rs_tasks;
   const auto params = stage_params(L.s);
   const double layer_bytes =
-      params.per_layer * step_shape(L.s).act_bytes;             // the whole layer's 16-bit weights, gathered
+      params.per_layer * step_shape(L.s, true).act_bytes;       // the whole layer's 16-bit weights, gathered
   const double grad_bytes = params.per_layer * L.s.grad_bytes;  // its main gradients, scattered
   for (int t = 0; t < L.plan.tp; ++t) {
     const auto grp = reduction_group(L, GroupKind::kDpCp, L.plan.rank(0, 0, t), g);
@@ -339,7 +339,7 @@ ExpertReductions add_expert_reductions(const StepLayout& L, int stage, const std
 /// updated weights.
 void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& programs, const BlockTasks& bt,
                    const std::vector<std::vector<TaskId>>& zero3_rs, const ComputeModel& compute, WorkloadGraph& g) {
-  const double act_bytes = step_shape(L.s).act_bytes;
+  const double act_bytes = step_shape(L.s, true).act_bytes;
   for (int st = 0; st < L.P; ++st) {
     std::vector<ProgramItem> last_items;  // the stage's last backwards, in schedule order
     for (const auto& blk : L.blocks(st)) {
