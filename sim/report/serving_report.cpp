@@ -1,6 +1,7 @@
 #include "sim/report/serving_report.hpp"
 
 #include <algorithm>
+#include <array>
 #include <iomanip>
 #include <sstream>
 
@@ -179,36 +180,41 @@ std::string sweep_csv(const std::vector<std::pair<double, ServingResults>>& poin
   return o.str();
 }
 
-std::string sweep_svg(const std::vector<std::pair<double, ServingResults>>& points, const std::string& title) {
-  // x: output tokens/s; y: TPOT p50 and TTFT p50 (ms), linear axes from zero.
-  const double w = 640, h = 400, ml = 70, mb = 50, mt = 40, mr = 20;
-  double xmax = 1, ymax = 1;
-  for (const auto& [rate, r] : points) {
-    xmax = std::max(xmax, r.output_tokens_per_s);
-    ymax = std::max({ymax, r.tpot.p50 * 1e3, r.ttft.p50 * 1e3});
+svg::LineChart sweep_chart(const std::vector<std::pair<double, ServingResults>>& points, const std::string& title,
+                           const SweepSlo& slo) {
+  // x: output tokens/s; y: TTFT and TPOT, p50 solid and p99 dashed, in ms on a log scale (TTFT is
+  // often 10-100x TPOT, and a tail of seconds must not flatten the rest).
+  svg::LineChart c;
+  c.title = title + ": latency against throughput";
+  c.x.title = "output tokens/s";
+  c.y.title = "latency (ms)";
+  c.y.log = true;
+  struct Curve {
+    const char* name;
+    const char* colour;
+    bool dashed;
+    double (*get)(const ServingResults&);
+  };
+  static constexpr std::array<Curve, 4> kCurves{
+      Curve{"TTFT p50", "#ff7f0e", false, [](const ServingResults& r) { return r.ttft.p50; }},
+      Curve{"TTFT p99", "#ff7f0e", true, [](const ServingResults& r) { return r.ttft.p99; }},
+      Curve{"TPOT p50", "#1f77b4", false, [](const ServingResults& r) { return r.tpot.p50; }},
+      Curve{"TPOT p99", "#1f77b4", true, [](const ServingResults& r) { return r.tpot.p99; }}};
+  for (const auto& k : kCurves) {
+    svg::Series s{.name = k.name, .colour = k.colour, .dashed = k.dashed};
+    for (const auto& pr : points) s.points.push_back({pr.second.output_tokens_per_s, k.get(pr.second) * 1e3});
+    c.series.push_back(std::move(s));
   }
-  auto X = [&](double v) { return ml + v / xmax * (w - ml - mr); };
-  auto Y = [&](double v) { return h - mb - v / ymax * (h - mb - mt); };
-  std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-    << "<text x=\"" << ml << "\" y=\"20\" font-size=\"14\">" << title << ": latency against throughput</text>\n"
-    << "<line x1=\"" << ml << "\" y1=\"" << h - mb << "\" x2=\"" << w - mr << "\" y2=\"" << h - mb
-    << "\" stroke=\"black\"/>\n"
-    << "<line x1=\"" << ml << "\" y1=\"" << mt << "\" x2=\"" << ml << "\" y2=\"" << h - mb << "\" stroke=\"black\"/>\n"
-    << "<text x=\"" << (w / 2) << "\" y=\"" << h - 12 << "\">output tokens/s (max " << fixed(xmax, 0) << ")</text>\n"
-    << "<text x=\"8\" y=\"" << mt - 8 << "\">ms (max " << fixed(ymax, 1) << ")</text>\n";
-  for (const auto& [name, color, tpot] :
-       {std::tuple{"TPOT p50", "steelblue", true}, std::tuple{"TTFT p50", "darkorange", false}}) {
-    s << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
-    for (const auto& [rate, r] : points)
-      s << X(r.output_tokens_per_s) << "," << Y((tpot ? r.tpot.p50 : r.ttft.p50) * 1e3) << " ";
-    s << "\"/>\n";
-    s << "<text x=\"" << w - mr - 90 << "\" y=\"" << (tpot ? mt + 10 : mt + 26) << "\" fill=\"" << color << "\">"
-      << name << "</text>\n";
+  if (slo.ttft_s) c.refs.push_back({.value = *slo.ttft_s * 1e3, .label = "TTFT SLO " + ms(*slo.ttft_s)});
+  if (slo.tpot_s) {
+    c.refs.push_back({.value = *slo.tpot_s * 1e3, .label = "TPOT SLO " + ms(*slo.tpot_s), .colour = "#8e44ad"});
   }
-  s << "</svg>\n";
-  return s.str();
+  return c;
+}
+
+std::string sweep_svg(const std::vector<std::pair<double, ServingResults>>& points, const std::string& title,
+                      const SweepSlo& slo) {
+  return svg::line_chart(sweep_chart(points, title, slo));
 }
 
 }  // namespace cs::report

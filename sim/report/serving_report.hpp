@@ -1,9 +1,11 @@
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/report/svg_chart.hpp"
 #include "sim/serving/serving_sim.hpp"
 
 namespace cs::report {
@@ -20,7 +22,15 @@ using serving::ServingResults;
 /// The latency-throughput curve of a rate sweep.
 [[nodiscard]] std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& points);
 [[nodiscard]] std::string sweep_csv(const std::vector<std::pair<double, ServingResults>>& points);
+/// The service-level objectives drawn on a sweep's chart (seconds; absent: no line).
+struct SweepSlo {
+  std::optional<double> ttft_s{}, tpot_s{};
+};
+/// The curve as a chart: TTFT and TPOT at p50 (solid) and p99 (dashed), in ms on a log axis,
+/// against output tokens/s; the SLOs as horizontal lines.
+[[nodiscard]] svg::LineChart sweep_chart(const std::vector<std::pair<double, ServingResults>>& points,
+                                         const std::string& title, const SweepSlo& slo);
 [[nodiscard]] std::string sweep_svg(const std::vector<std::pair<double, ServingResults>>& points,
-                                    const std::string& title);
+                                    const std::string& title, const SweepSlo& slo = {});
 
 }  // namespace cs::report

@@ -252,10 +252,18 @@ TEST_CASE("infer --json has the contract's fields, run handles infer scenarios w
 TEST_CASE("infer-sweep prints the latency-throughput curve and writes CSV and SVG") {
   const auto r = run_cli(
       "infer-sweep --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 128 --requests 200 "
-      "--rates 1,4,16 --csv /tmp/cs-sweep.csv --svg /tmp/cs-sweep.svg");
+      "--rates 1,4,16 --slo-ttft '500 ms' --csv /tmp/cs-sweep.csv --svg /tmp/cs-sweep.svg");
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("TTFT p99") != std::string::npos);
   const auto csv = cs::test::slurp("/tmp/cs-sweep.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
-  CHECK(cs::test::slurp("/tmp/cs-sweep.svg").find("<polyline") != std::string::npos);
+  // The chart: ticks, p50 and p99 of TTFT and TPOT, and the SLO given (only that one).
+  const auto svg = cs::test::slurp("/tmp/cs-sweep.svg");
+  CHECK(svg.find("class=\"tick x\"") != std::string::npos);
+  CHECK(svg.find("class=\"tick y\"") != std::string::npos);
+  CHECK(std::count(svg.begin(), svg.end(), '\n') > 20);
+  for (const char* name : {">TTFT p50<", ">TTFT p99<", ">TPOT p50<", ">TPOT p99<", ">TTFT SLO 500.0 ms<"}) {
+    CHECK_MESSAGE(svg.find(name) != std::string::npos, name);
+  }
+  CHECK(svg.find("TPOT SLO") == std::string::npos);
 }

@@ -227,7 +227,9 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
     if (!svg->empty()) {
       std::ofstream f(*svg);
       if (!f) throw InputError(*svg, "", "cannot write this file");
-      f << sweep_svg(points, o->fields->text("--model") + " on " + o->fields->text("--cluster"));
+      // --slo-ttft / --slo-tpot are the same for every rate: the first point's scenario has them.
+      const report::SweepSlo slo{scenarios.front().second.slo_ttft_s, scenarios.front().second.slo_tpot_s};
+      f << sweep_svg(points, o->fields->text("--model") + " on " + o->fields->text("--cluster"), slo);
     }
     return 0;
   };
