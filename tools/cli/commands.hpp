@@ -42,6 +42,7 @@ Action add_infer_sweep(CLI::App& app, const Globals& g);
 Action add_describe(CLI::App& app, const Globals& g);
 Action add_plan(CLI::App& app, const Globals& g);
 Action add_claims(CLI::App& app, const Globals& g);
+Action add_sweep(CLI::App& app, const Globals& g);
 /// Runs an inference scenario document (kind "infer"); shared by `infer` and `run`.
 int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const std::string& trace_out);
 /// `validate` for an inference scenario: parse, resolve, size the KV cache; no simulation.

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   reg(cs::cli::add_describe, "describe");
   reg(cs::cli::add_plan, "plan");
   reg(cs::cli::add_claims, "claims");
+  reg(cs::cli::add_sweep, "sweep");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,158 @@
+// `sweep`: a base scenario over a grid (or list) of overrides, each point a row (docs/sweep.md).
+#include <signal.h>
+
+#include <atomic>
+#include <charconv>
+#include <fstream>
+#include <iostream>
+
+#include "sim/config/catalog.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/study/batch.hpp"
+#include "sim/sweep/sweep_file.hpp"
+#include "sim/sweep/sweep_output.hpp"
+#include "sim/sweep/sweep_run.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/field_flags.hpp"
+#include "tools/cli/work_bounds.hpp"
+
+namespace cs::cli {
+
+namespace {
+
+/// Set by the first SIGINT: no further point starts. The handler is reset by that delivery
+/// (SA_RESETHAND), so a second Ctrl-C ends the process at once.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+/// Catches SIGINT while alive; puts back the previous handler after.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &previous_);
+  }
+  ~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
+/// "I/N" with 0 <= I < N.
+sweep::Results::Shard parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  std::size_t i = 0, n = 0;
+  const auto whole = [](std::string_view t, std::size_t& out) {
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), out);
+    return !t.empty() && r.ec == std::errc{} && r.ptr == t.data() + t.size();
+  };
+  if (slash == std::string::npos || !whole(std::string_view(text).substr(0, slash), i) ||
+      !whole(std::string_view(text).substr(slash + 1), n) || n < 1 || i >= n) {
+    throw InputError(kCommandLine, "--shard", "expected I/N with 0 <= I < N (e.g. 0/4); got '" + text + "'");
+  }
+  return {i, n};
+}
+
+std::ofstream open_out(const std::string& path) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw InputError(path, "", "cannot write this file");
+  return f;
+}
+
+}  // namespace
+
+Action add_sweep(CLI::App& app, const Globals& g) {
+  auto* cmd = app.add_subcommand(
+      "sweep", "run a scenario over a grid or list of field overrides; every point a row (docs/sweep.md)");
+  struct Opts {
+    std::string file, csv, shard;
+    std::vector<std::string> merge;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("file", o->file, "sweep JSON file (a base scenario and its axes or points)");
+  cmd->add_flag("--json", o->json, "print one JSON document (the points, each with its overrides, status and metrics)");
+  cmd->add_option("--csv", o->csv, "also write the rows as CSV to this file, each as it finishes (in point order)");
+  cmd->add_option("--shard", o->shard,
+                  "run only shard I of N: the points whose index % N == I (merge the shards' --json with --merge)");
+  cmd->add_option("--merge", o->merge,
+                  "join the --json outputs of every shard of one sweep into the one-process output (runs nothing)")
+      ->expected(1, -1);
+  return [o, &g]() -> int {
+    const config::Catalog catalog(g.data_dir);
+    sweep::Results res;
+    std::ofstream csv;
+    if (!o->merge.empty()) {
+      if (!o->file.empty() || !o->shard.empty())
+        throw InputError(kCommandLine, "--merge", "merges results files; give no sweep file and no --shard with it");
+      std::vector<sweep::Results> parts;
+      for (const auto& f : o->merge) parts.push_back(sweep::from_json(config::load(f)));
+      res = sweep::merge(parts, o->merge);
+      if (!o->csv.empty()) {
+        csv = open_out(o->csv);
+        csv << sweep::csv_header(res);
+        for (const auto& row : res.rows) csv << sweep::csv_row(res, row);
+      }
+    } else {
+      if (o->file.empty()) throw InputError(kCommandLine, "file", "expected a sweep file (or --merge FILES)");
+      const auto spec = sweep::parse_sweep(config::load(o->file), catalog);
+      res.sweep = spec.path;
+      res.kind = spec.kind;
+      res.points_total = spec.points.size();
+      res.columns = spec.columns;
+      std::vector<std::size_t> indices;
+      if (!o->shard.empty()) {
+        res.shard = parse_shard(o->shard);
+        indices = sweep::shard_indices(spec.points.size(), res.shard->index, res.shard->count);
+      } else {
+        indices = sweep::shard_indices(spec.points.size(), 0, 1);
+      }
+      if (!o->csv.empty()) {
+        csv = open_out(o->csv);  // before any point runs: an unwritable path is exit 2 at once
+        csv << sweep::csv_header(res) << std::flush;
+      }
+      sweep::WorkChecks checks;
+      checks.training = [&g](const scenario::Scenario& s, const std::string& who) {
+        check_training_work(s, false, who, g);
+      };
+      checks.serving = [&g](const serving::ServingScenario& s, const std::string& who) {
+        check_serving_work(s, who, g);
+      };
+      auto progress = batch_progress("sweep points", indices.size());
+      const InterruptGuard guard;
+      res.rows = sweep::run_points(
+          spec, indices, catalog, checks, &g_interrupted,
+          [&](const sweep::Row& row) {
+            if (csv.is_open()) csv << sweep::csv_row(res, row) << std::flush;
+          },
+          progress.get());
+      res.interrupted = g_interrupted.load() && res.rows.size() < indices.size();
+    }
+    if (csv.is_open()) {
+      csv.flush();
+      if (!csv) throw InputError(o->csv, "", "writing this file failed");
+    }
+    if (o->json) {
+      std::cout << sweep::to_json(res).dump(2) << "\n";
+    } else {
+      std::cout << sweep::table(res);
+    }
+    if (res.interrupted) {
+      std::cerr << "interrupted: " << res.rows.size() << " points finished"
+                << (o->csv.empty() ? "" : ", all in " + o->csv) << "\n";
+      return 130;
+    }
+    return 0;
+  };
+}
+
+}  // namespace cs::cli
