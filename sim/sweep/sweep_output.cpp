@@ -5,9 +5,11 @@
 #include <map>
 #include <sstream>
 
+#include "sim/config/fields.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/report/svg_chart.hpp"
 
 namespace cs::sweep {
 
@@ -61,7 +63,89 @@ const nlohmann::json* value_at(const Row& row, const std::string& pointer) {
   throw InputError("", "", "unreadable sweep results");  // not reached: callers add a problem first
 }
 
+std::size_t metric_index(const Results& r, const std::string& y) {
+  const auto& names = metric_names(r.kind);
+  const auto it = std::find(names.begin(), names.end(), y);
+  if (it == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw InputError("command line", "--y", "expected one of the metrics " + list + "; got '" + y + "'");
+  }
+  return static_cast<std::size_t>(it - names.begin());
+}
+
+std::string x_column(const Results& r, const std::string& x) {
+  const std::string pointer = config::pointer_from_path(x);
+  if (std::find(r.columns.begin(), r.columns.end(), pointer) == r.columns.end()) {
+    std::string list;
+    for (const auto& c : r.columns) list += (list.empty() ? "" : ", ") + c;
+    throw InputError(
+        "command line", "--x",
+        "expected a field the sweep sets (" + (list.empty() ? std::string("none") : list) + "); got '" + x + "'");
+  }
+  return pointer;
+}
+
+void check_numbers(const std::vector<Override>& overrides, const std::string& pointer) {
+  for (const auto& o : overrides) {
+    if (o.pointer == pointer && !o.value.is_number()) {
+      throw InputError(
+          "command line", "--x",
+          "the values of " + pointer + " are not all numbers (" + o.value.dump() + "); plot against a numeric field");
+    }
+  }
+}
+
 }  // namespace
+
+void check_svg_args(const Results& r, const std::vector<Point>& points, const std::string& x, const std::string& y) {
+  (void)metric_index(r, y);
+  const auto pointer = x_column(r, x);
+  for (const auto& p : points) check_numbers(p.overrides, pointer);
+}
+
+std::string svg(const Results& r, const std::string& x, const std::string& y) {
+  const std::size_t m = metric_index(r, y);
+  const auto pointer = x_column(r, x);
+  for (const auto& row : r.rows) check_numbers(row.overrides, pointer);
+  const auto& d = displays(r.kind)[m];
+  report::svg::LineChart chart;
+  chart.title = y + " against " + dotted(pointer) + " (" + r.sweep + ")";
+  const auto* f = config::find_field(r.kind, pointer);
+  chart.x.title = dotted(pointer) + (f && !f->unit.empty() ? " (" + f->unit + ")" : "");
+  chart.x.from_zero = false;
+  chart.y.title = d.heading;
+  // One series per combination of the other fields' values, in the order each first appears.
+  std::vector<std::string> names;
+  for (const auto& row : r.rows) {
+    if (row.status != Status::kOk) continue;
+    std::string name, sep;
+    double xv = 0;
+    for (const auto& o : row.overrides) {
+      if (o.pointer == pointer) {
+        xv = o.value.get<double>();
+      } else {
+        name += sep + dotted(o.pointer) + "=" + value_text(o.value);
+        sep = ", ";
+      }
+    }
+    if (name.empty()) name = y;
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      names.push_back(name);
+      chart.series.push_back({});
+      chart.series.back().name = name;
+      it = names.end() - 1;
+    }
+    chart.series[static_cast<std::size_t>(it - names.begin())].points.push_back({xv, row.metrics[m] * d.scale});
+  }
+  // Points in x order within each series (a points list may give them in any order).
+  for (auto& s : chart.series) {
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const report::svg::Point& a, const report::svg::Point& b) { return a.x < b.x; });
+  }
+  return report::svg::line_chart(chart);
+}
 
 std::string csv_header(const Results& r) {
   std::string out = "index";

@@ -34,6 +34,14 @@ struct Results {
 /// The text table: one line per point, metrics in display units, the reason last.
 [[nodiscard]] std::string table(const Results& r);
 
+/// `--svg`: metric `y` (a name of metric_names) against the field `x` (a column whose values are
+/// numbers) over the ok rows, one series per combination of the other columns' values (one series
+/// per value of the other axis in a two-axis sweep). InputError naming `--x`/`--y` when they name
+/// no column or metric, or `x`'s values are not all numbers. The same bytes for the same rows.
+[[nodiscard]] std::string svg(const Results& r, const std::string& x, const std::string& y);
+/// The checks of `svg` alone, before anything runs.
+void check_svg_args(const Results& r, const std::vector<Point>& points, const std::string& x, const std::string& y);
+
 /// The JSON document (`--json`, and what `--merge` reads): sweep, kind, points_total, columns,
 /// metrics, shard and interrupted when they apply, and points (index, overrides, status, reason,
 /// metrics, null unless ok).

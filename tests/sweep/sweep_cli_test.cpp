@@ -210,3 +210,36 @@ TEST_CASE("sweep on SIGINT stops scheduling, keeps every finished row in order i
   CHECK(rows < 80);
   CHECK(has(slurp(dir.file("err.txt")), "interrupted"));
 }
+
+TEST_CASE("sweep --svg draws a metric against a field, one series per value of the other axis") {
+  TempDir dir;
+  const auto f = dir.file("s.json", kSweep);
+  const auto r = run_cli("sweep " + f + " --svg " + dir.file("a.svg") + " --x training.micro_batch --y step_time_s");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto text = slurp(dir.file("a.svg"));
+  CHECK(text.rfind("<svg", 0) == 0);
+  // TP 1 and TP 8 have ok rows; TP 3 has none, so no series.
+  CHECK(has(text, "parallel.tp=1"));
+  CHECK(has(text, "parallel.tp=8"));
+  CHECK(!has(text, "parallel.tp=3"));
+  CHECK(has(text, "step (ms)"));
+  // The same bytes from two threads and from merged shards.
+  CHECK(run_cli("--threads 2 sweep " + f + " --svg " + dir.file("b.svg") + " --x /training/micro_batch --y step_time_s")
+            .exit_code == 0);
+  CHECK(slurp(dir.file("b.svg")) == text);
+  std::ofstream(dir.file("p0.json")) << run_cli("sweep " + f + " --shard 0/2 --json").out;
+  std::ofstream(dir.file("p1.json")) << run_cli("sweep " + f + " --shard 1/2 --json").out;
+  CHECK(run_cli("sweep --merge " + dir.file("p0.json") + " " + dir.file("p1.json") + " --svg " + dir.file("m.svg") +
+                " --x training.micro_batch --y step_time_s")
+            .exit_code == 0);
+  CHECK(slurp(dir.file("m.svg")) == text);
+  // A metric or field that is not there: exit 2 naming the flag, before anything runs.
+  auto bad = run_cli("sweep " + f + " --svg " + dir.file("c.svg") + " --x training.micro_batch --y ttft_p50_s");
+  CHECK(bad.exit_code == 2);
+  CHECK(has(bad.err, "--y"));
+  bad = run_cli("sweep " + f + " --svg " + dir.file("c.svg") + " --x training.seq --y mfu");
+  CHECK(bad.exit_code == 2);
+  CHECK(has(bad.err, "--x"));
+  bad = run_cli("sweep " + f + " --svg " + dir.file("c.svg"));
+  CHECK(bad.exit_code == 2);
+}

@@ -74,7 +74,7 @@ Action add_sweep(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand(
       "sweep", "run a scenario over a grid or list of field overrides; every point a row (docs/sweep.md)");
   struct Opts {
-    std::string file, csv, shard;
+    std::string file, csv, shard, svg, x, y;
     std::vector<std::string> merge;
     bool json = false;
   };
@@ -82,6 +82,11 @@ Action add_sweep(CLI::App& app, const Globals& g) {
   cmd->add_option("file", o->file, "sweep JSON file (a base scenario and its axes or points)");
   cmd->add_flag("--json", o->json, "print one JSON document (the points, each with its overrides, status and metrics)");
   cmd->add_option("--csv", o->csv, "also write the rows as CSV to this file, each as it finishes (in point order)");
+  cmd->add_option("--svg", o->svg,
+                  "write an SVG chart of metric --y against field --x (one series per value of the "
+                  "other fields)");
+  cmd->add_option("--x", o->x, "the field on the chart's x axis (a field the sweep sets, with numeric values)");
+  cmd->add_option("--y", o->y, "the metric on the chart's y axis (e.g. step_time_s, mfu, ttft_p99_s)");
   cmd->add_option("--shard", o->shard,
                   "run only shard I of N: the points whose index % N == I (merge the shards' --json with --merge)");
   cmd->add_option("--merge", o->merge,
@@ -89,6 +94,10 @@ Action add_sweep(CLI::App& app, const Globals& g) {
       ->expected(1, -1);
   return [o, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
+    if (o->svg.empty() != o->x.empty() || o->svg.empty() != o->y.empty())
+      throw InputError(kCommandLine, "--svg", "--svg FILE, --x FIELD and --y METRIC go together");
+    std::ofstream svg;
+    if (!o->svg.empty()) svg = open_out(o->svg);
     sweep::Results res;
     std::ofstream csv;
     if (!o->merge.empty()) {
@@ -109,6 +118,7 @@ Action add_sweep(CLI::App& app, const Globals& g) {
       res.kind = spec.kind;
       res.points_total = spec.points.size();
       res.columns = spec.columns;
+      if (!o->svg.empty()) sweep::check_svg_args(res, spec.points, o->x, o->y);
       std::vector<std::size_t> indices;
       if (!o->shard.empty()) {
         res.shard = parse_shard(o->shard);
@@ -140,6 +150,11 @@ Action add_sweep(CLI::App& app, const Globals& g) {
     if (csv.is_open()) {
       csv.flush();
       if (!csv) throw InputError(o->csv, "", "writing this file failed");
+    }
+    if (svg.is_open()) {
+      svg << sweep::svg(res, o->x, o->y);
+      svg.flush();
+      if (!svg) throw InputError(o->svg, "", "writing this file failed");
     }
     if (o->json) {
       std::cout << sweep::to_json(res).dump(2) << "\n";
