@@ -11,6 +11,8 @@
 //   cs_bench deepseek [--symmetry dp]   DeepSeek-V3 training as published: 2,048 H800 (256 nodes,
 //                            ib-400g-h800), PP16 EP64 ZeRO-1, FP8, seq 4096, 15,360 sequences
 //   cs_bench deepseek-serve  DeepSeek-R1 FP8 serving on 8x H200 (TP8 EP8), 5,000 requests
+//   cs_bench sweep           a 1,000-point `clustersim sweep` of Llama-3.1-8B training steps on one
+//                            HGX H100: TP 1/2/4/8 x micro-batch 1/2 x 125 sequence lengths
 // CS_THREADS=N caps the worker threads (default: all cores); CS_ENGINE=serial runs one partition.
 // Each case prints tasks, events, flows, the wall time of every phase and the peak resident memory.
 #include <sys/resource.h>
@@ -34,6 +36,8 @@
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
+#include "sim/sweep/sweep_file.hpp"
+#include "sim/sweep/sweep_run.hpp"
 #include "sim/workload/collective_timing.hpp"
 
 #ifndef CLUSTERSIM_DATA_DIR
@@ -139,6 +143,34 @@ int count_arg(std::string_view arg, int lo, int hi, const char* what) {
   return v;
 }
 
+/// A 1,000-point sweep of single-node training steps, as `clustersim sweep` runs it (parse, expand,
+/// every point resolved, checked and simulated on the workers): the sweep figure.
+int run_sweep_case(const cs::config::Catalog& catalog) {
+  nlohmann::json seqs = nlohmann::json::array();
+  for (int i = 0; i < 125; ++i) seqs.push_back(1024 + 16 * i);
+  const nlohmann::json j = {
+      {"base",
+       {{"model", "llama3.1-8b"},
+        {"cluster", "hgx-h100"},
+        {"parallel", {{"tp", 1}, {"zero", 1}}},
+        {"training", {{"seq", 2048}, {"global_batch", 32}, {"micro_batch", 1}}}}},
+      {"axes", {{"/parallel/tp", {1, 2, 4, 8}}, {"/training/micro_batch", {1, 2}}, {"/training/seq", seqs}}}};
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto spec = cs::sweep::parse_sweep(cs::config::JsonDoc{"bench sweep", j}, catalog);
+  const auto rows = cs::sweep::run_points(
+      spec, cs::sweep::shard_indices(spec.points.size(), 0, 1), catalog, {}, nullptr, [](const cs::sweep::Row&) {},
+      nullptr);
+  const double wall = seconds_since(t0);
+  std::size_t ok = 0;
+  for (const auto& r : rows) ok += r.status == cs::sweep::Status::kOk ? 1 : 0;
+  std::cout << "sweep: " << rows.size() << " points of llama3.1-8b on one hgx-h100 (TP 1/2/4/8 x micro-batch 1/2 x "
+            << seqs.size() << " sequence lengths, 32 sequences, ZeRO-1)\n"
+            << "  " << ok << " ok, " << rows.size() - ok << " infeasible or invalid\n"
+            << "  wall " << cs::fixed(wall, 2) << " s (" << cs::fixed(wall / static_cast<double>(rows.size()) * 1e3, 1)
+            << " ms per point), peak memory " << cs::fixed(peak_rss_gib(), 2) << " GiB\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -208,6 +240,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (which == "deepseek-serve") return run_serving_case(catalog);
+  if (which == "sweep") return run_sweep_case(catalog);
   for (const char* cluster : {"hgx-h100", "pcie-h100x8"}) {
     const nlohmann::json j = {{"model", "llama3.1-8b"},
                               {"cluster", cluster},
