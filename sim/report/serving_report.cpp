@@ -116,45 +116,6 @@ std::string serving_table(const ServingResults& r) {
   return o.str();
 }
 
-nlohmann::ordered_json serving_trace(const ServingResults& r) {
-  auto ev = nlohmann::ordered_json::array();
-  for (int i = 0; i < r.replicas; ++i) {
-    ev.push_back(
-        {{"name", "process_name"}, {"ph", "M"}, {"pid", i}, {"args", {{"name", "replica " + std::to_string(i)}}}});
-  }
-  for (const auto& s : r.step_spans) {
-    ev.push_back({{"name", "step"},
-                  {"ph", "X"},
-                  {"ts", s.start * 1e6},
-                  {"dur", (s.end - s.start) * 1e6},
-                  {"pid", s.replica},
-                  {"tid", 0},
-                  {"args", {{"tokens", s.tokens}, {"sequences", s.sequences}}}});
-  }
-  const int req_pid = r.replicas;
-  ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", req_pid}, {"args", {{"name", "requests"}}}});
-  for (const auto& q : r.request_spans) {
-    ev.push_back({{"name", "waiting+prefill"},
-                  {"ph", "X"},
-                  {"ts", q.arrival * 1e6},
-                  {"dur", (q.first_token - q.arrival) * 1e6},
-                  {"pid", req_pid},
-                  {"tid", q.id},
-                  {"args", {{"replica", q.replica}}}});
-    ev.push_back({{"name", "decode"},
-                  {"ph", "X"},
-                  {"ts", q.first_token * 1e6},
-                  {"dur", (q.finish - q.first_token) * 1e6},
-                  {"pid", req_pid},
-                  {"tid", q.id},
-                  {"args", {{"replica", q.replica}}}});
-  }
-  nlohmann::ordered_json j;
-  j["traceEvents"] = ev;
-  j["displayTimeUnit"] = "ms";
-  return j;
-}
-
 std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& points) {
   std::ostringstream o;
   o << std::right << std::setw(10) << "rate(r/s)" << std::setw(12) << "out tok/s" << std::setw(12) << "TTFT p50"

@@ -16,8 +16,6 @@ using serving::ServingResults;
 /// fits, cost, memory, KV utilisation, run_info.
 [[nodiscard]] nlohmann::ordered_json serving_json(const ServingResults& r);
 [[nodiscard]] std::string serving_table(const ServingResults& r);
-/// Chrome trace: each replica's engine steps, and each request's queue, prefill and decode spans.
-[[nodiscard]] nlohmann::ordered_json serving_trace(const ServingResults& r);
 
 /// The latency-throughput curve of a rate sweep.
 [[nodiscard]] std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& points);

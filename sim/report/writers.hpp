@@ -15,9 +15,4 @@ namespace cs::report {
 /// The terminal table: one column per result (variants side by side).
 [[nodiscard]] std::string format_table(const std::vector<TrainResults>& results, const std::vector<std::string>& names);
 
-/// Chrome / Perfetto trace: one process per GPU with its compute and communication streams as
-/// threads, and link-utilisation counters (GB/s) when the log recorded them.
-[[nodiscard]] nlohmann::ordered_json chrome_trace(const workload::WorkloadGraph& g, const workload::RunLog& log,
-                                                  const net::Topology& topo);
-
 }  // namespace cs::report

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "sim/config/fields.hpp"
@@ -204,20 +206,117 @@ TEST_CASE("seed claim 9: DeepSeek-R1 in FP8 does not fit 8x H100, INT4 does and 
   CHECK(run_cli("validate scenarios/seed-claims/claim9-deepseek-v3-training.json").exit_code == 0);
 }
 
-TEST_CASE("--trace writes a Chrome trace with both streams of every GPU and link counters") {
-  const std::string path = "/tmp/cs_trace_test.json";
-  const auto r = run_cli(
-      "train --model llama3.1-8b --cluster pcie-h100x8 --gpus 4 --tp 4 --seq 1024 --global-batch 2 --trace " + path);
-  REQUIRE(r.exit_code == 0);
-  std::ifstream f(path);
-  const auto j = nlohmann::json::parse(f);
-  std::size_t spans = 0, counters = 0;
+namespace {
+/// Checks a file against the Chrome trace-event format as ui.perfetto.dev reads it: every event has
+/// the fields of its phase, every process shown is named, no span ends past `end_us`. Returns the
+/// events.
+nlohmann::json checked_trace(const std::string& path, double end_us) {
+  const auto j = nlohmann::json::parse(slurp(path));
+  REQUIRE(j["traceEvents"].is_array());
+  std::set<int> named;
+  std::set<int> used;
   for (const auto& e : j["traceEvents"]) {
-    if (e["ph"] == "X") ++spans;
-    if (e["ph"] == "C") ++counters;
+    const std::string ph = e["ph"];
+    REQUIRE((ph == "M" || ph == "X" || ph == "C"));
+    REQUIRE(e["name"].is_string());
+    REQUIRE(e["pid"].is_number_integer());
+    if (ph == "M" && e["name"] == "process_name") named.insert(e["pid"].get<int>());
+    if (ph == "X") {
+      REQUIRE(e["tid"].is_number_integer());
+      REQUIRE(e["cat"].is_string());
+      CHECK(e["ts"].get<double>() >= 0);
+      CHECK(e["dur"].get<double>() >= 0);
+      CHECK(e["ts"].get<double>() + e["dur"].get<double>() <= end_us + 0.001);
+    }
+    if (ph == "C") {
+      REQUIRE(e["args"].is_object());
+      CHECK(e["args"].begin()->is_number());
+      CHECK(e["ts"].get<double>() <= end_us + 0.001);
+    }
+    if (ph != "M") used.insert(e["pid"].get<int>());
   }
-  CHECK(spans > 100);
-  CHECK(counters > 10);
+  for (int pid : used) CHECK_MESSAGE(named.count(pid) == 1, "process " << pid << " has a name");
+  return j["traceEvents"];
+}
+std::map<int, std::size_t> spans_per_pid(const nlohmann::json& events) {
+  std::map<int, std::size_t> n;
+  for (const auto& e : events) {
+    if (e["ph"] == "X") ++n[e["pid"].get<int>()];
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("--trace writes a Perfetto-readable trace of every GPU's streams and bounded link counters") {
+  const std::string base =
+      "train --model llama3.1-8b --cluster pcie-h100x8 --gpus 4 --tp 4 --seq 1024 --global-batch 4";
+  const auto step = run_cli(base + " --json");
+  REQUIRE(step.exit_code == 0);
+  const double end_us = nlohmann::json::parse(step.out)["step_time_s"].get<double>() * 1e6;
+  const std::string path = "/tmp/cs_trace_test.json";
+  const auto r = run_cli(base + " --trace " + path + " --trace-link-points 50");
+  REQUIRE(r.exit_code == 0);
+  const auto events = checked_trace(path, end_us);
+  const auto full = spans_per_pid(events);
+  REQUIRE(full.size() == 4);  // GPUs 0-3; the links process holds counters only
+  std::map<std::string, std::size_t> per_link;
+  for (const auto& e : events) {
+    if (e["ph"] == "C") ++per_link[e["name"].get<std::string>()];
+  }
+  CHECK(per_link.size() >= 8);  // each GPU's up and down PCIe links carried the all-reduces
+  for (const auto& link : per_link) CHECK_MESSAGE(link.second <= 51, link.first);  // 50 buckets, the closing 0
+  const std::string again = slurp(path);
+  REQUIRE(run_cli(base + " --trace " + path + " --trace-link-points 50").exit_code == 0);
+  CHECK(slurp(path) == again);  // the same bytes every time
+
+  // A subset of GPUs: the same spans for the GPUs kept, none for the others, none of their links.
+  REQUIRE(run_cli(base + " --trace " + path + " --trace-gpus 1,3").exit_code == 0);
+  const auto some = checked_trace(path, end_us);
+  const auto kept = spans_per_pid(some);
+  CHECK(kept.size() == 2);
+  CHECK(kept.at(1) == full.at(1));
+  CHECK(kept.at(3) == full.at(3));
+  for (const auto& e : some) {
+    if (e["ph"] == "C") {
+      const std::string name = e["name"];
+      CHECK_MESSAGE(name.find("gpu0") == std::string::npos, name);
+      CHECK_MESSAGE(name.find("gpu2") == std::string::npos, name);
+    }
+  }
+
+  // One micro-batch, and a time window.
+  REQUIRE(run_cli(base + " --trace " + path + " --trace-micro-batches 1").exit_code == 0);
+  std::size_t mb_spans = 0;
+  for (const auto& e : checked_trace(path, end_us)) {
+    if (e["ph"] != "X") continue;
+    ++mb_spans;
+    CHECK(e["args"]["micro_batch"] == 1);
+  }
+  CHECK(mb_spans > 0);
+  CHECK(mb_spans < full.at(0) * 4 / 2);
+  REQUIRE(run_cli(base + " --trace " + path + " --trace-window 1ms:2ms --trace-link-points 0").exit_code == 0);
+  std::size_t in_window = 0;
+  for (const auto& e : checked_trace(path, end_us)) {
+    CHECK(e["ph"] != "C");
+    if (e["ph"] != "X") continue;
+    ++in_window;
+    CHECK(e["ts"].get<double>() <= 2000.0);
+    CHECK(e["ts"].get<double>() + e["dur"].get<double>() >= 1000.0);
+  }
+  CHECK(in_window > 0);
+
+  // Serving: steps per replica and request spans, windowed the same way.
+  REQUIRE(run_cli("infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 256 --output-len 32 --rate 20 "
+                  "--requests 40 --trace " +
+                  path + " --trace-window 0:0.5s")
+              .exit_code == 0);
+  std::size_t steps = 0;
+  for (const auto& e : checked_trace(path, 0.5e6 + 1e6)) {
+    if (e["ph"] != "X") continue;
+    CHECK(e["ts"].get<double>() <= 0.5e6);
+    steps += e["name"] == "step";
+  }
+  CHECK(steps > 0);
   std::remove(path.c_str());
 }
 

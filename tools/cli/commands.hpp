@@ -14,6 +14,8 @@ class Progress;
 
 namespace cs::cli {
 
+struct TraceFlags;
+
 /// Options every subcommand shares.
 struct Globals {
   std::string data_dir;  ///< repository/install folder with models/, calibration/, scenarios/
@@ -44,7 +46,7 @@ Action add_plan(CLI::App& app, const Globals& g);
 Action add_claims(CLI::App& app, const Globals& g);
 Action add_sweep(CLI::App& app, const Globals& g);
 /// Runs an inference scenario document (kind "infer"); shared by `infer` and `run`.
-int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const std::string& trace_out);
+int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const TraceFlags& trace);
 /// `validate` for an inference scenario: parse, resolve, size the KV cache; no simulation.
 int validate_serving_document(const config::JsonDoc& doc, const Globals& g);
 

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string_view>
 
@@ -14,18 +15,19 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/report/serving_report.hpp"
+#include "sim/report/serving_trace.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "sim/study/batch.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
+#include "tools/cli/trace_flags.hpp"
 #include "tools/cli/work_bounds.hpp"
 
 namespace cs::cli {
 
 using report::serving_json;
 using report::serving_table;
-using report::serving_trace;
 using report::sweep_csv;
 using report::sweep_svg;
 using report::sweep_table;
@@ -38,7 +40,7 @@ struct InferOpts {
   std::shared_ptr<FieldFlags> fields;
   std::string disaggregate;
   bool json = false;
-  std::string trace_out;
+  TraceFlags trace;
 };
 
 /// A problem about the workload as a whole names the three flags that choose the arrivals.
@@ -103,7 +105,10 @@ nlohmann::json to_doc(const InferOpts& o, const std::string& rate_override) {
 
 }  // namespace
 
-int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const std::string& trace_out) {
+int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const TraceFlags& trace) {
+  SimTime trace_from{};
+  SimTime trace_to{std::numeric_limits<std::int64_t>::max()};
+  trace_window(trace, trace_from, trace_to);
   const config::Catalog catalog(g.data_dir);
   const auto docs = config::expand_variants(doc);
   std::vector<std::pair<std::string, serving::ServingScenario>> scenarios;
@@ -118,18 +123,22 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   auto progress = batch_progress("simulating", scenarios.size());
   study::run_batch(
       scenarios.size(),
-      [&](std::size_t i) { results[i] = serving::simulate_serving(scenarios[i].second, !trace_out.empty()); },
+      [&](std::size_t i) { results[i] = serving::simulate_serving(scenarios[i].second, trace.wanted()); },
       progress.get());
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     const auto& name = scenarios[i].first;
     const auto& r = results[i];
-    if (!trace_out.empty()) {
-      std::string path = trace_out;
-      if (!name.empty()) path += "." + std::to_string(i) + ".json";
-      std::ofstream f(path);
+    if (trace.wanted()) {
+      const std::string path = variant_trace_path(trace.path, name);
+      std::ofstream f(path, std::ios::binary);
       if (!f) throw InputError(path, "", "cannot write this file");
-      f << serving_trace(r).dump();
-      std::cerr << "trace written to " << path << "\n";
+      const auto events = report::write_serving_trace(f, path, r, trace_from, trace_to);
+      std::cerr << "trace written to " << path << " (" << events << " events";
+      if (static_cast<std::int64_t>(r.request_spans.size()) < r.requests) {
+        std::cerr << "; request spans of the first " << r.request_spans.size() << " of " << r.requests
+                  << " requests, engine steps of all";
+      }
+      std::cerr << ")\n";
     }
     if (json) {
       auto j = serving_json(r);
@@ -171,10 +180,10 @@ Action add_infer(CLI::App& app, const Globals& g) {
   auto o = std::make_shared<InferOpts>();
   add_options(cmd, *o);
   cmd->add_flag("--json", o->json, "print one JSON document");
-  cmd->add_option("--trace", o->trace_out, "write a Chrome/Perfetto trace (per-replica steps, per-request spans)");
+  add_trace_flags(cmd, o->trace, false);
   return [o, &g]() -> int {
     try {
-      return run_serving_document(config::JsonDoc{"command line", to_doc(*o, "")}, g, o->json, o->trace_out);
+      return run_serving_document(config::JsonDoc{"command line", to_doc(*o, "")}, g, o->json, o->trace);
     } catch (const InputError& e) {
       throw name_infer_flags(e);
     }

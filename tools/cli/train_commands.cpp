@@ -12,6 +12,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/report/training_trace.hpp"
 #include "sim/report/writers.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/study/batch.hpp"
@@ -19,6 +20,7 @@
 #include "sim/workload/step_memory.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
+#include "tools/cli/trace_flags.hpp"
 #include "tools/cli/work_bounds.hpp"
 
 namespace cs::cli {
@@ -27,7 +29,7 @@ namespace {
 
 struct OutputOptions {
   bool json = false;
-  std::string trace;
+  TraceFlags trace;
   bool dump_resolved = false;
   bool validate_only = false;
 };
@@ -41,12 +43,6 @@ void apply_set(nlohmann::json& doc, const std::string& assignment) {
   config::set_field_text(doc, assignment.substr(0, eq), assignment.substr(eq + 1), "command line: --set");
 }
 
-std::string slug(const std::string& s) {
-  std::string out;
-  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
-  return out;
-}
-
 /// A scenario document's kind, "train" (the default) or "infer", read like any other field.
 std::string document_kind(const config::JsonDoc& doc) {
   config::Problems problems;
@@ -55,12 +51,6 @@ std::string document_kind(const config::JsonDoc& doc) {
   const std::string kind = r.opt_enum("kind", {"train", "infer"}, "train");
   problems.throw_if_any();
   return kind;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw InputError(path, "", "cannot write this file");
-  f << text;
 }
 
 /// What could make a plan that does not fit fit, from its own plan: only fixes that act on it
@@ -112,6 +102,7 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     if (!f.ok()) throw InfeasibleError(who + ": " + f.reasons.front().message + "; " + oom_hint(s));
     // Work next: a plan that fits the GPUs may still not fit this machine's simulation.
     check_training_work(s, study::RunOptions{}.single_gpu_baseline, who, g);
+    (void)trace_selection(out.trace, s.gpus, s.micro_batches());  // bad trace flags: before simulating
   }
   if (out.validate_only) {
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
@@ -127,33 +118,30 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
   }
   // Variants are independent: simulated in parallel, reported in file order.
   std::vector<report::TrainResults> results(scenarios.size());
-  std::vector<std::optional<study::TrainingRun>> runs(out.trace.empty() ? 0 : scenarios.size());
+  std::vector<std::optional<study::TrainingRun>> runs(out.trace.wanted() ? scenarios.size() : 0);
   study::TopologyCache topologies;
   auto progress = batch_progress("simulating", scenarios.size());
   study::run_batch(
       scenarios.size(),
       [&](std::size_t i) {
         study::RunOptions ro;
-        ro.record_links = !out.trace.empty();
+        ro.record_links = out.trace.wanted() && out.trace.link_points > 0;
         ro.topologies = &topologies;
         auto run = study::run_training(scenarios[i], ro);
         results[i] = report::train_results(scenarios[i], run);
         if (!runs.empty()) runs[i].emplace(std::move(run));
       },
       progress.get());
-  for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    if (!out.trace.empty()) {
-      const auto& log = runs[i]->log;
-      const auto& step = runs[i]->step;
-      std::string path = out.trace;
-      if (!file.variant_names.empty()) {
-        const auto p = std::filesystem::path(out.trace);
-        path = (p.parent_path() / (p.stem().string() + "." + slug(file.variant_names[i]) + p.extension().string()))
-                   .string();
-      }
-      write_file(path, report::chrome_trace(step.graph, log, *runs[i]->topology).dump());
-      std::cerr << "trace written to " << path << "\n";
-    }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& run = *runs[i];
+    const auto sel = trace_selection(out.trace, run.step.graph.gpus(), scenarios[i].micro_batches());
+    const std::string path =
+        variant_trace_path(out.trace.path, file.variant_names.empty() ? "" : file.variant_names[i]);
+    std::ofstream f(path, std::ios::binary);
+    if (!f) throw InputError(path, "", "cannot write this file");
+    const auto stats = report::write_training_trace(f, path, run.step.graph, run.log, *run.topology, sel);
+    std::cerr << "trace written to " << path << " (" << stats.spans << " spans, " << stats.counter_samples
+              << " link samples)\n";
   }
   if (out.json) {
     if (file.variant_names.empty()) {
@@ -196,7 +184,7 @@ Action add_run(CLI::App& app, const Globals& g) {
   cmd->add_option("file", o->file, "scenario JSON file")->required();
   cmd->add_option("--set", o->sets, "override a field: path=value (e.g. parallel.tp=4), repeatable");
   cmd->add_flag("--json", o->out.json, "print one JSON document instead of the table");
-  cmd->add_option("--trace", o->out.trace, "write a Chrome/Perfetto trace to this file");
+  add_trace_flags(cmd, o->out.trace, true);
   cmd->add_flag("--dump-resolved", o->out.dump_resolved, "print the scenario with every default filled, and stop");
   return [o, &g] {
     auto doc = config::load(o->file);
@@ -226,7 +214,7 @@ Action add_train(CLI::App& app, const Globals& g) {
   auto flags = std::make_shared<FieldFlags>(cmd, config::ScenarioKind::kTrain);
   auto out = std::make_shared<OutputOptions>();
   cmd->add_flag("--json", out->json, "print one JSON document instead of the table");
-  cmd->add_option("--trace", out->trace, "write a Chrome/Perfetto trace to this file");
+  add_trace_flags(cmd, out->trace, true);
   cmd->add_flag("--dump-resolved", out->dump_resolved, "print the scenario with every default filled, and stop");
   return [flags, out, &g] {
     nlohmann::json j = nlohmann::json::object();
