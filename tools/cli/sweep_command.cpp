@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
@@ -15,6 +16,7 @@
 #include "sim/sweep/sweep_run.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
+#include "tools/cli/mpi_session.hpp"
 #include "tools/cli/work_bounds.hpp"
 
 namespace cs::cli {
@@ -68,23 +70,144 @@ std::ofstream open_out(const std::string& path) {
   return f;
 }
 
+struct Opts {
+  std::string file, csv, shard, svg, x, y;
+  std::vector<std::string> merge;
+  bool json = false;
+};
+
+/// The output files, opened before any point runs (an unwritable path is exit 2 at once).
+struct Outputs {
+  std::ofstream csv, svg;
+  void open(const Opts& o) {
+    if (!o.csv.empty()) csv = open_out(o.csv);
+    if (!o.svg.empty()) svg = open_out(o.svg);
+  }
+};
+
+/// The ranks' JSON documents joined into the whole sweep's results.
+sweep::Results merge_texts(const std::vector<std::string>& texts, const std::vector<std::string>& names) {
+  std::vector<sweep::Results> parts;
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    parts.push_back(sweep::from_json(config::parse_text(texts[i], names[i])));
+  return sweep::merge(parts, names);
+}
+
+/// Writes what every run ends with (the CSV when not streamed, the SVG, stdout); the exit code.
+int finish(const Opts& o, Outputs& out, const sweep::Results& res, bool csv_streamed) {
+  if (out.csv.is_open()) {
+    if (!csv_streamed) {
+      out.csv << sweep::csv_header(res);
+      for (const auto& row : res.rows) out.csv << sweep::csv_row(res, row);
+    }
+    out.csv.flush();
+    if (!out.csv) throw InputError(o.csv, "", "writing this file failed");
+  }
+  if (out.svg.is_open()) {
+    out.svg << sweep::svg(res, o.x, o.y);
+    out.svg.flush();
+    if (!out.svg) throw InputError(o.svg, "", "writing this file failed");
+  }
+  if (o.json) {
+    std::cout << sweep::to_json(res).dump(2) << "\n";
+  } else {
+    std::cout << sweep::table(res);
+  }
+  if (res.interrupted) {
+    std::cerr << "interrupted: " << res.rows.size() << " points finished" << (o.csv.empty() ? "" : ", all in " + o.csv)
+              << "\n";
+    return 130;
+  }
+  return 0;
+}
+
+int run_sweep(const Opts& o, const Globals& g) {
+  // Started by mpirun: the ranks split the points and rank 0 writes every output.
+  const auto mpi = MpiSession::start_if_launched();
+  const bool ranks = mpi && mpi->size() > 1;
+  const bool root = !ranks || mpi->rank() == 0;
+  const config::Catalog catalog(g.data_dir);
+  if (o.svg.empty() != o.x.empty() || o.svg.empty() != o.y.empty())
+    throw InputError(kCommandLine, "--svg", "--svg FILE, --x FIELD and --y METRIC go together");
+  Outputs out;
+  if (!o.merge.empty()) {
+    if (!o.file.empty() || !o.shard.empty() || ranks)
+      throw InputError(kCommandLine, "--merge",
+                       "merges results files in one process; give no sweep file, no --shard and no mpirun with it");
+    out.open(o);
+    std::vector<sweep::Results> parts;
+    for (const auto& f : o.merge) parts.push_back(sweep::from_json(config::load(f)));
+    return finish(o, out, sweep::merge(parts, o.merge), false);
+  }
+  if (o.file.empty()) throw InputError(kCommandLine, "file", "expected a sweep file (or --merge FILES)");
+  const auto spec = sweep::parse_sweep(config::load(o.file), catalog);
+  sweep::Results res;
+  res.sweep = spec.path;
+  res.kind = spec.kind;
+  res.points_total = spec.points.size();
+  res.columns = spec.columns;
+  if (!o.svg.empty()) sweep::check_svg_args(res, spec.points, o.x, o.y);
+  if (ranks && !o.shard.empty())
+    throw InputError(kCommandLine, "--shard", "mpirun already splits the points among its ranks; give no --shard");
+  if (ranks) {
+    res.shard = sweep::Results::Shard{static_cast<std::size_t>(mpi->rank()), static_cast<std::size_t>(mpi->size())};
+  } else if (!o.shard.empty()) {
+    res.shard = parse_shard(o.shard);
+  }
+  // Rank 0 opens the outputs; the other ranks learn whether it could, so none waits for a gather
+  // that will never come.
+  std::optional<InputError> cannot;
+  if (root) {
+    try {
+      out.open(o);
+    } catch (const InputError& e) {
+      cannot = e;
+    }
+  }
+  if (ranks && !mpi->broadcast(!cannot) && !root) return static_cast<int>(ExitCode::kBadInput);
+  if (cannot) throw *cannot;
+  const auto indices = res.shard ? sweep::shard_indices(spec.points.size(), res.shard->index, res.shard->count)
+                                 : sweep::shard_indices(spec.points.size(), 0, 1);
+  sweep::WorkChecks checks;
+  checks.training = [&g](const scenario::Scenario& s, const std::string& who) {
+    check_training_work(s, false, who, g);
+  };
+  checks.serving = [&g](const serving::ServingScenario& s, const std::string& who) { check_serving_work(s, who, g); };
+  // One process streams its CSV and stops on Ctrl-C; under mpirun, mpirun handles the signal.
+  const bool stream = !ranks && out.csv.is_open();
+  if (stream) out.csv << sweep::csv_header(res) << std::flush;
+  auto progress = root ? batch_progress(ranks ? "sweep points (rank 0's)" : "sweep points", indices.size()) : nullptr;
+  std::optional<InterruptGuard> guard;
+  if (!ranks) guard.emplace();
+  res.rows = sweep::run_points(
+      spec, indices, catalog, checks, ranks ? nullptr : &g_interrupted,
+      [&](const sweep::Row& row) {
+        if (stream) out.csv << sweep::csv_row(res, row) << std::flush;
+      },
+      progress.get());
+  guard.reset();
+  res.interrupted = !ranks && g_interrupted.load() && res.rows.size() < indices.size();
+  if (ranks) {
+    const auto texts = mpi->gather(sweep::to_json(res).dump());
+    if (!root) return 0;
+    std::vector<std::string> names;
+    for (std::size_t r = 0; r < texts.size(); ++r) names.push_back("rank " + std::to_string(r));
+    return finish(o, out, merge_texts(texts, names), false);
+  }
+  return finish(o, out, res, stream);
+}
+
 }  // namespace
 
 Action add_sweep(CLI::App& app, const Globals& g) {
   auto* cmd = app.add_subcommand(
       "sweep", "run a scenario over a grid or list of field overrides; every point a row (docs/sweep.md)");
-  struct Opts {
-    std::string file, csv, shard, svg, x, y;
-    std::vector<std::string> merge;
-    bool json = false;
-  };
   auto o = std::make_shared<Opts>();
   cmd->add_option("file", o->file, "sweep JSON file (a base scenario and its axes or points)");
   cmd->add_flag("--json", o->json, "print one JSON document (the points, each with its overrides, status and metrics)");
   cmd->add_option("--csv", o->csv, "also write the rows as CSV to this file, each as it finishes (in point order)");
   cmd->add_option("--svg", o->svg,
-                  "write an SVG chart of metric --y against field --x (one series per value of the "
-                  "other fields)");
+                  "write an SVG chart of metric --y against field --x (one series per value of the other fields)");
   cmd->add_option("--x", o->x, "the field on the chart's x axis (a field the sweep sets, with numeric values)");
   cmd->add_option("--y", o->y, "the metric on the chart's y axis (e.g. step_time_s, mfu, ttft_p99_s)");
   cmd->add_option("--shard", o->shard,
@@ -92,82 +215,7 @@ Action add_sweep(CLI::App& app, const Globals& g) {
   cmd->add_option("--merge", o->merge,
                   "join the --json outputs of every shard of one sweep into the one-process output (runs nothing)")
       ->expected(1, -1);
-  return [o, &g]() -> int {
-    const config::Catalog catalog(g.data_dir);
-    if (o->svg.empty() != o->x.empty() || o->svg.empty() != o->y.empty())
-      throw InputError(kCommandLine, "--svg", "--svg FILE, --x FIELD and --y METRIC go together");
-    std::ofstream svg;
-    if (!o->svg.empty()) svg = open_out(o->svg);
-    sweep::Results res;
-    std::ofstream csv;
-    if (!o->merge.empty()) {
-      if (!o->file.empty() || !o->shard.empty())
-        throw InputError(kCommandLine, "--merge", "merges results files; give no sweep file and no --shard with it");
-      std::vector<sweep::Results> parts;
-      for (const auto& f : o->merge) parts.push_back(sweep::from_json(config::load(f)));
-      res = sweep::merge(parts, o->merge);
-      if (!o->csv.empty()) {
-        csv = open_out(o->csv);
-        csv << sweep::csv_header(res);
-        for (const auto& row : res.rows) csv << sweep::csv_row(res, row);
-      }
-    } else {
-      if (o->file.empty()) throw InputError(kCommandLine, "file", "expected a sweep file (or --merge FILES)");
-      const auto spec = sweep::parse_sweep(config::load(o->file), catalog);
-      res.sweep = spec.path;
-      res.kind = spec.kind;
-      res.points_total = spec.points.size();
-      res.columns = spec.columns;
-      if (!o->svg.empty()) sweep::check_svg_args(res, spec.points, o->x, o->y);
-      std::vector<std::size_t> indices;
-      if (!o->shard.empty()) {
-        res.shard = parse_shard(o->shard);
-        indices = sweep::shard_indices(spec.points.size(), res.shard->index, res.shard->count);
-      } else {
-        indices = sweep::shard_indices(spec.points.size(), 0, 1);
-      }
-      if (!o->csv.empty()) {
-        csv = open_out(o->csv);  // before any point runs: an unwritable path is exit 2 at once
-        csv << sweep::csv_header(res) << std::flush;
-      }
-      sweep::WorkChecks checks;
-      checks.training = [&g](const scenario::Scenario& s, const std::string& who) {
-        check_training_work(s, false, who, g);
-      };
-      checks.serving = [&g](const serving::ServingScenario& s, const std::string& who) {
-        check_serving_work(s, who, g);
-      };
-      auto progress = batch_progress("sweep points", indices.size());
-      const InterruptGuard guard;
-      res.rows = sweep::run_points(
-          spec, indices, catalog, checks, &g_interrupted,
-          [&](const sweep::Row& row) {
-            if (csv.is_open()) csv << sweep::csv_row(res, row) << std::flush;
-          },
-          progress.get());
-      res.interrupted = g_interrupted.load() && res.rows.size() < indices.size();
-    }
-    if (csv.is_open()) {
-      csv.flush();
-      if (!csv) throw InputError(o->csv, "", "writing this file failed");
-    }
-    if (svg.is_open()) {
-      svg << sweep::svg(res, o->x, o->y);
-      svg.flush();
-      if (!svg) throw InputError(o->svg, "", "writing this file failed");
-    }
-    if (o->json) {
-      std::cout << sweep::to_json(res).dump(2) << "\n";
-    } else {
-      std::cout << sweep::table(res);
-    }
-    if (res.interrupted) {
-      std::cerr << "interrupted: " << res.rows.size() << " points finished"
-                << (o->csv.empty() ? "" : ", all in " + o->csv) << "\n";
-      return 130;
-    }
-    return 0;
-  };
+  return [o, &g]() -> int { return run_sweep(*o, g); };
 }
 
 }  // namespace cs::cli

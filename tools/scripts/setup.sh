@@ -7,8 +7,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
 need=()
+# CLUSTERSIM_MPI=ON also installs Open MPI and builds with it (mpirun -n K clustersim sweep,
+# docs/sweep.md); without it, MPI is used when already installed (CMake finds it), else left out.
+mpi="${CLUSTERSIM_MPI:-}"
+extra=()
+if [ "$mpi" = ON ]; then extra=(libopenmpi-dev openmpi-bin); fi
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in cmake ninja-build g++ libboost-graph-dev libtbb-dev libcli11-dev nlohmann-json3-dev doctest-dev; do
+for pkg in cmake ninja-build g++ libboost-graph-dev libtbb-dev libcli11-dev nlohmann-json3-dev doctest-dev "${extra[@]}"; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -24,4 +29,5 @@ werror="${CLUSTERSIM_WERROR:-OFF}"
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLUSTERSIM_WERROR="$werror" >&2
 fi
+if [ -n "$mpi" ]; then cmake -S "$root" -B "$build" -DCLUSTERSIM_MPI="$mpi" >/dev/null; fi
 cmake --build "$build" -j "$(nproc)" >&2
