@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "sim/config/fields.hpp"
@@ -110,12 +112,35 @@ std::string svg(const Results& r, const std::string& x, const std::string& y) {
   for (const auto& row : r.rows) check_numbers(row.overrides, pointer);
   const auto& d = displays(r.kind)[m];
   report::svg::LineChart chart;
-  chart.title = y + " against " + dotted(pointer) + " (" + r.sweep + ")";
+  // The file's name, not its path: a title has one line of room.
+  chart.title =
+      d.heading + " against " + dotted(pointer) + " (" + std::filesystem::path(r.sweep).filename().string() + ")";
   const auto* f = config::find_field(r.kind, pointer);
   chart.x.title = dotted(pointer) + (f && !f->unit.empty() ? " (" + f->unit + ")" : "");
   chart.x.from_zero = false;
   chart.y.title = d.heading;
-  // One series per combination of the other fields' values, in the order each first appears.
+  // One series per combination of the other fields' values, in the order each first appears. A
+  // field that takes one value for each x (a points list that sets TP to the GPU count) moves with
+  // x rather than naming a curve, so it is left out of the series' names.
+  std::set<std::string> follows_x;
+  {
+    std::map<std::string, std::map<std::string, std::string>> seen;  // field -> x -> its value there
+    std::set<std::string> varies;
+    for (const auto& row : r.rows) {
+      std::string xt;
+      for (const auto& o : row.overrides) {
+        if (o.pointer == pointer) xt = o.value.dump();
+      }
+      for (const auto& o : row.overrides) {
+        if (o.pointer == pointer) continue;
+        const auto [it, fresh] = seen[o.pointer].emplace(xt, o.value.dump());
+        if (!fresh && it->second != o.value.dump()) varies.insert(o.pointer);
+      }
+    }
+    for (const auto& entry : seen) {
+      if (varies.count(entry.first) == 0) follows_x.insert(entry.first);
+    }
+  }
   std::vector<std::string> names;
   for (const auto& row : r.rows) {
     if (row.status != Status::kOk) continue;
@@ -124,7 +149,7 @@ std::string svg(const Results& r, const std::string& x, const std::string& y) {
     for (const auto& o : row.overrides) {
       if (o.pointer == pointer) {
         xv = o.value.get<double>();
-      } else {
+      } else if (follows_x.count(o.pointer) == 0) {
         name += sep + dotted(o.pointer) + "=" + value_text(o.value);
         sep = ", ";
       }

@@ -12,10 +12,16 @@ using namespace cs;
 TEST_CASE("parameter counts match published totals within 0.5%") {
   // Model cards (Meta, Qwen) and Brown et al. 2020 / Narayanan et al. SC'21 Table 1.
   const std::vector<std::pair<const char*, double>> published{
-      {"llama3.1-8b", 8.03e9}, {"llama3.1-70b", 70.55e9}, {"llama3.1-405b", 405.9e9}, {"qwen2.5-7b", 7.61e9},
-      {"qwen2.5-14b", 14.7e9}, {"qwen2.5-72b", 72.7e9},   {"gpt3-175b", 174.6e9},
+      {"llama3.1-8b", 8.03e9},
+      {"llama3.1-70b", 70.55e9},
+      {"llama3.1-405b", 405.9e9},
+      {"qwen2.5-7b", 7.61e9},
+      {"qwen2.5-14b", 14.7e9},
+      {"qwen2.5-72b", 72.7e9},
+      {"gpt3-175b", 174.6e9},
       // Llama 2 (Hugging Face model cards): 6,738,415,616 and 13,015,864,320 parameters.
-      {"llama2-7b", 6.738e9},  {"llama2-13b", 13.016e9}};
+      {"llama2-7b", 6.738e9},
+      {"llama2-13b", 13.016e9}};
   for (const auto& [id, params] : published) {
     const auto& model_id = id;  // clang 14 cannot capture a structured binding in CAPTURE's lambda
     CAPTURE(model_id);

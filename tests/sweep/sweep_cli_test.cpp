@@ -211,6 +211,26 @@ TEST_CASE("sweep on SIGINT stops scheduling, keeps every finished row in order i
   CHECK(has(slurp(dir.file("err.txt")), "interrupted"));
 }
 
+TEST_CASE("sweep --svg: a field that moves with x (TP set to the GPU count) does not split the curves") {
+  TempDir dir;
+  const auto f = dir.file("follow.json", R"({
+    "base": {"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1, "zero": 1},
+             "training": {"seq": 1024, "global_batch": 8, "micro_batch": 1}},
+    "points": [{"cluster": "hgx-h100", "gpus": 2, "parallel.tp": 2}, {"cluster": "hgx-h100", "gpus": 4, "parallel.tp": 4},
+               {"cluster": "pcie-h100x8", "gpus": 2, "parallel.tp": 2}, {"cluster": "pcie-h100x8", "gpus": 4, "parallel.tp": 4}]
+  })");
+  const auto r = run_cli("sweep " + f + " --svg " + dir.file("f.svg") + " --x gpus --y tokens_per_s");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto text = slurp(dir.file("f.svg"));
+  // Two curves, one per cluster, each through both GPU counts; TP names none of them.
+  CHECK(has(text, "cluster=hgx-h100"));
+  CHECK(has(text, "cluster=pcie-h100x8"));
+  CHECK(!has(text, "parallel.tp="));
+  std::size_t polylines = 0;
+  for (auto at = text.find("<polyline"); at != std::string::npos; at = text.find("<polyline", at + 1)) ++polylines;
+  CHECK(polylines == 2);
+}
+
 TEST_CASE("sweep --svg draws a metric against a field, one series per value of the other axis") {
   TempDir dir;
   const auto f = dir.file("s.json", kSweep);
