@@ -244,27 +244,42 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
   // Score every survivor with the analytical network model.
   study::TopologyCache topologies;
   std::vector<Candidate> scored(survivors.size());
-  study::run_batch(
+  const RunSimulations run_sims =
+      options.run_simulations ? options.run_simulations
+                              : RunSimulations([](std::size_t n, const std::function<Simulated(std::size_t)>& sim,
+                                                  std::vector<Simulated>& out, study::Progress* progress) {
+                                  study::run_batch(
+                                      n, [&](std::size_t i) { out[i] = sim(i); }, progress);
+                                });
+  const auto simulated = [&](const scenario::Scenario& s, net::NetworkModelKind model) {
+    const auto r = simulate(s, model, topologies);
+    Simulated out{r.step_time_s, r.mfu, {}, 0};
+    std::tie(out.bottleneck, out.bottleneck_share) = bottleneck_of(r);
+    return out;
+  };
+  std::vector<Simulated> sims(survivors.size());
+  run_sims(
       survivors.size(),
-      [&](std::size_t i) {
-        const auto& sv = survivors[i];
-        const auto r = simulate(sv.scenario, net::NetworkModelKind::kAnalytical, topologies);
-        auto& c = scored[i];
-        c.offer_index = sv.offer;
-        c.offer = offers[sv.offer].offer.id;
-        c.fabric = sv.choice.nodes > 1 ? offers[sv.offer].fabric : std::string();
-        c.choice = sv.choice;
-        c.gpus = sv.scenario.gpus;
-        c.memory_per_gpu_gib = sv.memory_gib;
-        c.capacity_gib = sv.capacity_gib;
-        c.step_time_s_analytical = r.step_time_s;
-        c.tokens_per_step = static_cast<double>(sv.scenario.seq * sv.scenario.global_batch);
-        c.steps = std::ceil(job.tokens / c.tokens_per_step);
-        c.mfu = r.mfu;
-        std::tie(c.bottleneck, c.bottleneck_share) = bottleneck_of(r);
-        price(c, offers[sv.offer].offer, c.step_time_s_analytical);
-      },
+      [&](std::size_t i) { return simulated(survivors[i].scenario, net::NetworkModelKind::kAnalytical); }, sims,
       options.progress);
+  for (std::size_t i = 0; i < survivors.size(); ++i) {
+    const auto& sv = survivors[i];
+    auto& c = scored[i];
+    c.offer_index = sv.offer;
+    c.offer = offers[sv.offer].offer.id;
+    c.fabric = sv.choice.nodes > 1 ? offers[sv.offer].fabric : std::string();
+    c.choice = sv.choice;
+    c.gpus = sv.scenario.gpus;
+    c.memory_per_gpu_gib = sv.memory_gib;
+    c.capacity_gib = sv.capacity_gib;
+    c.step_time_s_analytical = sims[i].step_time_s;
+    c.tokens_per_step = static_cast<double>(sv.scenario.seq * sv.scenario.global_batch);
+    c.steps = std::ceil(job.tokens / c.tokens_per_step);
+    c.mfu = sims[i].mfu;
+    c.bottleneck = sims[i].bottleneck;
+    c.bottleneck_share = sims[i].bottleneck_share;
+    price(c, offers[sv.offer].offer, c.step_time_s_analytical);
+  }
   result.counts.scored = scored.size();
   result.wall_s.score = lap();
   for (const auto& c : scored) {
@@ -289,19 +304,20 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
   while (next < cap) {
     const std::size_t n = std::min(cap - next, want);
     std::vector<Candidate> round(n);
-    study::run_batch(
-        n,
-        [&](std::size_t j) {
-          const auto i = order[next + j];
-          const auto r = simulate(survivors[i].scenario, net::NetworkModelKind::kFlow, topologies);
-          round[j] = scored[i];
-          round[j].step_time_s_flow = r.step_time_s;
-          round[j].verified_with_flow_model = true;
-          round[j].mfu = r.mfu;
-          std::tie(round[j].bottleneck, round[j].bottleneck_share) = bottleneck_of(r);
-          price(round[j], offers[survivors[i].offer].offer, r.step_time_s);
-        },
-        options.verify_progress);
+    std::vector<Simulated> flow(n);
+    run_sims(
+        n, [&](std::size_t j) { return simulated(survivors[order[next + j]].scenario, net::NetworkModelKind::kFlow); },
+        flow, options.verify_progress);
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto i = order[next + j];
+      round[j] = scored[i];
+      round[j].step_time_s_flow = flow[j].step_time_s;
+      round[j].verified_with_flow_model = true;
+      round[j].mfu = flow[j].mfu;
+      round[j].bottleneck = flow[j].bottleneck;
+      round[j].bottleneck_share = flow[j].bottleneck_share;
+      price(round[j], offers[survivors[i].offer].offer, flow[j].step_time_s);
+    }
     next += n;
     for (auto& c : round)
       if (within(c, job, options)) verified.push_back(std::move(c));

@@ -46,6 +46,19 @@ struct OfferSpace {
 /// rejects (sizes that do not divide, too large to simulate); the search counts those as invalid.
 using MakeScenario = std::function<scenario::Scenario(std::size_t offer, const Choice&)>;
 
+/// What the search keeps of one simulated plan.
+struct Simulated {
+  double step_time_s = 0, mfu = 0;
+  std::string bottleneck;
+  double bottleneck_share = 0;
+};
+/// Runs sim(i) for every i in [0, n) into out[i] (n slots), counting them on `progress` (may be
+/// null). The default runs them on this process's workers (study::run_batch); `clustersim plan`
+/// under mpirun splits them among the ranks and gives every rank every result, so each rank goes on
+/// with the same search and rank 0's output is a one-process run's.
+using RunSimulations = std::function<void(std::size_t n, const std::function<Simulated(std::size_t)>& sim,
+                                          std::vector<Simulated>& out, study::Progress* progress)>;
+
 struct Options {
   double budget = 0;  ///< 0: none; in each offer's own currency
   int top = 10;       ///< candidates reported; the flow model re-simulates each of them
@@ -57,6 +70,7 @@ struct Options {
   std::int64_t seq = 0;
   study::Progress* progress = nullptr;  ///< the analytical scoring batch
   study::Progress* verify_progress = nullptr;
+  RunSimulations run_simulations;  ///< null: on this process's workers
 };
 
 /// The cost of a job on one offer's price terms: whole periods of the term (hours or 30-day months),

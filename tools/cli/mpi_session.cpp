@@ -66,6 +66,24 @@ std::vector<std::string> MpiSession::gather(const std::string& mine) const {
   return out;
 }
 
+std::vector<std::string> MpiSession::all_gather(const std::string& mine) const {
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size_));
+  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  std::vector<int> offsets(lengths.size(), 0);
+  int total = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    offsets[i] = total;
+    total += lengths[i];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < lengths.size(); ++i)
+    out.push_back(all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lengths[i])));
+  return out;
+}
+
 bool MpiSession::broadcast(bool flag) const {
   int v = flag ? 1 : 0;
   MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -85,6 +103,8 @@ std::unique_ptr<MpiSession> MpiSession::start_if_launched() {
 MpiSession::~MpiSession() = default;
 
 std::vector<std::string> MpiSession::gather(const std::string& mine) const { return {mine}; }
+
+std::vector<std::string> MpiSession::all_gather(const std::string& mine) const { return {mine}; }
 
 bool MpiSession::broadcast(bool flag) const { return flag; }
 

@@ -22,6 +22,8 @@ class MpiSession {
   [[nodiscard]] int size() const { return size_; }
   /// Every rank's text at rank 0, in rank order (other ranks get an empty list). Collective.
   [[nodiscard]] std::vector<std::string> gather(const std::string& mine) const;
+  /// Every rank's text on every rank, in rank order. Collective.
+  [[nodiscard]] std::vector<std::string> all_gather(const std::string& mine) const;
   /// Rank 0's flag on every rank. Collective.
   [[nodiscard]] bool broadcast(bool flag) const;
 

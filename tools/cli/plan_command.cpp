@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -23,6 +24,7 @@
 #include "sim/study/batch.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
+#include "tools/cli/mpi_session.hpp"
 #include "tools/cli/plan_args.hpp"
 #include "tools/cli/work_bounds.hpp"
 
@@ -284,6 +286,50 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
 
 }  // namespace
 
+/// The search's simulations split among mpirun's ranks (index % ranks == rank), each rank's
+/// results handed to every rank (the doubles bit for bit), so every rank goes on with the same
+/// search and rank 0 prints what one process would.
+sizing::RunSimulations split_among_ranks(const MpiSession& mpi) {
+  return [&mpi](std::size_t n, const std::function<sizing::Simulated(std::size_t)>& sim,
+                std::vector<sizing::Simulated>& out, study::Progress* progress) {
+    const auto rank = static_cast<std::size_t>(mpi.rank()), size = static_cast<std::size_t>(mpi.size());
+    std::vector<std::size_t> mine;
+    for (std::size_t i = rank; i < n; i += size) mine.push_back(i);
+    std::vector<sizing::Simulated> local(mine.size());
+    study::run_batch(
+        mine.size(), [&](std::size_t k) { local[k] = sim(mine[k]); }, progress);
+    std::string text;
+    const auto put = [&](const void* p, std::size_t bytes) { text.append(static_cast<const char*>(p), bytes); };
+    for (const auto& s : local) {
+      const std::uint64_t length = s.bottleneck.size();
+      put(&s.step_time_s, sizeof(double));
+      put(&s.mfu, sizeof(double));
+      put(&s.bottleneck_share, sizeof(double));
+      put(&length, sizeof length);
+      put(s.bottleneck.data(), s.bottleneck.size());
+    }
+    const auto all = mpi.all_gather(text);
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      std::size_t at = 0;
+      const auto take = [&](void* p, std::size_t bytes) {
+        if (at + bytes > all[r].size()) throw std::runtime_error("plan: a rank's results are cut short");
+        std::memcpy(p, all[r].data() + at, bytes);
+        at += bytes;
+      };
+      for (std::size_t i = r; i < n; i += size) {
+        auto& s = out[i];
+        std::uint64_t length = 0;
+        take(&s.step_time_s, sizeof(double));
+        take(&s.mfu, sizeof(double));
+        take(&s.bottleneck_share, sizeof(double));
+        take(&length, sizeof length);
+        s.bottleneck.assign(static_cast<std::size_t>(length), '\0');
+        take(s.bottleneck.data(), s.bottleneck.size());
+      }
+    }
+  };
+}
+
 Action add_plan(CLI::App& app, const Globals& g) {
   auto* cmd =
       app.add_subcommand("plan", "search offers x node counts x plans for a job; rank by job cost (docs/plan.md)");
@@ -307,6 +353,10 @@ Action add_plan(CLI::App& app, const Globals& g) {
   cmd->add_option("--csv", o->csv, "also write the ranked candidates as CSV to this file");
   return [o, &g] {
     const auto t0 = std::chrono::steady_clock::now();
+    // Under mpirun the ranks split the simulations; only rank 0 writes (stdout, --csv).
+    const auto mpi = MpiSession::start_if_launched();
+    const bool quiet_rank = mpi && mpi->rank() != 0;
+    if (quiet_rank) std::cout.setstate(std::ios::badbit);
     const auto job = parse_job(o->job);
     sizing::TrainingJob tj{job.tokens, job.deadline_s};
     sizing::Options opts;
@@ -399,19 +449,21 @@ Action add_plan(CLI::App& app, const Globals& g) {
       check_training_work(s, false, spaces[oi].offer.id + " " + sizing::plan_text(c), g);
       return s;
     };
-    auto progress = batch_progress("plan: scoring (analytical)", 64);
-    auto verify_progress = batch_progress("plan: re-simulating the best (flow)", 64);
+    if (mpi && mpi->size() > 1) opts.run_simulations = split_among_ranks(*mpi);
+    auto progress = quiet_rank ? nullptr : batch_progress("plan: scoring (analytical)", 64);
+    auto verify_progress = quiet_rank ? nullptr : batch_progress("plan: re-simulating the best (flow)", 64);
     opts.progress = progress.get();
     opts.verify_progress = verify_progress.get();
     const auto r = sizing::search_training(spaces, tj, make, opts);
     const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cerr << "plan: searched " << r.counts.enumerated << " plans (" << r.counts.invalid << " invalid, "
-              << r.counts.too_big << " do not fit, " << r.counts.dominated << " dominated), scored " << r.counts.scored
-              << " (analytical), re-simulated " << r.counts.verified << " (flow) in " << fixed(search_s, 1)
-              << " s (enumerate and size " << fixed(r.wall_s.enumerate, 1) << " s, analytical "
-              << fixed(r.wall_s.score, 1) << " s, flow " << fixed(r.wall_s.verify, 1) << " s)\n";
+    if (!quiet_rank)
+      std::cerr << "plan: searched " << r.counts.enumerated << " plans (" << r.counts.invalid << " invalid, "
+                << r.counts.too_big << " do not fit, " << r.counts.dominated << " dominated), scored "
+                << r.counts.scored << " (analytical), re-simulated " << r.counts.verified << " (flow) in "
+                << fixed(search_s, 1) << " s (enumerate and size " << fixed(r.wall_s.enumerate, 1) << " s, analytical "
+                << fixed(r.wall_s.score, 1) << " s, flow " << fixed(r.wall_s.verify, 1) << " s)\n";
     if (r.candidates.empty()) throw InfeasibleError(nothing_fits_message(r, *o));
-    if (!o->csv.empty()) {
+    if (!o->csv.empty() && !quiet_rank) {
       std::ofstream f(o->csv, std::ios::binary);
       if (!f) bad("--csv", "cannot write '" + o->csv + "'");
       f << "rank,offer,nodes,gpus,plan,fabric,job_time_s,job_cost,cost_terms,currency,cost_per_mtok,mfu,"
