@@ -104,6 +104,37 @@ ScenarioKind base_kind(const config::JsonDoc& base, const std::string& file) {
 
 }  // namespace
 
+const std::vector<SweepKey>& sweep_file_keys() {
+  static const std::vector<SweepKey> keys{
+      {"name", "string", "a title for people reading the file (not used in the output)", false},
+      {"description", "string", "what the sweep is for (not used in the output)", false},
+      {"base", "string or object",
+       "the scenario every point starts from: a scenario file's path (relative to the sweep file's folder) or a "
+       "scenario object; training or serving (\"kind\": \"infer\"), without variants",
+       true},
+      {"axes", "object",
+       "field -> non-empty list of values; the points are their cartesian product, axes in the byte order of their "
+       "pointers, the last varying fastest (one of axes and points)",
+       false},
+      {"points", "array of objects",
+       "an explicit list of points, each an object of field -> value, run in the order given (one of axes and points)",
+       false},
+  };
+  return keys;
+}
+
+std::string sweep_reference_markdown() {
+  std::string s =
+      "\n## Sweep files (`clustersim sweep`)\n\n"
+      "A sweep file runs one base scenario over field overrides (docs/sweep.md). Fields in `axes` and `points` are "
+      "the scenario fields above, named as `--set` names them (`parallel.tp` or `/parallel/tp`), each value checked "
+      "as `--set` checks it.\n\n"
+      "| key | type | required | meaning |\n|---|---|---|---|\n";
+  for (const auto& k : sweep_file_keys())
+    s += "| `" + k.key + "` | " + k.type + " | " + (k.required ? "yes" : "no") + " | " + k.meaning + " |\n";
+  return s;
+}
+
 SweepSpec parse_sweep(const config::JsonDoc& doc, const config::Catalog& catalog) {
   SweepSpec out;
   out.path = doc.path;

@@ -40,6 +40,16 @@ struct SweepSpec {
   std::vector<Point> points;
 };
 
+/// One top-level key of a sweep file, as docs/config-reference.md lists it (`clustersim describe
+/// --markdown`); parse_sweep reads exactly these keys (a test checks each is accepted).
+struct SweepKey {
+  std::string key, type, meaning;
+  bool required = false;
+};
+[[nodiscard]] const std::vector<SweepKey>& sweep_file_keys();
+/// The sweep file's section of docs/config-reference.md.
+[[nodiscard]] std::string sweep_reference_markdown();
+
 /// Parses a sweep document. Every override is checked as `--set` checks it (the field table's
 /// type and range); a bad field or value is an InputError naming the sweep file and the pointer of
 /// the value in it (e.g. /axes/~1parallel~1tp/2). A base given as a path is read relative to the

@@ -101,3 +101,17 @@ TEST_CASE("a sweep refuses a base with variants and a product of axes beyond the
                    "}}");
   CHECK(p.pointer == "/axes");
 }
+
+TEST_CASE("every key the reference lists for sweep files is one the parser reads") {
+  // Each listed key in a document that is otherwise valid: no "unknown key" problem for it.
+  for (const auto& k : cs::sweep::sweep_file_keys()) {
+    if (k.key == "base" || k.key == "axes" || k.key == "points") continue;  // in the base document already
+    const std::string text = "{" + kBase + R"(, "axes": {"/parallel/tp": [1]}, ")" + k.key + R"(": "text"})";
+    CHECK_NOTHROW((void)parse(text));
+  }
+  CHECK_NOTHROW((void)parse("{" + kBase + R"(, "points": [{}]})"));
+  // And a key it does not list is refused, naming it.
+  const auto p = only_problem("{" + kBase + R"(, "axes": {"/parallel/tp": [1]}, "nmae": "x"})");
+  CHECK(p.pointer == "/nmae");
+  CHECK(cs::sweep::sweep_reference_markdown().find("| `axes` |") != std::string::npos);
+}

@@ -1,10 +1,11 @@
 // `describe [FIELD]`: the scenario fields, from the same table the parser, the flags and `--set`
-// use; `describe --markdown` writes docs/config-reference.md.
+// use; `describe --markdown` writes docs/config-reference.md (with the sweep file's keys).
 #include <iostream>
 
 #include "sim/config/fields.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/sweep/sweep_file.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace cs::cli {
@@ -20,7 +21,7 @@ Action add_describe(CLI::App& app, const Globals& /*g*/) {
   cmd->add_flag("--markdown", o->markdown, "print the whole reference as Markdown (docs/config-reference.md)");
   return [o] {
     if (o->markdown) {
-      std::cout << config::config_reference_markdown();
+      std::cout << config::config_reference_markdown() << sweep::sweep_reference_markdown();
       return 0;
     }
     if (o->field.empty()) {
