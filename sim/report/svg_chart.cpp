@@ -22,9 +22,15 @@ std::string px(double v) {
   return s == "-0.0" ? "0.0" : s;
 }
 
-/// A data value for a tooltip or a bar's total: four significant digits.
+/// A data value for a tooltip or a bar's total: whole above 100, else three or four significant
+/// digits, never an exponent above 10^-4.
 std::string value_text(double v) {
   if (!std::isfinite(v)) return "n/a";
+  const double a = std::fabs(v);
+  if (a >= 100) return fixed(v, 0);
+  if (a >= 10) return fixed(v, 1);
+  if (a >= 1) return fixed(v, 2);
+  if (a >= 1e-4) return fixed(v, std::clamp(2 - static_cast<int>(std::floor(std::log10(a))), 3, 6));
   std::array<char, 64> buf{};
   const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 4);
   return r.ec == std::errc{} ? std::string(buf.data(), r.ptr) : std::string("n/a");
@@ -52,7 +58,8 @@ struct Scale {
   [[nodiscard]] std::string label(double v) const { return tick_label(v, log ? v : step); }
 };
 
-Scale make_scale(const Axis& a, std::vector<double> values) {
+/// `pad`: leave 3% of the range above the data (room for a point's label at a round maximum).
+Scale make_scale(const Axis& a, std::vector<double> values, bool pad = false) {
   Scale s;
   s.log = a.log;
   std::erase_if(values, [&](double v) { return !std::isfinite(v) || (a.log && v <= 0); });
@@ -76,6 +83,7 @@ Scale make_scale(const Axis& a, std::vector<double> values) {
         lo = std::min(lo, 0.0);
         hi = std::max(hi, 0.0);
       }
+      if (pad && !a.max && hi > lo) hi += (hi - lo) * 0.03;
     }
     s.ticks = nice_ticks(lo, hi);
     s.step = s.ticks.size() > 1 ? s.ticks[1] - s.ticks[0] : 1;
@@ -120,7 +128,8 @@ void title(std::ostringstream& o, const std::string& text, double x) {
 
 /// A legend swatch: a line (with a dot) for a series, a block for a bar segment.
 void legend(std::ostringstream& o, const std::vector<std::string>& names, const std::vector<std::string>& colours,
-            const std::vector<bool>& dashed, bool blocks, double x0, double y0, double width) {
+            const std::vector<bool>& dashed, const std::vector<bool>& dots, bool blocks, double x0, double y0,
+            double width) {
   if (names.empty()) return;
   const auto at = legend_layout(names, width);
   o << "<g class=\"legend\">\n";
@@ -130,6 +139,8 @@ void legend(std::ostringstream& o, const std::vector<std::string>& names, const 
     if (blocks) {
       o << "<rect x=\"" << px(x) << "\" y=\"" << px(y - 9) << "\" width=\"24\" height=\"10\" fill=\"" << colours[i]
         << "\"/>";
+    } else if (dots[i]) {
+      o << "<circle cx=\"" << px(x + 12) << "\" cy=\"" << px(y - 4) << "\" r=\"3\" fill=\"" << colours[i] << "\"/>";
     } else {
       o << "<line x1=\"" << px(x) << "\" y1=\"" << px(y - 4) << "\" x2=\"" << px(x + 24) << "\" y2=\"" << px(y - 4)
         << "\" stroke=\"" << colours[i] << "\" stroke-width=\"2\"" << (dashed[i] ? " stroke-dasharray=\"6 3\"" : "")
@@ -226,6 +237,24 @@ std::string tick_label(double v, double step) {
   return s + suffix;
 }
 
+std::vector<Point> pareto_front(const std::vector<Point>& points, bool minimize_x, bool minimize_y) {
+  // Better is smaller after the flips; sort by x (then y), keep each point better in y than all before.
+  const double fx = minimize_x ? 1 : -1, fy = minimize_y ? 1 : -1;
+  std::vector<Point> v;
+  for (const auto& p : points) {
+    if (std::isfinite(p.x) && std::isfinite(p.y)) v.push_back(p);
+  }
+  std::sort(v.begin(), v.end(), [&](const Point& a, const Point& b) {
+    return fx * a.x < fx * b.x || (fx * a.x == fx * b.x && fy * a.y < fy * b.y);
+  });
+  std::vector<Point> front;
+  for (const auto& p : v) {
+    if (front.empty() || fy * p.y < fy * front.back().y) front.push_back(p);
+  }
+  std::sort(front.begin(), front.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
+  return front;
+}
+
 std::string palette(std::size_t i) {
   // Tableau-like hues, chosen to stay apart for the colour-blind as far as ten colours can.
   static constexpr std::array<const char*, 10> kColours{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
@@ -237,8 +266,9 @@ std::string line_chart(const LineChart& c) {
   const double ml = 76, mr = 24, mt = 40;
   const double w = c.width, h = c.height;
   std::vector<std::string> names, colours;
-  std::vector<bool> dashed;
+  std::vector<bool> dashed, dots;
   for (std::size_t i = 0; i < c.series.size(); ++i) {
+    dots.push_back(!c.series[i].line);
     names.push_back(c.series[i].name);
     colours.push_back(c.series[i].colour.empty() ? palette(i) : c.series[i].colour);
     dashed.push_back(c.series[i].dashed);
@@ -258,8 +288,10 @@ std::string line_chart(const LineChart& c) {
     }
   }
   for (const auto& r : c.refs) (r.horizontal ? ys : xs).push_back(r.value);
-  Scale sx = make_scale(c.x, xs);
-  Scale sy = make_scale(c.y, ys);
+  bool labelled = false;
+  for (const auto& s : c.series) labelled = labelled || !s.labels.empty();
+  Scale sx = make_scale(c.x, xs, labelled);
+  Scale sy = make_scale(c.y, ys, labelled);
   sx.p0 = ml;
   sx.p1 = w - mr;
   sy.p0 = h - mb;
@@ -335,10 +367,17 @@ std::string line_chart(const LineChart& c) {
       o << "\"/>\n";
     }
     if (s.markers || !s.line) {
-      for (const auto& p : pts) {
+      for (std::size_t k = 0; k < s.points.size(); ++k) {
+        const auto& p = s.points[k];
+        if (!sx.contains(p.x) || !sy.contains(p.y)) continue;
+        const std::string label = k < s.labels.size() ? s.labels[k] : std::string();
         o << "<circle class=\"marker\" cx=\"" << px(sx.map(p.x)) << "\" cy=\"" << px(sy.map(p.y))
-          << "\" r=\"3\"><title>" << escape(s.name) << ": " << value_text(p.x) << ", " << value_text(p.y)
-          << "</title></circle>\n";
+          << "\" r=\"3\"><title>" << escape(s.name) << (label.empty() ? "" : " " + escape(label)) << ": "
+          << value_text(p.x) << ", " << value_text(p.y) << "</title></circle>\n";
+        if (!label.empty()) {
+          o << "<text class=\"point-label\" x=\"" << px(sx.map(p.x) + 5) << "\" y=\"" << px(sy.map(p.y) - 5)
+            << "\" font-size=\"11\">" << escape(label) << "</text>\n";
+        }
       }
     }
     o << "</g>\n";
@@ -349,7 +388,7 @@ std::string line_chart(const LineChart& c) {
   }
   std::vector<std::string> escaped_colours;
   for (const auto& col : colours) escaped_colours.push_back(escape(col));
-  legend(o, names, escaped_colours, dashed, false, ml, h - kLegendRow * rows + 4, plot_w);
+  legend(o, names, escaped_colours, dashed, dots, false, ml, h - kLegendRow * rows + 4, plot_w);
   o << "</svg>\n";
   return o.str();
 }
@@ -372,6 +411,7 @@ std::string stacked_bars(const StackedBars& b) {
   }
   const double top = totals.empty() ? 0 : *std::max_element(totals.begin(), totals.end());
   Axis ax;
+  ax.max = b.max;
   Scale sx = make_scale(ax, {top});
   sx.p0 = ml;
   sx.p1 = ml + plot_w;
@@ -420,8 +460,8 @@ std::string stacked_bars(const StackedBars& b) {
     o << "<text class=\"no-data\" x=\"" << px((sx.p0 + sx.p1) / 2) << "\" y=\"" << px((y0 + y1) / 2 + 4)
       << "\" text-anchor=\"middle\" fill=\"#777\">no data</text>\n";
   }
-  legend(o, b.categories, colours, std::vector<bool>(b.categories.size(), false), true, ml, h - kLegendRow * rows + 4,
-         plot_w);
+  const std::vector<bool> none(b.categories.size(), false);
+  legend(o, b.categories, colours, none, none, true, ml, h - kLegendRow * rows + 4, plot_w);
   o << "</svg>\n";
   return o.str();
 }

@@ -56,6 +56,8 @@ struct Series {
   bool dashed = false;
   bool line = true;     ///< false: markers only (a scatter)
   bool markers = true;  ///< a dot at each point, with a <title> tooltip "name: x, y"
+  /// Optional text per point (e.g. a rank, "#1"), drawn beside its marker and put in its tooltip.
+  std::vector<std::string> labels{};
 };
 
 /// A straight line across the plot at y = value (horizontal) or x = value, e.g. an SLO.
@@ -88,6 +90,7 @@ struct StackedBars {
   std::vector<std::string> categories{};      ///< segment names, in the legend
   std::vector<std::string> colours{};         ///< per category; empty entries use the palette
   std::vector<std::vector<double>> values{};  ///< values[row][category] >= 0 (others drawn as 0)
+  std::optional<double> max{};                ///< the axis' end (e.g. 100 for percentages); else from the longest bar
   int width = 720;
   int label_width = 180;  ///< room for the row labels on the left
 };
@@ -96,6 +99,10 @@ struct StackedBars {
 /// segment has a <title> tooltip "row: category value". Rows with no values make an empty chart
 /// with a "no data" note.
 [[nodiscard]] std::string stacked_bars(const StackedBars& bars);
+
+/// The points of `points` on their Pareto front, in x order: those no other point beats on both
+/// axes. `minimize_x`/`minimize_y` say which way is better on each (cost: lower; throughput: higher).
+[[nodiscard]] std::vector<Point> pareto_front(const std::vector<Point>& points, bool minimize_x, bool minimize_y);
 
 /// The palette's i-th colour (cycles): distinguishable, and readable on white.
 [[nodiscard]] std::string palette(std::size_t i);

@@ -7,36 +7,13 @@
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/report/run_summary.hpp"
 #include "sim/workload/compute_model.hpp"
 #include "sim/workload/stage_programs.hpp"
 
 namespace cs::report {
 
 namespace {
-
-struct Interval {
-  std::int64_t a, b;
-};
-
-/// Total length of a union of intervals (sorts `v`).
-std::int64_t union_length(std::vector<Interval>& v) {
-  std::sort(v.begin(), v.end(),
-            [](const Interval& x, const Interval& y) { return x.a < y.a || (x.a == y.a && x.b < y.b); });
-  std::int64_t total = 0, cur_a = 0, cur_b = -1;
-  bool open = false;
-  for (const auto& i : v) {
-    if (!open || i.a > cur_b) {
-      if (open) total += cur_b - cur_a;
-      cur_a = i.a;
-      cur_b = i.b;
-      open = true;
-    } else {
-      cur_b = std::max(cur_b, i.b);
-    }
-  }
-  if (open) total += cur_b - cur_a;
-  return total;
-}
 
 /// GPUs that run anything: all of them, or one data-parallel replica's under DP symmetry (the
 /// means below are over these; the others are identical replicas).
@@ -48,48 +25,12 @@ int simulated_gpus(const workload::WorkloadGraph& g) {
 }
 
 Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog& log) {
-  // GPU by GPU (its streams, plus the transfers outside every stream), so that memory stays at a
-  // block of GPUs' intervals however large the run; sums are taken in GPU order.
-  const int n = g.gpus();
-  std::vector<std::vector<std::uint32_t>> unordered(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
-    const auto& t = g.tasks()[i];
-    if (t.stream != workload::Stream::kNone) continue;
-    if (t.collective) {
-      for (int r : g.groups()[t.group]) unordered[static_cast<std::size_t>(r)].push_back(static_cast<std::uint32_t>(i));
-    } else {
-      unordered[t.gpu].push_back(static_cast<std::uint32_t>(i));
-    }
-  }
-  // Per GPU, on the workers (blocks of GPUs, each with its own scratch); summed in GPU order.
-  std::vector<std::int64_t> c_ps(static_cast<std::size_t>(n), 0), m_ps(c_ps.size(), 0), exposed_ps(c_ps.size(), 0);
-  constexpr std::size_t kBlock = 256;
-  parallel_for_each((c_ps.size() + kBlock - 1) / kBlock, [&](std::size_t blk) {
-    std::vector<Interval> compute, comm, both;
-    auto add = [&](std::uint32_t i) {
-      const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
-      (g.tasks()[i].collective ? comm : compute).push_back(iv);
-    };
-    for (std::size_t ru = blk * kBlock; ru < std::min(c_ps.size(), (blk + 1) * kBlock); ++ru) {
-      if (g.stream_order(ru * workload::kStreamsPerGpu).empty()) continue;  // not simulated (symmetry)
-      compute.clear();
-      comm.clear();
-      for (std::size_t k = 0; k < workload::kStreamsPerGpu; ++k) {
-        for (auto id : g.stream_order(ru * workload::kStreamsPerGpu + k)) add(workload::index(id));
-      }
-      for (auto i : unordered[ru]) add(i);
-      both = compute;
-      both.insert(both.end(), comm.begin(), comm.end());
-      c_ps[ru] = union_length(compute);
-      m_ps[ru] = union_length(comm);
-      exposed_ps[ru] = union_length(both) - c_ps[ru];
-    }
-  });
+  // Per GPU (run_summary's unions of intervals), summed in GPU order.
   Breakdown b;
-  for (std::size_t ru = 0; ru < c_ps.size(); ++ru) {
-    b.compute += static_cast<double>(c_ps[ru]) * 1e-12;
-    b.comm_total += static_cast<double>(m_ps[ru]) * 1e-12;
-    b.exposed_comm += static_cast<double>(exposed_ps[ru]) * 1e-12;
+  for (const auto& t : gpu_times(g, log)) {
+    b.compute += static_cast<double>(t.compute) * 1e-12;
+    b.comm_total += static_cast<double>(t.comm) * 1e-12;
+    b.exposed_comm += static_cast<double>(t.exposed_comm) * 1e-12;
   }
   const int active = simulated_gpus(g);
   b.compute /= active;

@@ -46,7 +46,9 @@ Action add_plan(CLI::App& app, const Globals& g);
 Action add_claims(CLI::App& app, const Globals& g);
 Action add_sweep(CLI::App& app, const Globals& g);
 /// Runs an inference scenario document (kind "infer"); shared by `infer` and `run`.
-int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const TraceFlags& trace);
+/// `report`: also write the HTML report there (empty: none).
+int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const TraceFlags& trace,
+                         const std::string& report = "");
 /// `validate` for an inference scenario: parse, resolve, size the KV cache; no simulation.
 int validate_serving_document(const config::JsonDoc& doc, const Globals& g);
 

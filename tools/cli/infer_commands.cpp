@@ -14,6 +14,7 @@
 #include "sim/config/serving_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/report/html_report.hpp"
 #include "sim/report/serving_report.hpp"
 #include "sim/report/serving_trace.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -41,6 +42,7 @@ struct InferOpts {
   std::string disaggregate;
   bool json = false;
   TraceFlags trace;
+  std::string report;  ///< --report FILE.html
 };
 
 /// A problem about the workload as a whole names the three flags that choose the arrivals.
@@ -105,7 +107,8 @@ nlohmann::json to_doc(const InferOpts& o, const std::string& rate_override) {
 
 }  // namespace
 
-int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const TraceFlags& trace) {
+int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const TraceFlags& trace,
+                         const std::string& report) {
   SimTime trace_from{};
   SimTime trace_to{std::numeric_limits<std::int64_t>::max()};
   trace_window(trace, trace_from, trace_to);
@@ -116,6 +119,7 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
     scenarios.emplace_back(name, config::parse_serving(d, catalog));
     check_serving_work(scenarios.back().second, d.path, g);
   }
+  if (!report.empty()) report::check_writable(report, "--report");  // before the work, not after
   nlohmann::ordered_json all;
   all["variants"] = nlohmann::ordered_json::array();
   // Variants are independent: simulated in parallel, reported in file order.
@@ -123,8 +127,20 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   auto progress = batch_progress("simulating", scenarios.size());
   study::run_batch(
       scenarios.size(),
-      [&](std::size_t i) { results[i] = serving::simulate_serving(scenarios[i].second, trace.wanted()); },
+      [&](std::size_t i) {
+        // The report's per-replica time comes from the step spans the trace also uses.
+        results[i] = serving::simulate_serving(scenarios[i].second, trace.wanted() || !report.empty());
+      },
       progress.get());
+  if (!report.empty()) {
+    std::vector<std::string> names;
+    for (const auto& sc : scenarios) {
+      if (!sc.first.empty()) names.push_back(sc.first);
+    }
+    const std::string title = results.front().name.empty() ? doc.path : results.front().name;
+    report::write_report(report, "--report", report::serving_report_html(title, names, results));
+    std::cerr << "report written to " << report << "\n";
+  }
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     const auto& name = scenarios[i].first;
     const auto& r = results[i];
@@ -181,9 +197,10 @@ Action add_infer(CLI::App& app, const Globals& g) {
   add_options(cmd, *o);
   cmd->add_flag("--json", o->json, "print one JSON document");
   add_trace_flags(cmd, o->trace, false);
+  cmd->add_option("--report", o->report, "write a self-contained HTML report with charts to this file");
   return [o, &g]() -> int {
     try {
-      return run_serving_document(config::JsonDoc{"command line", to_doc(*o, "")}, g, o->json, o->trace);
+      return run_serving_document(config::JsonDoc{"command line", to_doc(*o, "")}, g, o->json, o->trace, o->report);
     } catch (const InputError& e) {
       throw name_infer_flags(e);
     }
@@ -200,6 +217,7 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
   cmd->add_option("--rates", *rates, "comma-separated arrival rates (requests/s)")->required();
   cmd->add_option("--csv", *csv, "write the curve as CSV");
   cmd->add_option("--svg", *svg, "write the curve as an SVG plot");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report with the curves to this file");
   return [o, rates, csv, svg, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
     std::vector<std::pair<double, serving::ServingScenario>> scenarios;
@@ -218,6 +236,7 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
         throw name_infer_flags(e);
       }
     }
+    if (!o->report.empty()) report::check_writable(o->report, "--report");  // before the work, not after
     // Sweep points are independent: simulated in parallel, in rate order in the output.
     std::vector<std::pair<double, serving::ServingResults>> points(scenarios.size());
     auto progress = batch_progress("sweep points", scenarios.size());
@@ -233,12 +252,17 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
       if (!f) throw InputError(*csv, "", "cannot write this file");
       f << sweep_csv(points);
     }
+    // --slo-ttft / --slo-tpot are the same for every rate: the first point's scenario has them.
+    const report::SweepSlo slo{scenarios.front().second.slo_ttft_s, scenarios.front().second.slo_tpot_s};
+    const std::string title = o->fields->text("--model") + " on " + o->fields->text("--cluster");
     if (!svg->empty()) {
       std::ofstream f(*svg);
       if (!f) throw InputError(*svg, "", "cannot write this file");
-      // --slo-ttft / --slo-tpot are the same for every rate: the first point's scenario has them.
-      const report::SweepSlo slo{scenarios.front().second.slo_ttft_s, scenarios.front().second.slo_tpot_s};
-      f << sweep_svg(points, o->fields->text("--model") + " on " + o->fields->text("--cluster"), slo);
+      f << sweep_svg(points, title, slo);
+    }
+    if (!o->report.empty()) {
+      report::write_report(o->report, "--report", report::sweep_report_html(title, points, slo));
+      std::cerr << "report written to " << o->report << "\n";
     }
     return 0;
   };

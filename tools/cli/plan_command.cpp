@@ -19,6 +19,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/report/html_report.hpp"
 #include "sim/sizing/serving_search.hpp"
 #include "sim/sizing/training_search.hpp"
 #include "sim/study/batch.hpp"
@@ -33,7 +34,7 @@ namespace cs::cli {
 namespace {
 
 struct PlanOpts {
-  std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot;
+  std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot, report;
   int max_gpus = 64;
   int top = 5;
   std::int64_t seq = 4096, global_batch = 256;
@@ -222,6 +223,43 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
     for (const auto& rej : r.rejected) m += "\n  " + rej.offer + ": " + rej.reason;
     throw InfeasibleError(m);
   }
+  std::vector<std::vector<std::string>> rows{{"#", "offer", "boxes", "GPUs", "plan", "cost/hour (terms)",
+                                              "per Mtok out", "TTFT p90", "TPOT p90", "tok/s/GPU", "mem/GPU",
+                                              "bottleneck"}};
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
+                    sizing::serving_plan_text(c.choice),
+                    fixed(c.cost_per_hour, 1) + " " + c.currency + " (" + c.cost_terms + ")", fixed(c.cost_per_mtok, 2),
+                    fixed(c.ttft_p90_s * 1e3, 0) + " ms", fixed(c.tpot_p90_s * 1e3, 1) + " ms",
+                    fixed(c.output_tokens_per_s_per_gpu, 0),
+                    fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB", c.bottleneck});
+  }
+  if (!o.report.empty()) {
+    report::PlanReport p;
+    p.title = "plan: " + o.model + ", serve " + shortest(job.rate) + " requests/s";
+    p.subtitle = std::to_string(job.isl) + " + " + std::to_string(job.osl) +
+                 " tokens per request; p90 TTFT <= " + shortest(sj.slo_ttft_s * 1e3) + " ms" +
+                 (sj.slo_tpot_s > 0 ? ", p90 TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string());
+    p.header = rows.front();
+    p.rows.assign(rows.begin() + 1, rows.end());
+    for (const auto& c : r.candidates) {
+      p.points.push_back({c.tpot_p90_s > 0 ? 1.0 / c.tpot_p90_s : 0.0, c.output_tokens_per_s_per_gpu});
+    }
+    p.x_title = "output tokens/s per user (1 / p90 TPOT)";
+    p.y_title = "output tokens/s per GPU";
+    p.minimize_x = p.minimize_y = false;
+    p.front_caption =
+        "Each point is a ranked candidate (#rank): how fast each user sees tokens against how much "
+        "each GPU serves. Up and right is better; the red line joins the candidates no other beats on "
+        "both (the Pareto front among those ranked).";
+    for (const auto& rej : r.rejected) p.rejected.emplace_back(rej.offer, rej.reason);
+    p.notes.push_back("Searched " + std::to_string(r.plans) + " (offer, TP) shapes, " + std::to_string(r.simulated) +
+                      " serving simulations. Cost per hour is the cheapest term per box-hour of continuous serving x "
+                      "boxes (a month = 720 h). docs/plan.md");
+    report::write_report(o.report, "--report", report::plan_report_html(p));
+    std::cerr << "report written to " << o.report << "\n";
+  }
   if (o.json) {
     nlohmann::ordered_json j;
     j["model"] = o.model;
@@ -265,18 +303,6 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
             << job.osl << " tokens; p90 TTFT <= " << shortest(sj.slo_ttft_s * 1e3) << " ms"
             << (sj.slo_tpot_s > 0 ? ", p90 TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string()) << "\n"
             << "each box takes RATE / boxes (boxes share no traffic); ranked by cost per hour, then TTFT:\n\n";
-  std::vector<std::vector<std::string>> rows{{"#", "offer", "boxes", "GPUs", "plan", "cost/hour (terms)",
-                                              "per Mtok out", "TTFT p90", "TPOT p90", "tok/s/GPU", "mem/GPU",
-                                              "bottleneck"}};
-  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
-    const auto& c = r.candidates[i];
-    rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
-                    sizing::serving_plan_text(c.choice),
-                    fixed(c.cost_per_hour, 1) + " " + c.currency + " (" + c.cost_terms + ")", fixed(c.cost_per_mtok, 2),
-                    fixed(c.ttft_p90_s * 1e3, 0) + " ms", fixed(c.tpot_p90_s * 1e3, 1) + " ms",
-                    fixed(c.output_tokens_per_s_per_gpu, 0),
-                    fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB", c.bottleneck});
-  }
   print_rows(rows);
   for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
   std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
@@ -351,6 +377,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
   cmd->add_option("--slo-tpot", o->slo_tpot, "serve: the p90 time-per-output-token objective (50ms)");
   cmd->add_flag("--json", o->json, "print one JSON document instead of the table");
   cmd->add_option("--csv", o->csv, "also write the ranked candidates as CSV to this file");
+  cmd->add_option("--report", o->report, "also write a self-contained HTML report (Pareto front, table) to this file");
   return [o, &g] {
     const auto t0 = std::chrono::steady_clock::now();
     // Under mpirun the ranks split the simulations; only rank 0 writes (stdout, --csv).
@@ -365,6 +392,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (o->top < 1) bad("--top", "expected a count >= 1; got " + std::to_string(o->top));
     if (o->seq < 1) bad("--seq", "expected a sequence length >= 1; got " + std::to_string(o->seq));
     if (o->global_batch < 1) bad("--global-batch", "expected sequences >= 1; got " + std::to_string(o->global_batch));
+    if (!o->report.empty()) report::check_writable(o->report, "--report");  // before the search, not after
     opts.top = o->top;
     opts.seq = o->seq;
     opts.global_batch = o->global_batch;
@@ -477,6 +505,48 @@ Action add_plan(CLI::App& app, const Globals& g) {
           << shortest(c.step_time_s_analytical) << "," << shortest(c.step_time_s_flow) << "\n";
       }
     }
+    std::vector<std::vector<std::string>> rows{{"#", "offer", "nodes", "GPUs", "plan", "job time", "job cost (terms)",
+                                                "per Mtok", "MFU", "mem/GPU", "bottleneck", "step (an. / flow)"}};
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+      const auto& c = r.candidates[i];
+      rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
+                      plan_cell(c), time_text(c.job_time_s), terms_text(c), fixed(c.cost_per_mtok, 2),
+                      fixed(c.mfu * 100, 1) + "%",
+                      fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB",
+                      c.bottleneck + " " + fixed(c.bottleneck_share * 100, 0) + "%",
+                      fixed(c.step_time_s_analytical, 2) + " / " + fixed(c.step_time_s_flow, 2) + " s"});
+    }
+    if (!o->report.empty()) {
+      report::PlanReport p;
+      p.title = "plan: " + o->model + ", train " + o->job;
+      p.subtitle = "sequence " + std::to_string(o->seq) + ", " + std::to_string(o->global_batch) +
+                   " sequences per step; multi-node over " +
+                   (o->fabric == "none" ? std::string("nothing (one box)") : o->fabric);
+      p.header = rows.front();
+      p.rows.assign(rows.begin() + 1, rows.end());
+      std::string currency = r.candidates.front().currency;
+      for (const auto& c : r.candidates) {
+        p.points.push_back({c.job_time_s / 3600, c.job_cost});
+        if (c.currency != currency) currency = "each offer's currency";
+      }
+      p.x_title = "job time (hours)";
+      p.y_title = "job cost (" + currency + ")";
+      p.front_caption =
+          "Each point is a ranked candidate (#rank): how long the job takes against what it costs. "
+          "Down and left is better; the red line joins the candidates no other beats on both (the "
+          "Pareto front among those ranked).";
+      for (const auto& rej : r.rejected) p.rejected.emplace_back(rej.offer, rej.reason);
+      p.notes.push_back(std::to_string(r.counts.enumerated) + " plans enumerated, " + std::to_string(r.counts.invalid) +
+                        " invalid, " + std::to_string(r.counts.too_big) + " do not fit, " +
+                        std::to_string(r.counts.dominated) + " dominated; " + std::to_string(r.counts.scored) +
+                        " scored (analytical), " + std::to_string(r.counts.verified) + " re-simulated (flow); " +
+                        std::to_string(r.feasible) + " fit within budget and deadline.");
+      p.notes.push_back(
+          "Job cost is whole periods of each term (hours, 30-day months) x boxes; cost per Mtok is job "
+          "cost / tokens. docs/plan.md");
+      report::write_report(o->report, "--report", report::plan_report_html(p));
+      std::cerr << "report written to " << o->report << "\n";
+    }
     if (o->json) {
       nlohmann::ordered_json j;
       j["model"] = o->model;
@@ -509,17 +579,6 @@ Action add_plan(CLI::App& app, const Globals& g) {
               << r.feasible << " plans fit"
               << (opts.budget > 0 || job.deadline_s > 0 ? " within budget and deadline" : "") << "; the best "
               << r.candidates.size() << " by job cost, then time (step times: analytical / flow):\n\n";
-    std::vector<std::vector<std::string>> rows{{"#", "offer", "nodes", "GPUs", "plan", "job time", "job cost (terms)",
-                                                "per Mtok", "MFU", "mem/GPU", "bottleneck", "step (an. / flow)"}};
-    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
-      const auto& c = r.candidates[i];
-      rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
-                      plan_cell(c), time_text(c.job_time_s), terms_text(c), fixed(c.cost_per_mtok, 2),
-                      fixed(c.mfu * 100, 1) + "%",
-                      fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB",
-                      c.bottleneck + " " + fixed(c.bottleneck_share * 100, 0) + "%",
-                      fixed(c.step_time_s_analytical, 2) + " / " + fixed(c.step_time_s_flow, 2) + " s"});
-    }
     print_rows(rows);
     for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
     // The break-even job length between an offer's two terms (the seed's claim 12).

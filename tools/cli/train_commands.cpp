@@ -12,6 +12,8 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/report/html_report.hpp"
+#include "sim/report/run_summary.hpp"
 #include "sim/report/training_trace.hpp"
 #include "sim/report/writers.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -30,6 +32,7 @@ namespace {
 struct OutputOptions {
   bool json = false;
   TraceFlags trace;
+  std::string report;  ///< --report FILE.html
   bool dump_resolved = false;
   bool validate_only = false;
 };
@@ -116,23 +119,26 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     }
     return 0;
   }
+  if (!out.report.empty()) report::check_writable(out.report, "--report");  // before the work, not after
   // Variants are independent: simulated in parallel, reported in file order.
   std::vector<report::TrainResults> results(scenarios.size());
-  std::vector<std::optional<study::TrainingRun>> runs(out.trace.wanted() ? scenarios.size() : 0);
+  const bool keep_runs = out.trace.wanted() || !out.report.empty();
+  std::vector<std::optional<study::TrainingRun>> runs(keep_runs ? scenarios.size() : 0);
   study::TopologyCache topologies;
   auto progress = batch_progress("simulating", scenarios.size());
   study::run_batch(
       scenarios.size(),
       [&](std::size_t i) {
         study::RunOptions ro;
-        ro.record_links = out.trace.wanted() && out.trace.link_points > 0;
+        // Link samples: the trace's counters, the report's utilisation.
+        ro.record_links = (out.trace.wanted() && out.trace.link_points > 0) || !out.report.empty();
         ro.topologies = &topologies;
         auto run = study::run_training(scenarios[i], ro);
         results[i] = report::train_results(scenarios[i], run);
         if (!runs.empty()) runs[i].emplace(std::move(run));
       },
       progress.get());
-  for (std::size_t i = 0; i < runs.size(); ++i) {
+  for (std::size_t i = 0; out.trace.wanted() && i < runs.size(); ++i) {
     const auto& run = *runs[i];
     const auto sel = trace_selection(out.trace, run.step.graph.gpus(), scenarios[i].micro_batches());
     const std::string path =
@@ -142,6 +148,27 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     const auto stats = report::write_training_trace(f, path, run.step.graph, run.log, *run.topology, sel);
     std::cerr << "trace written to " << path << " (" << stats.spans << " spans, " << stats.counter_samples
               << " link samples)\n";
+  }
+  const auto& first = scenarios.front();
+  const std::string heading = std::string(first.name.empty() ? doc.path : first.name) + ": " + first.model.id +
+                              ", sequence " + std::to_string(first.seq) + ", global batch " +
+                              std::to_string(first.global_batch) + " (micro-batch " +
+                              std::to_string(first.micro_batch) + "), " + calib::dtype_name(first.dtype);
+  if (!out.report.empty()) {
+    std::vector<report::TrainReportItem> items;
+    for (std::size_t i = 0; i < scenarios.size(); ++i) {
+      report::TrainReportItem it;
+      it.name = file.variant_names.empty() ? (first.name.empty() ? doc.path : first.name) : file.variant_names[i];
+      it.results = results[i];
+      it.gpus = report::gpu_times(runs[i]->step.graph, runs[i]->log);
+      it.makespan_s = runs[i]->log.makespan.seconds();
+      it.links = report::link_use(runs[i]->log, *runs[i]->topology);
+      items.push_back(std::move(it));
+    }
+    report::write_report(out.report, "--report",
+                         report::train_report_html(first.name.empty() ? doc.path : first.name, heading, items,
+                                                   report::format_table(results, file.variant_names)));
+    std::cerr << "report written to " << out.report << "\n";
   }
   if (out.json) {
     if (file.variant_names.empty()) {
@@ -162,10 +189,7 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     }
     return 0;
   }
-  const auto& first = scenarios.front();
-  std::cout << (first.name.empty() ? doc.path : first.name) << ": " << first.model.id << ", sequence " << first.seq
-            << ", global batch " << first.global_batch << " (micro-batch " << first.micro_batch << "), "
-            << calib::dtype_name(first.dtype) << "\n";
+  std::cout << heading << "\n";
   if (!first.description.empty()) std::cout << first.description << "\n";
   std::cout << "\n" << report::format_table(results, file.variant_names);
   return 0;
@@ -185,12 +209,13 @@ Action add_run(CLI::App& app, const Globals& g) {
   cmd->add_option("--set", o->sets, "override a field: path=value (e.g. parallel.tp=4), repeatable");
   cmd->add_flag("--json", o->out.json, "print one JSON document instead of the table");
   add_trace_flags(cmd, o->out.trace, true);
+  cmd->add_option("--report", o->out.report, "write a self-contained HTML report with charts to this file");
   cmd->add_flag("--dump-resolved", o->out.dump_resolved, "print the scenario with every default filled, and stop");
   return [o, &g] {
     auto doc = config::load(o->file);
     for (const auto& s : o->sets) apply_set(doc.json, s);
     if (document_kind(doc) == "infer") {
-      return run_serving_document(doc, g, o->out.json, o->out.trace);
+      return run_serving_document(doc, g, o->out.json, o->out.trace, o->out.report);
     }
     return run_document(doc, g, o->out);
   };
@@ -215,6 +240,7 @@ Action add_train(CLI::App& app, const Globals& g) {
   auto out = std::make_shared<OutputOptions>();
   cmd->add_flag("--json", out->json, "print one JSON document instead of the table");
   add_trace_flags(cmd, out->trace, true);
+  cmd->add_option("--report", out->report, "write a self-contained HTML report with charts to this file");
   cmd->add_flag("--dump-resolved", out->dump_resolved, "print the scenario with every default filled, and stop");
   return [flags, out, &g] {
     nlohmann::json j = nlohmann::json::object();

@@ -1,0 +1,116 @@
+#include "sim/report/run_summary.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "sim/core/parallel.hpp"
+
+namespace cs::report {
+
+namespace {
+
+struct Interval {
+  std::int64_t a, b;
+};
+
+/// Total length of a union of intervals (sorts `v`).
+std::int64_t union_length(std::vector<Interval>& v) {
+  std::sort(v.begin(), v.end(),
+            [](const Interval& x, const Interval& y) { return x.a < y.a || (x.a == y.a && x.b < y.b); });
+  std::int64_t total = 0, cur_a = 0, cur_b = -1;
+  bool open = false;
+  for (const auto& i : v) {
+    if (!open || i.a > cur_b) {
+      if (open) total += cur_b - cur_a;
+      cur_a = i.a;
+      cur_b = i.b;
+      open = true;
+    } else {
+      cur_b = std::max(cur_b, i.b);
+    }
+  }
+  if (open) total += cur_b - cur_a;
+  return total;
+}
+
+}  // namespace
+
+std::vector<GpuTimePs> gpu_times(const workload::WorkloadGraph& g, const workload::RunLog& log) {
+  // GPU by GPU (its streams, plus the transfers outside every stream), so that memory stays at a
+  // block of GPUs' intervals however large the run.
+  const auto n = static_cast<std::size_t>(g.gpus());
+  std::vector<std::vector<std::uint32_t>> unordered(n);
+  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
+    const auto& t = g.tasks()[i];
+    if (t.stream != workload::Stream::kNone) continue;
+    if (t.collective) {
+      for (int r : g.groups()[t.group]) unordered[static_cast<std::size_t>(r)].push_back(static_cast<std::uint32_t>(i));
+    } else {
+      unordered[t.gpu].push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  std::vector<GpuTimePs> out(n);
+  constexpr std::size_t kBlock = 256;
+  parallel_for_each((n + kBlock - 1) / kBlock, [&](std::size_t blk) {
+    std::vector<Interval> compute, comm, both;
+    auto add = [&](std::uint32_t i) {
+      const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
+      (g.tasks()[i].collective ? comm : compute).push_back(iv);
+    };
+    for (std::size_t ru = blk * kBlock; ru < std::min(n, (blk + 1) * kBlock); ++ru) {
+      if (g.stream_order(ru * workload::kStreamsPerGpu).empty()) continue;  // not simulated (symmetry)
+      compute.clear();
+      comm.clear();
+      for (std::size_t k = 0; k < workload::kStreamsPerGpu; ++k) {
+        for (auto id : g.stream_order(ru * workload::kStreamsPerGpu + k)) add(workload::index(id));
+      }
+      for (auto i : unordered[ru]) add(i);
+      both = compute;
+      both.insert(both.end(), comm.begin(), comm.end());
+      auto& t = out[ru];
+      t.simulated = true;
+      t.compute = union_length(compute);
+      t.comm = union_length(comm);
+      t.exposed_comm = union_length(both) - t.compute;
+    }
+  });
+  return out;
+}
+
+std::vector<LinkUse> link_use(const workload::RunLog& log, const net::Topology& topo) {
+  // Each sample sets its link's load from its time on; samples of one link in time order (equal
+  // times keep the log's order, the last one holding).
+  std::vector<std::size_t> order(log.link_samples.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = log.link_samples[a];
+    const auto& y = log.link_samples[b];
+    return x.link < y.link || (x.link == y.link && x.time.ps < y.time.ps);
+  });
+  const double makespan = log.makespan.seconds();
+  std::vector<LinkUse> out;
+  for (std::size_t k = 0; k < order.size();) {
+    const std::uint32_t link = log.link_samples[order[k]].link;
+    LinkUse u;
+    u.link = link;
+    for (; k < order.size() && log.link_samples[order[k]].link == link; ++k) {
+      const auto& s = log.link_samples[order[k]];
+      const bool last = k + 1 == order.size() || log.link_samples[order[k + 1]].link != link;
+      const std::int64_t until = last ? log.makespan.ps : log.link_samples[order[k + 1]].time.ps;
+      const double dt = static_cast<double>(std::max<std::int64_t>(until - s.time.ps, 0)) * 1e-12;
+      u.bytes += s.bytes_per_s * dt;
+      if (s.bytes_per_s > 0) u.busy_s += dt;
+    }
+    if (u.bytes <= 0) continue;
+    const auto& l = topo.link(static_cast<net::LinkId>(link));
+    u.name = topo.vertex(l.from).name + "->" + topo.vertex(l.to).name;
+    u.type = l.type;
+    u.bandwidth_bytes_per_s = l.bandwidth_bytes_per_s;
+    u.utilisation = makespan > 0 && l.bandwidth_bytes_per_s > 0 ? u.bytes / (l.bandwidth_bytes_per_s * makespan) : 0;
+    out.push_back(std::move(u));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const LinkUse& a, const LinkUse& b) { return a.bytes > b.bytes; });
+  return out;
+}
+
+}  // namespace cs::report
