@@ -22,15 +22,11 @@ std::string px(double v) {
   return s == "-0.0" ? "0.0" : s;
 }
 
-/// A data value for a tooltip or a bar's total: whole above 100, else three or four significant
-/// digits, never an exponent above 10^-4.
+/// A data value for a tooltip or a bar's total: whole from 1000 up ("16731"), else four significant
+/// digits without trailing zeros ("2", "9.456", "0.0123"; an exponent only below 10^-4).
 std::string value_text(double v) {
   if (!std::isfinite(v)) return "n/a";
-  const double a = std::fabs(v);
-  if (a >= 100) return fixed(v, 0);
-  if (a >= 10) return fixed(v, 1);
-  if (a >= 1) return fixed(v, 2);
-  if (a >= 1e-4) return fixed(v, std::clamp(2 - static_cast<int>(std::floor(std::log10(a))), 3, 6));
+  if (std::fabs(v) >= 1000) return fixed(v, 0);
   std::array<char, 64> buf{};
   const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 4);
   return r.ec == std::errc{} ? std::string(buf.data(), r.ptr) : std::string("n/a");
