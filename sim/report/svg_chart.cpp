@@ -414,7 +414,7 @@ std::string stacked_bars(const StackedBars& b) {
   const double plot_h = std::max<double>(static_cast<double>(b.rows.size()), 1) * (bar_h + gap) + gap;
   const int rows = legend_rows(legend_layout(b.categories, plot_w));
   const double y0 = mt, y1 = mt + plot_h;
-  const double h = y1 + 44 + kLegendRow * rows;
+  const double h = y1 + 54 + kLegendRow * rows;  // the legend clear of the axis title
 
   std::ostringstream o;
   open_svg(o, b.width, h);

@@ -13,7 +13,9 @@ mpi="${CLUSTERSIM_MPI:-}"
 extra=()
 if [ "$mpi" = ON ]; then extra=(libopenmpi-dev openmpi-bin); fi
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in cmake ninja-build g++ libboost-graph-dev libtbb-dev libcli11-dev nlohmann-json3-dev doctest-dev "${extra[@]}"; do
+# chromium: the report_browser_check test opens the HTML reports in it (tools/scripts/check-reports).
+for pkg in cmake ninja-build g++ libboost-graph-dev libtbb-dev libcli11-dev nlohmann-json3-dev doctest-dev chromium \
+  "${extra[@]}"; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
