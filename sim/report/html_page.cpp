@@ -54,6 +54,8 @@ void Page::figure(const std::string& svg, const std::string& caption) {
   body_ += "<figure>\n" + svg + "<figcaption>" + escape(caption) + "</figcaption>\n</figure>\n";
 }
 
+void Page::preformatted(const std::string& text) { body_ += "<pre>" + escape(text) + "</pre>\n"; }
+
 void Page::details(const std::string& summary, const std::string& text) {
   body_ += "<details><summary>" + escape(summary) + "</summary>\n<pre>" + escape(text) + "</pre>\n</details>\n";
 }

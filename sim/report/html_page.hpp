@@ -17,6 +17,8 @@ class Page {
   void table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
   /// An inline SVG chart with a caption saying what it shows and how to read it.
   void figure(const std::string& svg, const std::string& caption);
+  /// Preformatted text (a terminal table), shown as it is.
+  void preformatted(const std::string& text);
   /// Preformatted text (the terminal table), folded under `summary` (<details>, no script needed).
   void details(const std::string& summary, const std::string& text);
   [[nodiscard]] std::string str() const;

@@ -103,11 +103,29 @@ TEST_CASE("train, infer, infer-sweep and plan write their reports") {
   for (const auto& p : {train, infer, sweep, plan}) std::remove(p.c_str());
 }
 
+TEST_CASE("sweep --report writes the table, and the chart of --x and --y when given") {
+  const std::string path = "/tmp/cs-report-sweep-file.html";
+  const std::string file = "scenarios/tutorials/interconnect-scaling-7b.json";
+  REQUIRE(run_cli("sweep " + file + " --x gpus --y tokens_per_s --report " + path).exit_code == 0);
+  const auto page = slurp(path);
+  check_self_contained(page, "sweep");
+  CHECK(count(page, "<svg") == 1);
+  CHECK(has(page, ">cluster=dgx-a100</text>"));
+  CHECK(has(page, "12 of 12 points"));
+  REQUIRE(run_cli("sweep " + file + " --report " + path).exit_code == 0);  // no --x/--y: the table alone
+  CHECK(count(slurp(path), "<svg") == 0);
+  const auto half = run_cli("sweep " + file + " --x gpus --report " + path);  // --x without --y
+  CHECK(half.exit_code == 2);
+  CHECK(has(half.err, "--y"));
+  std::remove(path.c_str());
+}
+
 TEST_CASE("a report path that cannot be written is exit 2 naming --report, before any simulation") {
   for (const char* cmd : {"run scenarios/default.json",
                           "infer-sweep --model llama3.1-8b --cluster hgx-h100 --tp 1 "
                           "--input-len 64 --output-len 8 --requests 4 --rates 1",
-                          "plan --model megatron-gpt-1.7b --job train:1B --offers cn-8x-h100-sxm --fabric none"}) {
+                          "plan --model megatron-gpt-1.7b --job train:1B --offers cn-8x-h100-sxm --fabric none",
+                          "sweep scenarios/tutorials/interconnect-scaling-7b.json"}) {
     const auto r = run_cli(std::string(cmd) + " --report /nonexistent-dir/r.html");
     CHECK_MESSAGE(r.exit_code == 2, cmd);
     CHECK_MESSAGE(has(r.err, "--report"), (std::string(cmd) + ": " + r.err));

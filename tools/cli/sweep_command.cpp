@@ -10,6 +10,8 @@
 #include "sim/config/catalog.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/report/html_page.hpp"
+#include "sim/report/html_report.hpp"
 #include "sim/study/batch.hpp"
 #include "sim/sweep/sweep_file.hpp"
 #include "sim/sweep/sweep_output.hpp"
@@ -71,7 +73,7 @@ std::ofstream open_out(const std::string& path) {
 }
 
 struct Opts {
-  std::string file, csv, shard, svg, x, y;
+  std::string file, csv, shard, svg, x, y, report;
   std::vector<std::string> merge;
   bool json = false;
 };
@@ -82,6 +84,7 @@ struct Outputs {
   void open(const Opts& o) {
     if (!o.csv.empty()) csv = open_out(o.csv);
     if (!o.svg.empty()) svg = open_out(o.svg);
+    if (!o.report.empty()) report::check_writable(o.report, "--report");
   }
 };
 
@@ -108,6 +111,24 @@ int finish(const Opts& o, Outputs& out, const sweep::Results& res, bool csv_stre
     out.svg.flush();
     if (!out.svg) throw InputError(o.svg, "", "writing this file failed");
   }
+  if (!o.report.empty()) {
+    std::size_t ok = 0;
+    for (const auto& row : res.rows) ok += row.status == sweep::Status::kOk ? 1 : 0;
+    report::html::Page page("sweep: " + res.sweep, std::to_string(res.rows.size()) + " of " +
+                                                       std::to_string(res.points_total) + " points, " +
+                                                       std::to_string(ok) + " ok");
+    if (!o.x.empty()) {
+      page.heading("Chart");
+      page.figure(sweep::svg(res, o.x, o.y),
+                  "Each line is one value of the other fields the sweep sets; each point "
+                  "a point of the sweep that ran (infeasible and invalid points are in "
+                  "the table, not on the chart).");
+    }
+    page.heading("Points");
+    page.preformatted(sweep::table(res));
+    report::write_report(o.report, "--report", page.str());
+    std::cerr << "report written to " << o.report << "\n";
+  }
   if (o.json) {
     std::cout << sweep::to_json(res).dump(2) << "\n";
   } else {
@@ -127,7 +148,9 @@ int run_sweep(const Opts& o, const Globals& g) {
   const bool ranks = mpi && mpi->size() > 1;
   const bool root = !ranks || mpi->rank() == 0;
   const config::Catalog catalog(g.data_dir);
-  if (o.svg.empty() != o.x.empty() || o.svg.empty() != o.y.empty())
+  // --x and --y choose the chart of --svg (needed) and of --report (optional: a chart when given).
+  if (o.x.empty() != o.y.empty() || (!o.svg.empty() && o.x.empty()) ||
+      (o.svg.empty() && o.report.empty() && !o.x.empty()))
     throw InputError(kCommandLine, "--svg", "--svg FILE, --x FIELD and --y METRIC go together");
   Outputs out;
   if (!o.merge.empty()) {
@@ -146,7 +169,7 @@ int run_sweep(const Opts& o, const Globals& g) {
   res.kind = spec.kind;
   res.points_total = spec.points.size();
   res.columns = spec.columns;
-  if (!o.svg.empty()) sweep::check_svg_args(res, spec.points, o.x, o.y);
+  if (!o.x.empty()) sweep::check_svg_args(res, spec.points, o.x, o.y);
   if (ranks && !o.shard.empty())
     throw InputError(kCommandLine, "--shard", "mpirun already splits the points among its ranks; give no --shard");
   if (ranks) {
@@ -210,6 +233,8 @@ Action add_sweep(CLI::App& app, const Globals& g) {
                   "write an SVG chart of metric --y against field --x (one series per value of the other fields)");
   cmd->add_option("--x", o->x, "the field on the chart's x axis (a field the sweep sets, with numeric values)");
   cmd->add_option("--y", o->y, "the metric on the chart's y axis (e.g. step_time_s, mfu, ttft_p99_s)");
+  cmd->add_option("--report", o->report,
+                  "write a self-contained HTML report (the table, and the chart of --x/--y when given) to this file");
   cmd->add_option("--shard", o->shard,
                   "run only shard I of N: the points whose index % N == I (merge the shards' --json with --merge)");
   cmd->add_option("--merge", o->merge,
