@@ -41,9 +41,30 @@ Item gemm(std::string_view name, double m, double n, double k, const StepShape& 
   return {Op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, bytes}};
 }
 
+/// FP8 training (Transformer Engine): before an FP8 linear layer's GEMM its bf16 input is cast to
+/// FP8 together with the transpose the weight gradient needs (one fused cast-transpose kernel: read
+/// 2 bytes, write 1 + 1 per element); after a norm (TE's LayerNormLinear) the norm itself writes
+/// the FP8 copy, and only the transpose remains (read 1, write 1). Nothing under LoRA (its adapters
+/// run in bf16 and the frozen base is cast once) or outside FP8 training.
+void fp8_input_cast(std::vector<Item>& out, double elements, bool after_norm, const StepShape& s) {
+  if (!s.fp8 || s.lora_rank > 0) return;
+  out.push_back(after_norm ? Item{Op{"fp8_transpose", OpKind::kMemoryBound, 0, 0, 0, 0, 2.0 * elements}}
+                           : Item{Op{"fp8_cast_transpose", OpKind::kMemoryBound, 0, 0, 0, 0, 4.0 * elements}});
+}
+
+/// ... and in backward, the output gradient dY (bf16) is cast with its transpose for the FP8
+/// data-gradient and weight-gradient GEMMs.
+void fp8_grad_cast(std::vector<Item>& out, double elements, const StepShape& s) {
+  if (!s.fp8 || s.lora_rank > 0) return;
+  out.push_back({Op{"fp8_cast_transpose.bwd", OpKind::kMemoryBound, 0, 0, 0, 0, 4.0 * elements}});
+}
+
 /// A base-weight GEMM with, under LoRA, its adapter (x A then (x A) B, rank r) and, under QLoRA,
-/// the dequantisation of the 4-bit weight (4 operations per element per 128-row tile).
-void base_gemm(std::vector<Item>& out, std::string_view name, double m, double n, double k, const StepShape& s) {
+/// the dequantisation of the 4-bit weight (4 operations per element per 128-row tile); under FP8
+/// training, the cast of its input (`after_norm`: the norm before it wrote the FP8 copy).
+void base_gemm(std::vector<Item>& out, std::string_view name, double m, double n, double k, const StepShape& s,
+               bool after_norm = false) {
+  fp8_input_cast(out, m * k, after_norm, s);
   out.push_back(gemm(name, m, n, k, s));
   if (s.base_4bit)
     out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * std::ceil(m / 128.0), 0}});
@@ -58,7 +79,17 @@ void base_gemm(std::vector<Item>& out, std::string_view name, double m, double n
 /// Under LoRA the base weight is frozen (dgrad only, plus QLoRA's dequantisation) and the
 /// adapter's two small GEMMs get their dgrad and wgrad.
 void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_view wgrad, double m, double n, double k,
-                   const StepShape& s) {
+                   const StepShape& s, bool fp8_linear = true) {
+  if (!fp8_linear) {  // the LM head and the router: bf16 GEMMs whatever the training dtype
+    Item dg = gemm(dgrad, m, k, n, s);
+    Item wg = gemm(wgrad, k, n, m, s);
+    wg.op.bytes = (m * k + m * n) * s.act_bytes + k * n * 4.0;
+    dg.op.keep_16bit = wg.op.keep_16bit = true;
+    out.push_back(dg);
+    out.push_back(wg);
+    return;
+  }
+  fp8_grad_cast(out, m * n, s);
   out.push_back(gemm(dgrad, m, k, n, s));
   if (s.base_4bit)
     out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * std::ceil(m / 128.0), 0}});
@@ -279,7 +310,7 @@ void attention_forward(std::vector<Item>& out, const ModelArch& m, const StepSha
     base_gemm(out, "kv_up", T, hq * static_cast<double>(x.qk_nope_dim + x.v_dim), kvl, s);
     out.push_back(memory_op("rope", 2 * T * (hq + 1) * rope * a));  // every head's q_rope and the shared k_rope
   } else {
-    base_gemm(out, "qkv_proj", T, d.q + 2 * d.kv, h, s);
+    base_gemm(out, "qkv_proj", T, d.q + 2 * d.kv, h, s, true);
     if (m.qk_norm) out.push_back(memory_op("qk_norm", 2 * T * (d.q + d.kv) * a));
     if (!m.learned_positions) out.push_back(memory_op("rope", 2 * T * (d.q + d.kv) * a));  // rotary on Q and K
   }
@@ -336,7 +367,7 @@ void dense_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepSha
   const double T = d.tokens, Tn = d.norm_tokens, h = d.hidden, f = d.ffn, up_n = d.up, a = d.act_bytes;
   out.push_back(memory_op("mlp_norm", 2 * Tn * h * a));
   if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
-  base_gemm(out, "mlp_up", T, up_n, h, s);
+  base_gemm(out, "mlp_up", T, up_n, h, s, true);
   out.push_back(memory_op("mlp_act", (up_n + f) * T * a));
   base_gemm(out, "mlp_down", T, h, f, s);
   if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
@@ -396,14 +427,18 @@ void moe_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepShape
   const double T = ld.tokens, Tn = ld.norm_tokens, Tm = d.tokens, h = ld.hidden, a = ld.act_bytes;
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
   out.push_back(memory_op("mlp_norm", 2 * Tn * h * a));
-  out.push_back(gemm("router", Tm, E, h, s));
+  Item router = gemm("router", Tm, E, h, s);
+  router.op.keep_16bit = true;
+  out.push_back(router);
   out.push_back(memory_op("router.topk", Tm * E * 8.0));  // fp32 scores written, read by softmax/sigmoid and top-k
   out.push_back(memory_op("permute", Tm * h * a + Tm * k * h * a));
   const double send = dispatch_send_bytes(m, s);
   if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.dispatch", send));
   if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kAllGather, "etp.allgather", d.pairs * h * a));
+  fp8_input_cast(out, d.pairs * h, false, s);
   out.push_back(grouped_gemm("experts_up", d, d.up, h, s, s.weight_bytes));
   out.push_back(memory_op("experts_act", (d.up + d.ffn) * d.pairs * a));
+  fp8_input_cast(out, d.pairs * d.ffn, false, s);
   out.push_back(grouped_gemm("experts_down", d, h, d.ffn, s, s.weight_bytes));
   if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kReduceScatter, "etp.reducescatter", d.pairs * h * a));
   if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.combine", send / s.dispatch_bytes * a));
@@ -422,6 +457,7 @@ void moe_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepShape
 /// into fp32 main gradients.
 void grouped_backward(std::vector<Item>& out, std::string_view dgrad, std::string_view wgrad, const MoeDims& d,
                       double n, double k, const StepShape& s) {
+  fp8_grad_cast(out, d.pairs * n, s);
   out.push_back(grouped_gemm(dgrad, d, k, n, s, s.weight_bytes));
   Item w = grouped_gemm(wgrad, d, n, k, s, 4.0);
   w.op.m = k;  // per expert: (k x rows) x (rows x n)
@@ -450,7 +486,7 @@ void moe_ffn_backward(std::vector<Item>& out, const ModelArch& m, const StepShap
   if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kReduceScatter, "etp.reducescatter", d.pairs * h * a));
   if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.dispatch.bwd", back));
   out.push_back(memory_op("permute.bwd", Tm * k * h * a + Tm * h * a));
-  gemm_backward(out, "router.dgrad", "router.wgrad", Tm, E, h, s);
+  gemm_backward(out, "router.dgrad", "router.wgrad", Tm, E, h, s, false);
   if (s.tp > 1 && !s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   out.push_back(memory_op("mlp_norm.bwd", 4 * Tn * h * a));
 }
@@ -580,7 +616,9 @@ std::vector<Item> head_forward(const ModelArch& m, const StepShape& s) {
   std::vector<Item> out;
   out.push_back(memory_op("final_norm", 2 * sp_tokens(s) * h * s.act_bytes));
   if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * s.act_bytes));
-  out.push_back(gemm("lm_head", T, v, h, s));
+  Item head = gemm("lm_head", T, v, h, s);
+  head.op.keep_16bit = true;
+  out.push_back(head);
   // Vocab-parallel cross-entropy: fp32 softmax over the local shard; the max, sum and target
   // logit are all-reduced across TP (three fp32 values per token).
   out.push_back(memory_op("cross_entropy", T * v * (s.act_bytes + 4.0 + 4.0)));
@@ -595,9 +633,11 @@ std::vector<Item> head_backward(const ModelArch& m, const StepShape& s) {
   std::vector<Item> out;
   out.push_back(memory_op("cross_entropy.bwd", T * v * (4.0 + s.act_bytes)));
   if (s.lora_rank > 0) {
-    out.push_back(gemm("lm_head.dgrad", T, h, v, s));  // frozen head: input gradient only
+    Item dgrad = gemm("lm_head.dgrad", T, h, v, s);  // frozen head: input gradient only
+    dgrad.op.keep_16bit = true;
+    out.push_back(dgrad);
   } else {
-    gemm_backward(out, "lm_head.dgrad", "lm_head.wgrad", T, v, h, s);
+    gemm_backward(out, "lm_head.dgrad", "lm_head.wgrad", T, v, h, s, false);
   }
   if (s.tp > 1)
     out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * s.act_bytes));

@@ -22,6 +22,9 @@ struct Op {
   /// Part of core attention (scores, softmax, dropout, probabilities x V): what selective
   /// recompute re-runs, and kept in 16-bit even under FP8 training.
   bool core_attention = false;
+  /// A GEMM that stays 16-bit under FP8 training: Transformer Engine runs only the decoder's
+  /// linear layers in FP8; the LM head and the MoE router keep bf16.
+  bool keep_16bit = false;
   bool operator==(const Op&) const = default;
 };
 

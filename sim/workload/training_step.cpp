@@ -360,7 +360,13 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
                                                 : std::vector<TaskId>{};
       const double opt_params =
           stage_params / (L.zero1 || L.zero3 ? L.plan.dpcp() : 1) + expert_params / (L.zero1 ? L.plan.edp() : 1);
-      const double opt_seconds = compute.memory_seconds(30.0 * opt_params);
+      // FP8 training (Transformer Engine with Megatron's first-micro-batch weight caching) casts
+      // every local weight to FP8 with its transpose once per step: read 2 bytes, write 1 + 1. All
+      // of the stage's parameters are counted (the embedding and a bf16 LM head too: a small
+      // over-count); ZeRO does not shard it, every rank casts the weights it computes with.
+      const double cast_bytes =
+          L.s.dtype == calib::Dtype::kFp8 && L.s.lora_rank == 0 ? 4.0 * (stage_params + expert_params) : 0.0;
+      const double opt_seconds = compute.memory_seconds(30.0 * opt_params + cast_bytes);
       for (int r : grp.sim) {
         const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1,
                                       SimTime::from_seconds(opt_seconds));

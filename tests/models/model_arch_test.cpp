@@ -107,3 +107,36 @@ TEST_CASE(
   }
   CHECK(flash == doctest::Approx(gemm_flops / 2));
 }
+
+TEST_CASE("FP8 training (Transformer Engine): the cast and transpose bytes of a Llama-3 8B layer equal a hand count") {
+  const auto m = test::shipped_model("llama3.1-8b");  // h 4096, q 4096 + k, v 2 x 1024, ffn 14336 (gated)
+  models::StepShape s;
+  s.seq = 8192;
+  s.fp8 = true;
+  const double T = 8192, h = 4096, qkv = 6144, f = 14336;
+  const auto bytes_of = [](const std::vector<models::Item>& items, std::string_view name) {
+    double b = 0;
+    for (const auto& it : items) b += it.op.name == name ? it.op.bytes : 0.0;
+    return b;
+  };
+  const auto fwd = models::layer_forward(m, s);
+  const auto bwd = models::layer_backward(m, s);
+  // Forward: qkv_proj and mlp_up follow a norm that writes the FP8 copy, leaving the transpose
+  // (read 1 byte, write 1); out_proj's and mlp_down's bf16 inputs are cast and transposed (read 2,
+  // write 1 + 1).
+  CHECK(bytes_of(fwd, "fp8_transpose") == doctest::Approx(2 * T * h + 2 * T * h));
+  CHECK(bytes_of(fwd, "fp8_cast_transpose") == doctest::Approx(4 * T * h + 4 * T * f));
+  // Backward: every linear's output gradient dY is cast and transposed: qkv, out, up (gate and up), down.
+  CHECK(bytes_of(bwd, "fp8_cast_transpose.bwd") == doctest::Approx(4 * T * (qkv + h + 2 * f + h)));
+  // Nothing of the kind in bf16 training, and the LM head stays a 16-bit GEMM under FP8.
+  s.fp8 = false;
+  CHECK(bytes_of(models::layer_forward(m, s), "fp8_cast_transpose") == 0);
+  CHECK(bytes_of(models::layer_backward(m, s), "fp8_cast_transpose.bwd") == 0);
+  s.fp8 = true;
+  for (const auto& it : models::head_forward(m, s)) {
+    if (it.op.name == "lm_head") CHECK(it.op.keep_16bit);
+  }
+  for (const auto& it : models::layer_forward(m, s)) {
+    if (it.op.kind == models::OpKind::kGemm && !it.op.core_attention) CHECK_FALSE(it.op.keep_16bit);
+  }
+}
