@@ -12,9 +12,11 @@ need=()
 mpi="${CLUSTERSIM_MPI:-}"
 extra=()
 if [ "$mpi" = ON ]; then extra=(libopenmpi-dev openmpi-bin); fi
+# chromium: only the test command needs it (the report_browser_check test opens the HTML reports
+# in it, tools/scripts/check-reports); tools/test sets CLUSTERSIM_SETUP_FOR_TESTS=1.
+if [ "${CLUSTERSIM_SETUP_FOR_TESTS:-}" = 1 ]; then extra+=(chromium); fi
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-# chromium: the report_browser_check test opens the HTML reports in it (tools/scripts/check-reports).
-for pkg in cmake ninja-build g++ libboost-graph-dev libtbb-dev libcli11-dev nlohmann-json3-dev doctest-dev chromium \
+for pkg in cmake ninja-build g++ libboost-graph-dev libtbb-dev libcli11-dev nlohmann-json3-dev doctest-dev \
   "${extra[@]}"; do
   have_pkg "$pkg" || need+=("$pkg")
 done
