@@ -341,10 +341,9 @@ std::string sweep_report_html(const std::string& title, const std::vector<std::p
   return page.str();
 }
 
-std::string plan_report_html(const PlanReport& p) {
-  html::Page page(p.title, p.subtitle);
-  page.heading("Pareto front");
+std::string plan_front_svg(const PlanReport& p, bool titled) {
   svg::LineChart c;
+  if (titled) c.title = p.title;
   c.x.title = p.x_title;
   c.y.title = p.y_title;
   svg::Series all{.name = "ranked candidates (#rank)", .line = false};
@@ -356,7 +355,13 @@ std::string plan_report_html(const PlanReport& p) {
       .name = "Pareto front", .points = svg::pareto_front(p.points, p.minimize_x, p.minimize_y), .colour = "#d62728"};
   c.series.push_back(std::move(all));
   c.series.push_back(std::move(front));
-  page.figure(svg::line_chart(c), p.front_caption);
+  return svg::line_chart(c);
+}
+
+std::string plan_report_html(const PlanReport& p) {
+  html::Page page(p.title, p.subtitle);
+  page.heading("Pareto front");
+  page.figure(plan_front_svg(p, false), p.front_caption);
   page.heading("Ranked candidates");
   page.table(p.header, p.rows);
   if (!p.rejected.empty()) {

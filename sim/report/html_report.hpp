@@ -50,6 +50,8 @@ struct PlanReport {
   std::vector<std::string> notes;                             ///< the search's counts, how costs are computed
 };
 [[nodiscard]] std::string plan_report_html(const PlanReport& plan);
+/// `plan --svg`: the same Pareto chart alone, titled with the plan's title.
+[[nodiscard]] std::string plan_front_svg(const PlanReport& plan, bool titled = true);
 
 /// Checks that `path` can be written (creating it), before the work that fills it; InputError
 /// naming `flag` (exit 2) when it cannot.

@@ -103,6 +103,26 @@ TEST_CASE("train, infer, infer-sweep and plan write their reports") {
   for (const auto& p : {train, infer, sweep, plan}) std::remove(p.c_str());
 }
 
+TEST_CASE("plan --svg writes the Pareto front alone, the same chart the report holds") {
+  const std::string svg = "/tmp/cs-plan-front.svg", page = "/tmp/cs-plan-front.html";
+  REQUIRE(run_cli("plan --model megatron-gpt-1.7b --job train:1B --offers cn-8x-h100-sxm,hk-2x-h100-nvlink "
+                  "--fabric none --seq 2048 --global-batch 32 --svg " +
+                  svg + " --report " + page)
+              .exit_code == 0);
+  const auto chart = slurp(svg);
+  CHECK(chart.rfind("<svg", 0) == 0);
+  CHECK(has(chart, ">Pareto front</text>"));
+  CHECK(has(chart, ">#1</text>"));
+  CHECK(has(chart, "job time (hours)"));
+  CHECK(has(chart, "plan: megatron-gpt-1.7b, train train:1B"));  // titled, unlike the report's figure
+  CHECK(has(slurp(page), ">Pareto front</text>"));
+  const auto bad = run_cli("plan --model megatron-gpt-1.7b --job train:1B --svg /nonexistent-dir/x.svg");
+  CHECK(bad.exit_code == 2);
+  CHECK(has(bad.err, "--svg"));
+  std::remove(svg.c_str());
+  std::remove(page.c_str());
+}
+
 TEST_CASE("sweep --report writes the table, and the chart of --x and --y when given") {
   const std::string path = "/tmp/cs-report-sweep-file.html";
   const std::string file = "scenarios/tutorials/interconnect-scaling-7b.json";

@@ -34,7 +34,7 @@ namespace cs::cli {
 namespace {
 
 struct PlanOpts {
-  std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot, report;
+  std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot, report, svg;
   int max_gpus = 64;
   int top = 5;
   std::int64_t seq = 4096, global_batch = 256;
@@ -235,7 +235,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
                     fixed(c.output_tokens_per_s_per_gpu, 0),
                     fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB", c.bottleneck});
   }
-  if (!o.report.empty()) {
+  if (!o.report.empty() || !o.svg.empty()) {
     report::PlanReport p;
     p.title = "plan: " + o.model + ", serve " + shortest(job.rate) + " requests/s";
     p.subtitle = std::to_string(job.isl) + " + " + std::to_string(job.osl) +
@@ -257,8 +257,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
     p.notes.push_back("Searched " + std::to_string(r.plans) + " (offer, TP) shapes, " + std::to_string(r.simulated) +
                       " serving simulations. Cost per hour is the cheapest term per box-hour of continuous serving x "
                       "boxes (a month = 720 h). docs/plan.md");
-    report::write_report(o.report, "--report", report::plan_report_html(p));
-    std::cerr << "report written to " << o.report << "\n";
+    if (!o.report.empty()) {
+      report::write_report(o.report, "--report", report::plan_report_html(p));
+      std::cerr << "report written to " << o.report << "\n";
+    }
+    if (!o.svg.empty()) report::write_report(o.svg, "--svg", report::plan_front_svg(p));
   }
   if (o.json) {
     nlohmann::ordered_json j;
@@ -378,6 +381,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
   cmd->add_flag("--json", o->json, "print one JSON document instead of the table");
   cmd->add_option("--csv", o->csv, "also write the ranked candidates as CSV to this file");
   cmd->add_option("--report", o->report, "also write a self-contained HTML report (Pareto front, table) to this file");
+  cmd->add_option("--svg", o->svg,
+                  "also write the Pareto front as SVG: job cost against job time (train), tokens/s per GPU against "
+                  "tokens/s per user (serve)");
   return [o, &g] {
     const auto t0 = std::chrono::steady_clock::now();
     // Under mpirun the ranks split the simulations; only rank 0 writes (stdout, --csv).
@@ -393,6 +399,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (o->seq < 1) bad("--seq", "expected a sequence length >= 1; got " + std::to_string(o->seq));
     if (o->global_batch < 1) bad("--global-batch", "expected sequences >= 1; got " + std::to_string(o->global_batch));
     if (!o->report.empty()) report::check_writable(o->report, "--report");  // before the search, not after
+    if (!o->svg.empty()) report::check_writable(o->svg, "--svg");
     opts.top = o->top;
     opts.seq = o->seq;
     opts.global_batch = o->global_batch;
@@ -516,7 +523,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
                       c.bottleneck + " " + fixed(c.bottleneck_share * 100, 0) + "%",
                       fixed(c.step_time_s_analytical, 2) + " / " + fixed(c.step_time_s_flow, 2) + " s"});
     }
-    if (!o->report.empty()) {
+    if (!o->report.empty() || !o->svg.empty()) {
       report::PlanReport p;
       p.title = "plan: " + o->model + ", train " + o->job;
       p.subtitle = "sequence " + std::to_string(o->seq) + ", " + std::to_string(o->global_batch) +
@@ -544,8 +551,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
       p.notes.push_back(
           "Job cost is whole periods of each term (hours, 30-day months) x boxes; cost per Mtok is job "
           "cost / tokens. docs/plan.md");
-      report::write_report(o->report, "--report", report::plan_report_html(p));
-      std::cerr << "report written to " << o->report << "\n";
+      if (!o->report.empty()) {
+        report::write_report(o->report, "--report", report::plan_report_html(p));
+        std::cerr << "report written to " << o->report << "\n";
+      }
+      if (!o->svg.empty()) report::write_report(o->svg, "--svg", report::plan_front_svg(p));
     }
     if (o->json) {
       nlohmann::ordered_json j;
