@@ -55,6 +55,12 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   j["goodput_requests_per_s"] =
       r.goodput_requests_per_s ? nlohmann::ordered_json(*r.goodput_requests_per_s) : nlohmann::ordered_json(nullptr);
   j["max_concurrency"] = r.max_concurrency;
+  j["kv_concurrency"] = r.kv_concurrency;
+  j["engine"] = {{"max_batch", r.limits.max_batch},
+                 {"max_tokens", r.limits.max_tokens},
+                 {"chunked_prefill", r.limits.chunked_prefill},
+                 {"kv_fraction", r.limits.kv_fraction},
+                 {"block_size", r.limits.block_size}};
   j["fits"] = r.fits;
   j["memory_per_gpu"] = {{"weights", r.memory.weights}, {"activations", r.memory.activations},
                          {"other", r.memory.other},     {"kv_cache", r.memory.kv_cache},
@@ -100,8 +106,18 @@ std::string serving_table(const ServingResults& r) {
   row("input tokens/s", fixed(r.input_tokens_per_s, 0));
   row("requests/s", fixed(r.requests_per_s, 2));
   if (r.goodput_requests_per_s) row("goodput (within SLOs)", fixed(*r.goodput_requests_per_s, 2) + " requests/s");
+  // Which limit binds: the engine's max batch, or the KV cache at the mean sequence length.
   row("max concurrency that fits",
-      std::to_string(r.max_concurrency) + " sequences (" + std::to_string(r.kv_blocks) + " KV blocks per replica)");
+      std::to_string(r.max_concurrency) + " sequences (" + std::to_string(r.kv_blocks) + " KV blocks per replica; " +
+          (r.kv_concurrency > r.max_concurrency
+               ? "bound by max batch, the KV cache would hold " + std::to_string(r.kv_concurrency) + ")"
+               : "bound by the KV cache)"));
+  row("engine limits",
+      "max batch " + std::to_string(r.limits.max_batch) + " sequences, " + std::to_string(r.limits.max_tokens) +
+          " tokens per step, chunked prefill " +
+          (r.limits.chunked_prefill > 0 ? std::to_string(r.limits.chunked_prefill) + " tokens" : std::string("off")) +
+          ", KV cache " + fixed(100 * r.limits.kv_fraction, 0) + "% of the memory left after weights, " +
+          std::to_string(r.limits.block_size) + "-token blocks");
   row("KV cache utilisation",
       fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");
   row("memory per GPU", "weights " + gib(r.memory.weights) + ", activations " + gib(r.memory.activations) +

@@ -922,9 +922,13 @@ class ServingRun final : public workload::TaskSource {
       for (const auto& t : s_.trace) sum += static_cast<double>(t.input + t.output);
       return sum / static_cast<double>(s_.trace.size());
     }();
-    r.max_concurrency = std::min<std::int64_t>(
-        s_.max_batch, blocks_ / std::max<std::int64_t>(1, blocks_for(static_cast<std::int64_t>(std::ceil(mean_len)))));
-    if (s_.prefill_replicas == 0) r.max_concurrency *= static_cast<std::int64_t>(replicas_.size());
+    r.kv_concurrency = blocks_ / std::max<std::int64_t>(1, blocks_for(static_cast<std::int64_t>(std::ceil(mean_len))));
+    r.max_concurrency = std::min<std::int64_t>(s_.max_batch, r.kv_concurrency);
+    if (s_.prefill_replicas == 0) {
+      r.max_concurrency *= static_cast<std::int64_t>(replicas_.size());
+      r.kv_concurrency *= static_cast<std::int64_t>(replicas_.size());
+    }
+    r.limits = {s_.max_batch, s_.max_tokens, s_.chunked_prefill, s_.block_size, s_.kv_fraction};
     double area = 0;
     for (double a : kv_area_) area += a;
     r.kv_utilisation_mean = area / std::max(1e-12, span * static_cast<double>(replicas_.size()));

@@ -41,6 +41,12 @@ struct ServingResults {
   std::optional<double> goodput_requests_per_s;
   std::int64_t kv_blocks = 0;
   std::int64_t max_concurrency = 0;
+  std::int64_t kv_concurrency = 0;  ///< sequences of the mean length the KV cache holds (all replicas)
+  /// The engine limits in force (defaults included), so a reader sees what bounded the run.
+  struct Limits {
+    std::int64_t max_batch = 0, max_tokens = 0, chunked_prefill = 0, block_size = 0;
+    double kv_fraction = 0;
+  } limits;
   bool fits = true;
   ServingMemory memory;
   double kv_utilisation_mean = 0, kv_utilisation_max = 0;
