@@ -339,6 +339,19 @@ TEST_CASE("infer --json has the contract's fields, run handles infer scenarios w
                         "max_concurrency", "fits", "cost"}) {
     CHECK_MESSAGE(j.contains(k), k);
   }
+  // The engine limits in force, defaults included, and which one bounds concurrency: a 256-sequence
+  // max batch, while an H100's KV cache holds far more 320-token sequences of Llama-3.1-8B.
+  CHECK(j["engine"]["max_batch"] == 256);
+  CHECK(j["engine"]["max_tokens"] == 8192);
+  CHECK(j["engine"]["chunked_prefill"] == 0);
+  CHECK(j["engine"]["block_size"] == 16);
+  CHECK(j["max_concurrency"] == 256);
+  CHECK(j["kv_concurrency"].get<std::int64_t>() > 256);
+  const auto text = run_cli(
+      "infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 256 --output-len 64 --rate inf --requests 50");
+  CHECK(text.out.find("bound by max batch, the KV cache would hold") != std::string::npos);
+  CHECK(text.out.find("engine limits                 max batch 256 sequences, 8192 tokens per step") !=
+        std::string::npos);
   const auto v = run_cli("run scenarios/seed-claims/claim5-qwen72b-tp2-nvlink-vs-pcie.json --json");
   REQUIRE(v.exit_code == 0);
   const auto jv = nlohmann::json::parse(v.out);
