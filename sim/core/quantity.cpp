@@ -120,4 +120,11 @@ std::string human_bytes(double bytes) {
   return fixed(v, v >= 100 ? 0 : (v >= 10 ? 1 : 2)) + " " + kNames[i];
 }
 
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 }  // namespace cs

@@ -24,6 +24,9 @@ struct QuantityResult {
 [[nodiscard]] std::string shortest(double v);
 /// Fixed notation with `decimals` digits after the point.
 [[nodiscard]] std::string fixed(double v, int decimals);
+/// A CSV cell (RFC 4180): the text itself, or quoted with inner quotes doubled when it holds a
+/// comma, a quote or a line break.
+[[nodiscard]] std::string csv_cell(const std::string& text);
 /// Human bytes: "1.50 GiB", "512 KiB", "8 B" (powers of two, as nccl-tests and nvidia-smi print).
 [[nodiscard]] std::string human_bytes(double bytes);
 

@@ -144,6 +144,7 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
     }
     const int pid = gpus;
     const SimTime width{(stats.to - stats.from).ps / sel.link_points};
+    const auto edges = bucket_edges(stats.from, stats.to, sel.link_points);  // the same for every link
     bool named = false;
     for (std::size_t l = 0; l < links; ++l) {
       if (first[l] == first[l + 1]) continue;
@@ -160,7 +161,6 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
         named = true;
       }
       const std::string name = topo.vertex(link.from).name + "->" + topo.vertex(link.to).name;
-      const auto edges = bucket_edges(stats.from, stats.to, sel.link_points);
       double last = -1;
       for (std::size_t b = 0; b < avg.size(); ++b) {
         const double gbs = avg[b] / 1e9;

@@ -25,13 +25,6 @@ std::string number_text(double v) { return std::isfinite(v) ? nlohmann::json(v).
 /// An override's value as a cell: strings without quotes, anything else as JSON.
 std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 std::string dotted(const std::string& pointer) {
   std::string out = pointer.substr(pointer.empty() ? 0 : 1);
   std::replace(out.begin(), out.end(), '/', '.');

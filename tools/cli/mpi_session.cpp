@@ -47,41 +47,42 @@ MpiSession::~MpiSession() {
   if (!done) MPI_Finalize();
 }
 
+namespace {
+/// Where each rank's bytes start in the gathered buffer (the displacements of MPI_Gatherv).
+std::vector<int> offsets_of(const std::vector<int>& lengths) {
+  std::vector<int> offsets(lengths.size(), 0);
+  for (std::size_t i = 1; i < lengths.size(); ++i) offsets[i] = offsets[i - 1] + lengths[i - 1];
+  return offsets;
+}
+/// The gathered buffer cut back into each rank's text.
+std::vector<std::string> split(const std::string& all, const std::vector<int>& lengths,
+                               const std::vector<int>& offsets) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < lengths.size(); ++i)
+    out.push_back(all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lengths[i])));
+  return out;
+}
+}  // namespace
+
 std::vector<std::string> MpiSession::gather(const std::string& mine) const {
   // Sizes first, then the bytes; one rank's text stays well under 2 GiB (a million points).
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(rank_ == 0 ? static_cast<std::size_t>(size_) : 0);
   MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  std::vector<int> offsets(lengths.size(), 0);
-  int total = 0;
-  for (std::size_t i = 0; i < lengths.size(); ++i) {
-    offsets[i] = total;
-    total += lengths[i];
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
+  const auto offsets = offsets_of(lengths);
+  std::string all(static_cast<std::size_t>(offsets.empty() ? 0 : offsets.back() + lengths.back()), '\0');
   MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < lengths.size(); ++i)
-    out.push_back(all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lengths[i])));
-  return out;
+  return split(all, lengths, offsets);
 }
 
 std::vector<std::string> MpiSession::all_gather(const std::string& mine) const {
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<std::size_t>(size_));
   MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  std::vector<int> offsets(lengths.size(), 0);
-  int total = 0;
-  for (std::size_t i = 0; i < lengths.size(); ++i) {
-    offsets[i] = total;
-    total += lengths[i];
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
+  const auto offsets = offsets_of(lengths);
+  std::string all(static_cast<std::size_t>(offsets.empty() ? 0 : offsets.back() + lengths.back()), '\0');
   MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < lengths.size(); ++i)
-    out.push_back(all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lengths[i])));
-  return out;
+  return split(all, lengths, offsets);
 }
 
 bool MpiSession::broadcast(bool flag) const {

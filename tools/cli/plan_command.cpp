@@ -89,13 +89,6 @@ const char* recompute_text(plan::Recompute r) {
 
 std::string plan_cell(const sizing::Candidate& c) { return sizing::plan_text(c.choice); }
 
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return out + "\"";
-}
-
 nlohmann::ordered_json candidate_json(const sizing::Candidate& c) {
   nlohmann::ordered_json j;
   j["offer"] = c.offer;
@@ -505,10 +498,10 @@ Action add_plan(CLI::App& app, const Globals& g) {
            "memory_per_gpu_gib,bottleneck,step_time_s_analytical,step_time_s_flow\n";
       for (std::size_t i = 0; i < r.candidates.size(); ++i) {
         const auto& c = r.candidates[i];
-        f << i + 1 << "," << c.offer << "," << c.choice.nodes << "," << c.gpus << "," << csv_escape(plan_cell(c)) << ","
-          << c.fabric << "," << shortest(c.job_time_s) << "," << shortest(c.job_cost) << "," << c.cost_terms << ","
-          << c.currency << "," << shortest(c.cost_per_mtok) << "," << shortest(c.mfu) << ","
-          << shortest(c.memory_per_gpu_gib) << "," << csv_escape(c.bottleneck) << ","
+        f << i + 1 << "," << csv_cell(c.offer) << "," << c.choice.nodes << "," << c.gpus << ","
+          << csv_cell(plan_cell(c)) << "," << c.fabric << "," << shortest(c.job_time_s) << "," << shortest(c.job_cost)
+          << "," << c.cost_terms << "," << c.currency << "," << shortest(c.cost_per_mtok) << "," << shortest(c.mfu)
+          << "," << shortest(c.memory_per_gpu_gib) << "," << csv_cell(c.bottleneck) << ","
           << shortest(c.step_time_s_analytical) << "," << shortest(c.step_time_s_flow) << "\n";
       }
     }

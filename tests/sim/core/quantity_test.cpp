@@ -37,3 +37,10 @@ TEST_CASE("numbers print in shortest round-trip form") {
   CHECK(cs::fixed(2.345, 1) == "2.3");
   CHECK(cs::human_bytes(1536.0 * 1024 * 1024) == "1.50 GiB");
 }
+
+TEST_CASE("csv_cell quotes a cell only when it holds a comma, a quote or a line break (RFC 4180)") {
+  CHECK(cs::csv_cell("TP8 x DP2") == "TP8 x DP2");
+  CHECK(cs::csv_cell("a,b") == "\"a,b\"");
+  CHECK(cs::csv_cell("say \"hi\"") == "\"say \"\"hi\"\"\"");
+  CHECK(cs::csv_cell("two\nlines") == "\"two\nlines\"");
+}
