@@ -146,9 +146,9 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
     const auto& r = results[i];
     if (trace.wanted()) {
       const std::string path = variant_trace_path(trace.path, name);
-      std::ofstream f(path, std::ios::binary);
-      if (!f) throw InputError(path, "", "cannot write this file");
-      const auto events = report::write_serving_trace(f, path, r, trace_from, trace_to);
+      TraceFile f(path);
+      const auto events = report::write_serving_trace(f.stream(), path, r, trace_from, trace_to);
+      f.close();
       std::cerr << "trace written to " << path << " (" << events << " events";
       if (static_cast<std::int64_t>(r.request_spans.size()) < r.requests) {
         std::cerr << "; request spans of the first " << r.request_spans.size() << " of " << r.requests

@@ -58,7 +58,9 @@ void window_of(const TraceFlags& f, SimTime& from, SimTime& to) {
 }  // namespace
 
 void add_trace_flags(CLI::App* cmd, TraceFlags& f, bool training) {
-  cmd->add_option("--trace", f.path, "write a Chrome/Perfetto trace to this file (opens in ui.perfetto.dev)");
+  cmd->add_option("--trace", f.path,
+                  "write a Chrome/Perfetto trace to this file (opens in ui.perfetto.dev); a name ending in .gz is "
+                  "written gzip-compressed");
   cmd->add_option("--trace-window", f.window,
                   "trace only what runs in this time window, T0:T1 (e.g. 0:20ms; T1 may be left out: to the end)");
   if (!training) return;
@@ -76,8 +78,29 @@ std::string variant_trace_path(const std::string& base, const std::string& varia
   if (variant.empty()) return base;
   std::string slug;
   for (char c : variant) slug += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
-  const auto p = std::filesystem::path(base);
-  return (p.parent_path() / (p.stem().string() + "." + slug + p.extension().string())).string();
+  auto p = std::filesystem::path(base);
+  // `t.json.gz`: the variant goes before `.json.gz`, so the name still says what the file holds.
+  std::string ext = p.extension().string();
+  if (ext == ".gz" && p.stem().has_extension()) {
+    ext = p.stem().extension().string() + ext;
+    p = p.parent_path() / p.stem();
+  }
+  return (p.parent_path() / (p.stem().string() + "." + slug + ext)).string();
+}
+
+TraceFile::TraceFile(std::string path) : path_(std::move(path)), file_(path_, std::ios::binary | std::ios::trunc) {
+  if (!file_) throw InputError(path_, "", "cannot write this file");
+  if (path_.size() > 3 && path_.ends_with(".gz")) {
+    gzip_ = std::make_unique<report::GzipStreambuf>(file_);
+    gzip_stream_ = std::make_unique<std::ostream>(gzip_.get());
+  }
+}
+
+void TraceFile::close() {
+  bool ok = !gzip_ || (gzip_stream_->flush() && gzip_->finish());
+  file_.close();
+  ok = ok && !file_.fail();
+  if (!ok) throw InputError(path_, "", "cannot write this trace file (disk full or not writable?)");
 }
 
 void trace_window(const TraceFlags& f, SimTime& from, SimTime& to) {

@@ -1,7 +1,10 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <fstream>
+#include <memory>
 #include <string>
 
+#include "sim/report/gzip_stream.hpp"
 #include "sim/report/training_trace.hpp"
 
 namespace cs::cli {
@@ -30,7 +33,25 @@ void add_trace_flags(CLI::App* cmd, TraceFlags& flags, bool training);
 void trace_window(const TraceFlags& flags, SimTime& from, SimTime& to);
 
 /// The trace file of one variant: `base` itself for a file without variants, else the variant's
-/// name slugged in before the extension (`t.json` -> `t.8x-h100-pcie.json`).
+/// name slugged in before the extension (`t.json` -> `t.8x-h100-pcie.json`, `t.json.gz` ->
+/// `t.8x-h100-pcie.json.gz`).
 [[nodiscard]] std::string variant_trace_path(const std::string& base, const std::string& variant);
+
+/// The file a trace is written to: gzip-compressed when its name ends in `.gz` (Perfetto and
+/// chrome://tracing open those as they are), plain otherwise.
+class TraceFile {
+ public:
+  explicit TraceFile(std::string path);  ///< InputError naming the file if it cannot be created
+  [[nodiscard]] std::ostream& stream() { return gzip_ ? *gzip_stream_ : file_; }
+  [[nodiscard]] const std::string& path() const { return path_; }
+  /// Ends the gzip stream and the file; InputError naming the file if anything failed to be written.
+  void close();
+
+ private:
+  std::string path_;
+  std::ofstream file_;
+  std::unique_ptr<report::GzipStreambuf> gzip_;
+  std::unique_ptr<std::ostream> gzip_stream_;
+};
 
 }  // namespace cs::cli

@@ -143,9 +143,9 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     const auto sel = trace_selection(out.trace, run.step.graph.gpus(), scenarios[i].micro_batches());
     const std::string path =
         variant_trace_path(out.trace.path, file.variant_names.empty() ? "" : file.variant_names[i]);
-    std::ofstream f(path, std::ios::binary);
-    if (!f) throw InputError(path, "", "cannot write this file");
-    const auto stats = report::write_training_trace(f, path, run.step.graph, run.log, *run.topology, sel);
+    TraceFile f(path);
+    const auto stats = report::write_training_trace(f.stream(), path, run.step.graph, run.log, *run.topology, sel);
+    f.close();
     std::cerr << "trace written to " << path << " (" << stats.spans << " spans, " << stats.counter_samples
               << " link samples)\n";
   }
