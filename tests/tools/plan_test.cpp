@@ -154,6 +154,83 @@ TEST_CASE("plan exits 2 on bad flags, naming the flag and what it expected") {
   CHECK(has(r.err, "nosuch-offer"));
 }
 
+TEST_CASE("plan finetune: a full fine-tune is the training search; LoRA and QLoRA search their own memory") {
+  // Full: every weight trained, so the same candidates as train:, only the job's kind differs.
+  const auto full = run_cli(
+      "plan --model megatron-gpt-1.7b --job finetune:1B --offers cn-8x-h100-sxm,hk-2x-h100-nvlink "
+      "--fabric none --seq 2048 --global-batch 32 --json");
+  const auto train = run_cli(kSmall + " --json");
+  REQUIRE(full.exit_code == 0);
+  REQUIRE(train.exit_code == 0);
+  const auto fj = nlohmann::json::parse(full.out);
+  const auto tj = nlohmann::json::parse(train.out);
+  CHECK(fj["job"]["kind"] == "finetune");
+  CHECK(fj["job"]["lora_rank"].is_null());
+  CHECK(fj["candidates"] == tj["candidates"]);
+  // A 72B model cannot be fully fine-tuned on a 2-GPU box (bf16 weights alone are 145 GB), but its
+  // LoRA adapters can be trained on the frozen model, and QLoRA's 4-bit base needs less memory still.
+  const std::string box =
+      "plan --model qwen2.5-72b --job finetune:100M --offers hk-2x-h100-nvlink --fabric none "
+      "--seq 2048 --global-batch 32 --top 1 --json";
+  const auto no = run_cli(box);
+  CHECK(no.exit_code == 4);
+  CHECK(has(no.err, "nothing fits"));
+  const auto lora = run_cli(box + " --lora-rank 16");
+  const auto qlora = run_cli(box + " --lora-rank 16 --qlora");
+  REQUIRE(lora.exit_code == 0);
+  REQUIRE(qlora.exit_code == 0);
+  const auto lj = nlohmann::json::parse(lora.out);
+  const auto qj = nlohmann::json::parse(qlora.out);
+  CHECK(lj["job"]["lora_rank"] == 16);
+  CHECK(lj["job"]["qlora"] == false);
+  CHECK(qj["job"]["qlora"] == true);
+  CHECK(lj["search"]["too_big"].get<int>() > qj["search"]["too_big"].get<int>());
+  // Each ranked plan is what train simulates with the same adapters.
+  for (const auto* r : {&lj, &qj}) {
+    const auto& c = (*r)["candidates"][0];
+    const auto& p = c["parallel"];
+    const std::string flags =
+        "train --model qwen2.5-72b --cluster pcie-h100x2-nvlink --seq 2048 --global-batch 32 --json --lora-rank 16 "
+        "--tp " +
+        std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --dp " +
+        std::to_string(p["dp"].get<int>()) + " --zero " + std::to_string(p["zero"].get<int>()) + " --recompute " +
+        p["recompute"].get<std::string>() + " --micro-batch " + std::to_string(p["micro_batch"].get<int>()) +
+        (p["sp"].get<bool>() ? " --sp" : "") + ((*r)["job"]["qlora"].get<bool>() ? " --qlora" : "");
+    const auto t = run_cli(flags);
+    REQUIRE_MESSAGE(t.exit_code == 0, flags);
+    const auto j = nlohmann::json::parse(t.out);
+    CHECK_MESSAGE(j["step_time_s"].get<double>() == c["step_time_s_flow"].get<double>(), flags);
+    const double gib = j["memory_per_gpu"]["total"].get<double>() / (1024.0 * 1024 * 1024);
+    CHECK_MESSAGE(gib == doctest::Approx(c["memory_per_gpu_gib"].get<double>()), flags);
+  }
+  const auto text = run_cli(
+      "plan --model qwen2.5-72b --job finetune:100M --offers hk-2x-h100-nvlink --fabric none "
+      "--seq 2048 --global-batch 32 --top 1 --lora-rank 16 --qlora");
+  REQUIRE(text.exit_code == 0);
+  CHECK(has(text.out, "finetune finetune:100M with LoRA rank 16 (QLoRA"));
+}
+
+TEST_CASE("plan finetune: LoRA flags on other jobs, QLoRA without a rank, and LoRA on MoE are refused") {
+  const std::string base = "plan --model megatron-gpt-1.7b --offers cn-8x-h100-sxm ";
+  struct Case {
+    std::string args, flag;
+  };
+  for (const auto& c :
+       {Case{"--job train:2B --lora-rank 16", "--lora-rank"},
+        Case{"--job serve:5:512:128 --slo-ttft 1s --lora-rank 8", "--lora-rank"},
+        Case{"--job finetune:2B --qlora", "--qlora"}, Case{"--job finetune:2B --lora-rank -4", "--lora-rank"},
+        Case{"--job finetune", "--job"}, Case{"--job finetune:2B:9x", "--job"}}) {
+    const std::string& args = c.args;
+    const std::string& flag = c.flag;
+    const auto r = run_cli(base + args);
+    CHECK_MESSAGE(r.exit_code == 2, args);
+    CHECK_MESSAGE(has(r.err, flag), (args + ": " + r.err));
+  }
+  const auto moe = run_cli("plan --model mixtral-8x7b --job finetune:1B --offers cn-8x-h100-sxm --lora-rank 16");
+  CHECK(moe.exit_code == 4);
+  CHECK(has(moe.err, "LoRA on MoE"));
+}
+
 TEST_CASE("plan exits 4 with the numbers when nothing fits, or nothing is within budget and deadline") {
   const auto r = run_cli("plan --model llama3.1-405b --job train:2B --max-gpus 16");
   CHECK(r.exit_code == 4);

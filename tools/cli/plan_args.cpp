@@ -11,7 +11,9 @@ namespace cs::cli {
 
 namespace {
 
-constexpr const char* kJobForm = "expected train:TOKENS[:DEADLINE] (TOKENS like 2B or 1.5T, DEADLINE like 30d or 12h)";
+constexpr const char* kJobForm =
+    "expected train:TOKENS[:DEADLINE], finetune:TOKENS[:DEADLINE] (TOKENS like 2B or 1.5T, DEADLINE like 30d or "
+    "12h) or serve:RATE:ISL:OSL";
 
 /// A finite number followed by a suffix; false when `text` is not that.
 bool number_and_suffix(const std::string& text, double& value, std::string& suffix) {
@@ -41,10 +43,6 @@ JobArg parse_job(const std::string& text) {
   auto fail = [&](const std::string& why) -> JobArg {
     throw InputError(kCommandLine, "--job", std::string(kJobForm) + "; got '" + text + "'" + why);
   };
-  if (parts[0] == "finetune")
-    throw InputError(kCommandLine, "--job",
-                     "'finetune:' jobs are not searched yet (issue 14); expected train:TOKENS[:DEADLINE] or "
-                     "serve:RATE:ISL:OSL");
   if (parts[0] == "serve") {
     if (parts.size() != 4) return fail("");
     JobArg job;
@@ -63,9 +61,10 @@ JobArg parse_job(const std::string& text) {
     }
     return job;
   }
-  if (parts[0] != "train" || parts.size() < 2 || parts.size() > 3) return fail("");
+  // A fine-tune is a training job on a pretrained model: the same search, with LoRA when asked.
+  if ((parts[0] != "train" && parts[0] != "finetune") || parts.size() < 2 || parts.size() > 3) return fail("");
   JobArg job;
-  job.kind = "train";
+  job.kind = parts[0];
   double v = 0;
   std::string suffix;
   if (!number_and_suffix(parts[1], v, suffix) || v <= 0) return fail(": TOKENS must be a positive number");

@@ -4,16 +4,19 @@
 
 namespace cs::cli {
 
-/// `--job train:TOKENS[:DEADLINE]` or `serve:RATE:ISL:OSL` as `plan` reads it.
+/// `--job train:TOKENS[:DEADLINE]`, `finetune:TOKENS[:DEADLINE]` or `serve:RATE:ISL:OSL` as `plan`
+/// reads it.
 struct JobArg {
-  std::string kind;  ///< "train" or "serve"
+  std::string kind;  ///< "train", "finetune" or "serve"
   double tokens = 0;
   double deadline_s = 0;  ///< 0: none
   double rate = 0;        ///< serve: requests/s
   std::int64_t isl = 0, osl = 0;
+
+  [[nodiscard]] bool training() const { return kind != "serve"; }  ///< train or finetune: the training search
 };
 
-/// Parses `train:2B`, `train:1.5T:30d`: TOKENS a positive number with an optional K, M, B or T
+/// Parses `train:2B`, `train:1.5T:30d`, `finetune:500M`: TOKENS a positive number with an optional K, M, B or T
 /// (1e3 ... 1e12); DEADLINE a positive number with s, m (minutes), h, d or w. Throws InputError
 /// naming --job and what was expected.
 [[nodiscard]] JobArg parse_job(const std::string& text);

@@ -37,6 +37,8 @@ struct PlanOpts {
   std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot, report, svg;
   int max_gpus = 64;
   int top = 5;
+  int lora_rank = 0;  ///< finetune: LoRA adapters of this rank on the frozen model (0: full fine-tune)
+  bool qlora = false;
   std::int64_t seq = 4096, global_batch = 256;
   bool json = false;
 };
@@ -155,6 +157,17 @@ std::string nothing_fits_message(const sizing::Result& r, const PlanOpts& o) {
   }
   for (const auto& rej : r.rejected) m += "\n  " + rej.offer + ": " + rej.reason;
   return m;
+}
+
+/// "train train:2B", "finetune finetune:500M with LoRA rank 16 (QLoRA: 4-bit base)".
+std::string job_text(const JobArg& job, const PlanOpts& o) {
+  std::string t = job.kind + " " + o.job;
+  if (job.kind == "finetune") {
+    t += o.lora_rank > 0 ? " with LoRA rank " + std::to_string(o.lora_rank) +
+                               (o.qlora ? " (QLoRA: the frozen model in 4 bits)" : " (the frozen model in bf16)")
+                         : " (full: every weight trained)";
+  }
+  return t;
 }
 
 void print_rows(const std::vector<std::vector<std::string>>& rows) {
@@ -358,8 +371,12 @@ Action add_plan(CLI::App& app, const Globals& g) {
   auto o = std::make_shared<PlanOpts>();
   cmd->add_option("--model", o->model, "model id or config.json")->required();
   cmd->add_option("--job", o->job,
-                  "train:TOKENS[:DEADLINE] (TOKENS like 2B, 1T; DEADLINE like 30d, 12h) or serve:RATE:ISL:OSL")
+                  "train:TOKENS[:DEADLINE] or finetune:TOKENS[:DEADLINE] (TOKENS like 2B, 1T; DEADLINE like 30d, "
+                  "12h), or serve:RATE:ISL:OSL")
       ->required();
+  cmd->add_option("--lora-rank", o->lora_rank,
+                  "finetune: LoRA adapters of this rank on the frozen model (default: a full fine-tune)");
+  cmd->add_flag("--qlora", o->qlora, "finetune: the frozen model in 4 bits (QLoRA; needs --lora-rank)");
   cmd->add_option("--offers", o->offers,
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget, "the most a job may cost, in the offer's currency");
@@ -384,6 +401,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
     const bool quiet_rank = mpi && mpi->rank() != 0;
     if (quiet_rank) std::cout.setstate(std::ios::badbit);
     const auto job = parse_job(o->job);
+    if (o->lora_rank < 0) bad("--lora-rank", "expected a rank >= 1; got " + std::to_string(o->lora_rank));
+    if (o->lora_rank > 0 && job.kind != "finetune")
+      bad("--lora-rank", "LoRA adapters are for a finetune:TOKENS job; this job is '" + o->job + "'");
+    if (o->qlora && o->lora_rank == 0)
+      bad("--qlora", "QLoRA trains LoRA adapters on a 4-bit model: give --lora-rank R as well");
     sizing::TrainingJob tj{job.tokens, job.deadline_s};
     sizing::Options opts;
     opts.budget = o->budget.empty() ? 0.0 : parse_amount(o->budget, "--budget");
@@ -429,11 +451,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
                         std::to_string(o->max_gpus);
         }
         for (int n = 1; n * sp.gpus_per_node <= o->max_gpus; n *= 2) {
-          if (n > 1 && !fabric && job.kind == "train") break;  // serving boxes never talk to each other
+          if (n > 1 && !fabric && job.training()) break;  // serving boxes never talk to each other
           if (sp.offer.max_nodes > 0 && n > sp.offer.max_nodes) break;
           sp.node_counts.push_back(n);
         }
-        if (fabric && sp.node_counts.size() > 1 && job.kind == "train") {
+        if (fabric && sp.node_counts.size() > 1 && job.training()) {
           sp.fabric = fabric->id;
           try {  // a fabric whose NIC layout does not match this box cannot join it
             (void)net::Topology::build(m.cluster, sp.gpus_per_node, 2, *fabric);
@@ -454,6 +476,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
       model = config::resolve_machine(catalog, kCommandLine, o->model, "hgx-h100", "", "").model;
     }
     if (job.kind == "serve") return plan_serving(spaces, job, *o, opts.budget, catalog, g);
+    if (o->lora_rank > 0 && model->is_moe())  // every plan would be refused alike; say why once
+      throw InfeasibleError(
+          "LoRA on MoE models is not modelled (issue 12): adapters per expert are not counted; "
+          "plan a full fine-tune (no --lora-rank) of " +
+          o->model);
     opts.experts = model->is_moe() ? static_cast<int>(model->moe.experts) : 0;
     const sizing::MakeScenario make = [&](std::size_t oi, const sizing::Choice& c) {
       config::ScenarioSpec spec;
@@ -473,6 +500,8 @@ Action add_plan(CLI::App& app, const Globals& g) {
       spec.micro_batch = c.micro_batch;
       spec.seq = o->seq;
       spec.global_batch = o->global_batch;
+      spec.lora_rank = o->lora_rank;
+      spec.qlora = o->qlora;
       auto s = config::resolve_on(spec, machines[oi], c.nodes > 1 ? offer_fabric[oi] : std::nullopt, kCommandLine);
       check_training_work(s, false, spaces[oi].offer.id + " " + sizing::plan_text(c), g);
       return s;
@@ -518,7 +547,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
     }
     if (!o->report.empty() || !o->svg.empty()) {
       report::PlanReport p;
-      p.title = "plan: " + o->model + ", train " + o->job;
+      p.title = "plan: " + o->model + ", " + job_text(job, *o);
       p.subtitle = "sequence " + std::to_string(o->seq) + ", " + std::to_string(o->global_batch) +
                    " sequences per step; multi-node over " +
                    (o->fabric == "none" ? std::string("nothing (one box)") : o->fabric);
@@ -553,11 +582,15 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (o->json) {
       nlohmann::ordered_json j;
       j["model"] = o->model;
-      j["job"] = {{"kind", "train"},
+      j["job"] = {{"kind", job.kind},
                   {"tokens", job.tokens},
                   {"deadline_s", job.deadline_s > 0 ? nlohmann::ordered_json(job.deadline_s) : nullptr},
                   {"seq", o->seq},
                   {"global_batch", o->global_batch}};
+      if (job.kind == "finetune") {
+        j["job"]["lora_rank"] = o->lora_rank > 0 ? nlohmann::ordered_json(o->lora_rank) : nullptr;
+        j["job"]["qlora"] = o->qlora;
+      }
       j["fabric"] = o->fabric;
       j["budget"] = opts.budget > 0 ? nlohmann::ordered_json(opts.budget) : nullptr;
       j["candidates"] = nlohmann::ordered_json::array();
@@ -574,7 +607,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       std::cout << j.dump(2) << "\n";
       return 0;
     }
-    std::cout << "plan: " << o->model << ", train " << o->job << " (sequence " << o->seq << ", " << o->global_batch
+    std::cout << "plan: " << o->model << ", " << job_text(job, *o) << " (sequence " << o->seq << ", " << o->global_batch
               << " sequences per step); multi-node over "
               << (o->fabric == "none" ? std::string("nothing (one box)")
                                       : o->fabric + " (--fabric), or the fabric an offer names")
