@@ -54,6 +54,16 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   j["requests_per_s"] = r.requests_per_s;
   j["goodput_requests_per_s"] =
       r.goodput_requests_per_s ? nlohmann::ordered_json(*r.goodput_requests_per_s) : nlohmann::ordered_json(nullptr);
+  if (r.steady) {
+    j["steady_state"] = {{"from_s", r.steady->from_s},
+                         {"to_s", r.steady->to_s},
+                         {"output_tokens_per_s", r.steady->output_tokens_per_s},
+                         {"output_tokens_per_s_per_gpu", r.steady->output_tokens_per_s_per_gpu},
+                         {"requests_per_s", r.steady->requests_per_s}};
+  } else {
+    j["steady_state"] = nullptr;
+  }
+  j["warnings"] = r.warnings;
   j["max_concurrency"] = r.max_concurrency;
   j["kv_concurrency"] = r.kv_concurrency;
   j["engine"] = {{"max_batch", r.limits.max_batch},
@@ -104,7 +114,13 @@ std::string serving_table(const ServingResults& r) {
   row("output tokens/s",
       fixed(r.output_tokens_per_s, 0) + " (" + fixed(r.output_tokens_per_s_per_gpu, 0) + " per GPU)");
   row("input tokens/s", fixed(r.input_tokens_per_s, 0));
-  row("requests/s", fixed(r.requests_per_s, 2));
+  row("requests/s", fixed(r.requests_per_s, 2) + " (over the whole run)");
+  if (r.steady) {
+    row("steady state", fixed(r.steady->output_tokens_per_s, 0) + " output tokens/s (" +
+                            fixed(r.steady->output_tokens_per_s_per_gpu, 0) + " per GPU), " +
+                            fixed(r.steady->requests_per_s, 2) + " requests/s, from " + fixed(r.steady->from_s, 2) +
+                            " to " + fixed(r.steady->to_s, 2) + " s (10% to 90% of requests done)");
+  }
   if (r.goodput_requests_per_s) row("goodput (within SLOs)", fixed(*r.goodput_requests_per_s, 2) + " requests/s");
   // Which limit binds: the engine's max batch, or the KV cache at the mean sequence length.
   row("max concurrency that fits",
@@ -129,6 +145,7 @@ std::string serving_table(const ServingResults& r) {
                     fixed(r.cost->price_per_hour, 0) + " " + r.cost->currency + "/h)");
   }
   row("profile", r.profile + " (" + r.profile_origin + ")");
+  for (const auto& w : r.warnings) o << "warning: " << w << "\n";
   return o.str();
 }
 

@@ -205,6 +205,7 @@ class ServingRun final : public workload::TaskSource {
       replicas_.push_back(std::move(r));
     }
     kv_area_.assign(replicas_.size(), 0.0);
+    peak_running_.assign(replicas_.size(), 0);
     if (disagg) kv_pairs_ = std::min(replicas_.front().shape.tp, replicas_.back().shape.tp);
   }
 
@@ -808,6 +809,9 @@ class ServingRun final : public workload::TaskSource {
     kv_area_[static_cast<std::size_t>(rep.index)] += batch.kv_used * (now - batch.start).seconds() / rep.pp();
     if (opt_.record_trace) step_spans_[batch.span].end = now.seconds();
     for (const auto& p : batch.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = false;
+    auto& peak = peak_running_[static_cast<std::size_t>(rep.index)];
+    peak = std::max(peak, static_cast<std::int64_t>(rep.running.size()));
+    std::int64_t produced = 0;
     for (const auto& p : batch.plan) {
       auto& r = reqs_[static_cast<std::size_t>(p.req)];
       if (r.finish >= SimTime{}) continue;  // static batching padding
@@ -815,6 +819,7 @@ class ServingRun final : public workload::TaskSource {
         r.prefilled += p.chunk;
         if (r.prefilled < r.prompt) continue;
         ++r.generated;
+        ++produced;
         if (r.first_token < SimTime{}) r.first_token = now;
         if (rep.prefill_only && r.generated < r.output) {
           free_request(rep, r);
@@ -824,9 +829,11 @@ class ServingRun final : public workload::TaskSource {
         }
       } else {
         ++r.generated;
+        ++produced;
       }
       if (r.generated >= r.output) complete(rep, r);
     }
+    if (produced > 0) tokens_out_.emplace_back(now, produced);
   }
 
   /// Disaggregated: the prompt's KV cache (every TP rank's shard) moves to a decode replica over
@@ -867,6 +874,52 @@ class ServingRun final : public workload::TaskSource {
       add_request(now, draw(s_.input, rng_), draw(s_.output, rng_));
       wake_at(now);
     }
+  }
+
+  /// Throughput between the instants 10% and 90% of the requests had finished (ServingResults::steady),
+  /// when that window holds at least twice as many completions as requests were ever in service.
+  std::optional<ServingResults::SteadyState> steady_state(SimTime first) const {
+    constexpr std::size_t kMinRequests = 20;  // fewer: the "middle" is a handful of completions
+    if (reqs_.size() < kMinRequests) return std::nullopt;
+    std::vector<SimTime> done;
+    done.reserve(reqs_.size());
+    for (const auto& q : reqs_) done.push_back(q.finish);
+    std::sort(done.begin(), done.end());
+    const std::size_t n = done.size();
+    const SimTime from = done[n / 10], to = done[(9 * n + 9) / 10 - 1];  // the 10% and 90% completions
+    if (to <= from) return std::nullopt;
+    const double window = (to - from).seconds();
+    std::int64_t tokens = 0;
+    for (const auto& [at, count] : tokens_out_) tokens += at > from && at <= to ? count : 0;
+    const auto finished = std::count_if(done.begin(), done.end(), [&](SimTime t) { return t > from && t <= to; });
+    // A steady state turns its batch over: a run of a wave or two (a closed loop whose requests
+    // are few times its clients) has none, and its middle would mix waves' completions.
+    std::int64_t in_service = 0;
+    for (auto p : peak_running_) in_service += p;
+    if (finished < 2 * in_service) return std::nullopt;
+    ServingResults::SteadyState st;
+    st.from_s = (from - first).seconds();
+    st.to_s = (to - first).seconds();
+    st.output_tokens_per_s = static_cast<double>(tokens) / window;
+    st.output_tokens_per_s_per_gpu = st.output_tokens_per_s / s_.gpus;
+    st.requests_per_s = static_cast<double>(finished) / window;
+    return st;
+  }
+
+  /// A closed loop whose requests all have the same lengths runs in waves: the clients start,
+  /// prefill and finish together, so every wave looks alike and the percentiles show one wave.
+  std::vector<std::string> workload_warnings() const {
+    std::vector<std::string> w;
+    if (s_.arrivals == Arrivals::kClosedLoop && s_.concurrency > 1 && s_.input.lo == s_.input.hi &&
+        s_.output.lo == s_.output.hi) {
+      w.push_back("closed loop with fixed lengths: the " + std::to_string(s_.concurrency) +
+                  " clients stay in lockstep (they start and finish together, wave after wave), so the latency "
+                  "percentiles describe those waves, not independent users; give lengths as ranges (--input-len " +
+                  std::to_string(std::max<std::int64_t>(1, s_.input.lo * 3 / 4)) + "-" +
+                  std::to_string(std::max<std::int64_t>(2, s_.input.lo * 5 / 4)) +
+                  ") or an arrival rate (--rate) for a realistic mix");
+    }
+    return w;
   }
 
   ServingResults results() {
@@ -917,6 +970,8 @@ class ServingRun final : public workload::TaskSource {
     r.input_tokens_per_s = static_cast<double>(r.input_tokens) / span;
     r.requests_per_s = static_cast<double>(r.requests) / span;
     if (s_.slo_ttft_s || s_.slo_tpot_s) r.goodput_requests_per_s = static_cast<double>(goodput) / span;
+    r.steady = steady_state(first);
+    r.warnings = workload_warnings();
     const double mean_len = s_.trace.empty() ? s_.input.mean() + s_.output.mean() : [&] {
       double sum = 0;
       for (const auto& t : s_.trace) sum += static_cast<double>(t.input + t.output);
@@ -974,6 +1029,8 @@ class ServingRun final : public workload::TaskSource {
   std::vector<double> kv_area_;
   double kv_max_ = 0;
   std::int64_t steps_ = 0, preemptions_ = 0;
+  std::vector<std::pair<SimTime, std::int64_t>> tokens_out_;  ///< (step end, output tokens it produced)
+  std::vector<std::int64_t> peak_running_;                    ///< per replica: the most requests in its batch at once
   std::uint64_t next_ = 0, next_decode_ = 0, events_ = 0;
   std::vector<StepSpan> step_spans_;
 };

@@ -39,6 +39,17 @@ struct ServingResults {
   Percentiles ttft, tpot, e2e;
   double output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0, input_tokens_per_s = 0, requests_per_s = 0;
   std::optional<double> goodput_requests_per_s;
+  /// Throughput over the steady state: between the instants the first 10% and 90% of the requests
+  /// had finished (times from the first arrival), so the ramp-up and the drain are left out. Absent
+  /// under 20 requests, when those instants coincide, or when the window holds fewer than twice as
+  /// many completions as requests were in service at the peak (a wave or two has no steady state).
+  struct SteadyState {
+    double from_s = 0, to_s = 0;
+    double output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0, requests_per_s = 0;
+  };
+  std::optional<SteadyState> steady;
+  /// What a reader should know about how the workload shaped the numbers (e.g. lockstep clients).
+  std::vector<std::string> warnings;
   std::int64_t kv_blocks = 0;
   std::int64_t max_concurrency = 0;
   std::int64_t kv_concurrency = 0;  ///< sequences of the mean length the KV cache holds (all replicas)

@@ -259,3 +259,63 @@ TEST_CASE("a closed loop longer than 2^52 ps (4,505 s) runs on the integer clock
   CHECK(r.output_tokens == 400 * 4096);
   CHECK(r.makespan_s > 4505.0);
 }
+
+TEST_CASE("steady-state throughput counts what the window holds: one client, a hand count") {
+  // One client at a time: request k+1 starts when k finishes, so the window between the 11th and the
+  // 90th completions (of 100) holds exactly 79 whole requests and their 79 x 32 output tokens.
+  const auto r = serving::simulate_serving(
+      make_serving(R"({"input_len": 256, "output_len": 32, "concurrency": 1, "requests": 100})"), true);
+  REQUIRE(r.steady.has_value());
+  REQUIRE(r.request_spans.size() == 100);
+  const double from = r.request_spans[10].finish - r.request_spans[0].arrival;
+  const double to = r.request_spans[89].finish - r.request_spans[0].arrival;
+  CHECK(r.steady->from_s == doctest::Approx(from).epsilon(1e-12));
+  CHECK(r.steady->to_s == doctest::Approx(to).epsilon(1e-12));
+  CHECK(r.steady->requests_per_s * (to - from) == doctest::Approx(79.0));
+  CHECK(r.steady->output_tokens_per_s * (to - from) == doctest::Approx(79.0 * 32));
+  CHECK(r.steady->output_tokens_per_s_per_gpu == doctest::Approx(r.steady->output_tokens_per_s));
+  CHECK(r.warnings.empty());  // one client cannot be in lockstep with another
+}
+
+TEST_CASE("steady-state throughput leaves out the ramp and the drain of a queued run") {
+  // Everything queued at 0: the first completions wait for a full batch's prefill, the last ones
+  // drain a shrinking batch; the middle runs at the engine's capacity, above the whole-run mean.
+  const auto r = serving::simulate_serving(
+      make_serving(R"({"input_len": 512, "output_len": 128, "rate": "inf", "requests": 1000})"));
+  REQUIRE(r.steady.has_value());
+  CHECK(r.steady->output_tokens_per_s > r.output_tokens_per_s);
+  CHECK(r.steady->requests_per_s > r.requests_per_s);
+  CHECK(r.steady->from_s > 0);
+  CHECK(r.steady->to_s <= r.makespan_s);
+  // Too few requests for a middle: no steady state rather than a number from a handful.
+  const auto few =
+      serving::simulate_serving(make_serving(R"({"input_len": 512, "output_len": 16, "rate": "inf", "requests": 19})"));
+  CHECK_FALSE(few.steady.has_value());
+  const auto j = report::serving_json(few);
+  CHECK(j["steady_state"].is_null());
+  // Two waves of 64 clients: the batch never turns over, so no steady state either.
+  const auto waves = serving::simulate_serving(
+      make_serving(R"({"input_len": 512, "output_len": 64, "concurrency": 64, "requests": 128})"));
+  CHECK_FALSE(waves.steady.has_value());
+  const auto many = serving::simulate_serving(
+      make_serving(R"({"input_len": 512, "output_len": 64, "concurrency": 64, "requests": 640})"));
+  CHECK(many.steady.has_value());
+}
+
+TEST_CASE("a closed loop of fixed lengths is warned about: its clients move in lockstep") {
+  const auto fixed = serving::simulate_serving(
+      make_serving(R"({"input_len": 512, "output_len": 64, "concurrency": 16, "requests": 160})"));
+  REQUIRE(fixed.warnings.size() == 1);
+  CHECK(fixed.warnings[0].find("lockstep") != std::string::npos);
+  CHECK(fixed.warnings[0].find("--input-len 384-640") != std::string::npos);
+  // The symptom the warning names: every TTFT percentile is one wave's.
+  CHECK(fixed.ttft.p50 == fixed.ttft.p99);
+  CHECK(report::serving_table(fixed).find("warning: closed loop with fixed lengths") != std::string::npos);
+  CHECK(report::serving_json(fixed)["warnings"].size() == 1);
+  // Lengths that vary, or arrivals at a rate, break the lockstep: no warning.
+  for (const char* w : {R"({"input_len": "384-640", "output_len": 64, "concurrency": 16, "requests": 160})",
+                        R"({"input_len": 512, "output_len": 64, "rate": 10, "requests": 160})"}) {
+    const auto r = serving::simulate_serving(make_serving(w));
+    CHECK_MESSAGE(r.warnings.empty(), w);
+  }
+}
