@@ -1,5 +1,7 @@
 #include "sim/config/serving_file.hpp"
 
+#include "sim/config/fabric_file.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/fields.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
@@ -185,6 +188,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   const std::string model = read_string(r, F("/model"));
   const std::string cluster = read_string(r, F("/cluster"));
   const int gpus = static_cast<int>(read_int(r, F("/gpus")));
+  s.nodes = static_cast<int>(read_int(r, F("/nodes")));
+  const std::string fabric = read_string(r, F("/fabric"));
   const std::string profile = read_string(r, F("/profile"));
   const std::string offer = read_string(r, F("/offer"));
   int& pp = s.pp;
@@ -280,6 +285,16 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.profile = std::move(m.profile);
     s.offer = std::move(m.offer);
   }
+  if (s.nodes > 1) {
+    if (fabric.empty())
+      throw InputError(doc.path, "/fabric",
+                       "a fabric is required with more than one node (see `clustersim list fabrics`)");
+    s.fabric =
+        parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, fabric, doc.path, "/fabric")), fabric);
+  } else if (!fabric.empty()) {
+    throw InputError(doc.path, "/fabric",
+                     "a fabric joins nodes; this run has one (set nodes > 1, or leave fabric out)");
+  }
   if (!trace_file.empty()) s.trace = read_trace(trace_file, s.model.max_positions);
   if (s.arrivals != Arrivals::kTrace && s.model.max_positions > 0 && s.input.hi + s.output.hi > s.model.max_positions) {
     throw InputError(doc.path, "/workload/input_len",
@@ -302,10 +317,19 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     for (int i = 0; i < pools; ++i) needed += s.replica_tp(i) * s.replica_pp(i);
   }
   s.gpus = gpus == 0 ? needed : gpus;
-  if (s.gpus > s.cluster.gpus) {
+  const int available = s.cluster.gpus * s.nodes;
+  if (s.gpus > available) {
     throw InputError(doc.path, "/gpus",
-                     "cluster '" + s.cluster.id + "' has " + std::to_string(s.cluster.gpus) +
-                         " GPUs; this plan needs " + std::to_string(s.gpus));
+                     (s.nodes > 1 ? std::to_string(s.nodes) + " nodes of cluster '" + s.cluster.id + "' have "
+                                  : "cluster '" + s.cluster.id + "' has ") +
+                         std::to_string(available) + " GPUs; this plan needs " + std::to_string(s.gpus) +
+                         (s.nodes > 1 ? "" : " (more nodes: --nodes N --fabric F)"));
+  }
+  if (s.nodes > 1 && s.gpus != available) {
+    infeasible(doc.path, "a multi-node run uses every GPU of its nodes: " + std::to_string(s.nodes) + " x " +
+                             std::to_string(s.cluster.gpus) + " = " + std::to_string(available) +
+                             " GPUs, but the plan uses " + std::to_string(s.gpus) +
+                             " (more replicas, or a larger TP or PP)");
   }
   if (s.gpus != needed) {
     infeasible(doc.path, "TP " + std::to_string(s.tp) + " x PP " + std::to_string(s.pp) + " x " +
@@ -335,10 +359,17 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                                " attention heads");
     }
   }
-  if (s.offer && s.offer->gpus < s.gpus) {
+  // An offer rents a box: a multi-node run rents one per node (and pays for each).
+  const int per_box = s.nodes > 1 ? s.cluster.gpus : s.gpus;
+  if (s.offer && s.offer->gpus < per_box) {
     throw InputError(doc.path, "/offer",
-                     "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) + " GPUs; this run uses " +
-                         std::to_string(s.gpus));
+                     "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) +
+                         " GPUs per box; this run uses " + std::to_string(per_box) + (s.nodes > 1 ? " per node" : ""));
+  }
+  if (s.offer && s.offer->max_nodes > 0 && s.nodes > s.offer->max_nodes) {
+    throw InputError(doc.path, "/nodes",
+                     "offer '" + s.offer->id + "' rents at most " + std::to_string(s.offer->max_nodes) +
+                         " boxes; this run uses " + std::to_string(s.nodes));
   }
   const std::int64_t longest_prompt = s.trace.empty() ? s.input.hi : [&] {
     std::int64_t m = 0;

@@ -7,6 +7,7 @@
 #include "models/llm/model_arch.hpp"
 #include "models/ops/serving_ops.hpp"
 #include "sim/network/cluster_spec.hpp"
+#include "sim/network/fabric_spec.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace cs::serving {
@@ -34,7 +35,9 @@ struct ServingScenario {
   models::ModelArch model;
   calib::HardwareProfile profile;
   net::ClusterSpec cluster;
-  int gpus = 0;  ///< GPUs used: replicas x TP (x 2 pools when disaggregated)
+  int gpus = 0;   ///< GPUs used: replicas x TP (x 2 pools when disaggregated), all nodes together
+  int nodes = 1;  ///< copies of the cluster joined by `fabric`; more than one: every GPU of each is used
+  std::optional<net::FabricSpec> fabric;
   int tp = 1;
   int pp = 1;  ///< pipeline stages per replica (layers split evenly; P batches in flight)
   int replicas = 1;

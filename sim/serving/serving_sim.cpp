@@ -165,7 +165,8 @@ class ServingRun final : public workload::TaskSource {
   ServingRun(const ServingScenario& s, const ServingRunOptions& opt)
       : s_(s),
         opt_(opt),
-        topo_(net::Topology::build(s.cluster, s.gpus)),
+        topo_(s.nodes > 1 ? net::Topology::build(s.cluster, s.cluster.gpus, s.nodes, *s.fabric)
+                          : net::Topology::build(s.cluster, s.gpus)),
         gemm_(s.profile, s.weights == models::WeightFormat::kFp8 ? calib::Dtype::kFp8 : calib::Dtype::kBf16,
               s.cuda_graphs),
         other_(s.profile, calib::Dtype::kBf16, s.cuda_graphs),
@@ -927,6 +928,8 @@ class ServingRun final : public workload::TaskSource {
     r.name = s_.name;
     r.model = s_.model.id;
     r.cluster = s_.cluster.id;
+    r.nodes = s_.nodes;
+    r.fabric = s_.fabric ? s_.fabric->id : std::string();
     r.profile = s_.profile.id;
     r.profile_origin = calib::provenance_name(s_.profile.origin);
     r.weights = models::weight_format_name(s_.weights);
@@ -992,7 +995,7 @@ class ServingRun final : public workload::TaskSource {
       ServingResults::Cost c;
       c.offer = s_.offer->id;
       c.currency = s_.offer->currency;
-      c.price_per_hour = s_.offer->price_per_hour();
+      c.price_per_hour = s_.offer->price_per_hour() * s_.nodes;  // one box rented per node
       const double cost = c.price_per_hour * span / 3600.0;
       c.per_million_output_tokens = cost / static_cast<double>(r.output_tokens) * 1e6;
       c.per_million_tokens = cost / static_cast<double>(r.output_tokens + r.input_tokens) * 1e6;
@@ -1101,13 +1104,14 @@ ServingResults simulate_serving(const ServingScenario& s, const ServingRunOption
   const std::int64_t need = (longest + s.block_size - 1) / s.block_size;
   if (blocks < need) {
     const double gib = 1073741824.0;
-    const std::string msg = "does not fit: " + s.model.id + " needs " + fixed(mem.weights / gib, 1) +
-                            " GiB of weights, " + fixed(mem.activations / gib, 1) + " GiB of activations and " +
-                            fixed(mem.other / gib, 1) + " GiB of runtime per GPU (TP " + std::to_string(s.tp) + ", " +
-                            models::weight_format_name(s.weights) + " weights), leaving " +
-                            fixed(mem.kv_cache / gib, 2) + " GiB of KV cache (" + std::to_string(blocks) +
-                            " blocks) on a " + fixed(mem.capacity / gib, 1) + " GiB GPU; the longest request needs " +
-                            std::to_string(need) + " blocks. Try a larger TP, quantised weights or shorter requests";
+    const std::string msg =
+        "does not fit: " + s.model.id + " needs " + fixed(mem.weights / gib, 1) + " GiB of weights, " +
+        fixed(mem.activations / gib, 1) + " GiB of activations and " + fixed(mem.other / gib, 1) +
+        " GiB of runtime per GPU (TP " + std::to_string(s.tp) + ", " + models::weight_format_name(s.weights) +
+        " weights), leaving " + fixed(mem.kv_cache / gib, 2) + " GiB of KV cache (" + std::to_string(blocks) +
+        " blocks) on a " + fixed(mem.capacity / gib, 1) + " GiB GPU; the longest request needs " +
+        std::to_string(need) + " blocks. Try a larger TP or PP (over more nodes: --nodes N --fabric F), " +
+        "quantised weights or shorter requests";
     if (!s.allow_oom) throw InfeasibleError(s.name.empty() ? msg : s.name + ": " + msg);
   }
   ServingRun run(s, options);

@@ -319,3 +319,43 @@ TEST_CASE("a closed loop of fixed lengths is warned about: its clients move in l
     CHECK_MESSAGE(r.warnings.empty(), w);
   }
 }
+
+TEST_CASE("multi-node serving: a TP group across nodes runs its all-reduces over the fabric, and each box is paid") {
+  // Llama-3.1-70B TP16 over two HGX H100 boxes: every decode step all-reduces across the fabric,
+  // so 100 GbE Ethernet (one NIC per box) is slower than eight 400 Gb/s rails.
+  const std::string w = R"({"input_len": 512, "output_len": 64, "concurrency": 8, "requests": 64})";
+  const auto on = [&](const std::string& fabric, const std::string& extra = "") {
+    return serving::simulate_serving(
+        make_serving(w, R"(, "nodes": 2, "fabric": ")" + fabric + "\"" + extra, "llama3.1-70b", 16));
+  };
+  const auto rail = on("ib-ndr-rail");
+  const auto eth = on("eth-100g");
+  CHECK(rail.gpus == 16);
+  CHECK(rail.nodes == 2);
+  CHECK(rail.fabric == "ib-ndr-rail");
+  CHECK(eth.tpot.mean > 1.5 * rail.tpot.mean);
+  CHECK(eth.ttft.mean > rail.ttft.mean);
+  // Each node is a rented box: twice the one-box price per hour.
+  const auto priced = on("ib-ndr-rail", R"(, "offer": "cn-8x-h100-sxm")");
+  const auto box = serving::simulate_serving(make_serving(w, R"(, "offer": "cn-8x-h100-sxm")", "llama3.1-70b", 8));
+  REQUIRE(priced.cost.has_value());
+  REQUIRE(box.cost.has_value());
+  CHECK(priced.cost->price_per_hour == doctest::Approx(2 * box.cost->price_per_hour));
+  CHECK(report::serving_table(priced).find("16 GPUs of 2 x hgx-h100 over ib-ndr-rail") != std::string::npos);
+  CHECK(report::serving_json(priced)["nodes"] == 2);
+}
+
+TEST_CASE("multi-node serving: DeepSeek-R1 in FP8 fits two HGX H100 boxes (PP2 over the fabric), not one") {
+  const std::string w = R"({"input_len": 1000, "output_len": 100, "rate": 2, "requests": 20})";
+  CHECK_THROWS_AS(
+      (void)serving::simulate_serving(make_serving(w, R"(, "quantization": {"weights": "fp8"})", "deepseek-r1", 8)),
+      InfeasibleError);
+  const std::string text = R"({"kind": "infer", "model": "deepseek-r1", "cluster": "hgx-h100", "nodes": 2,
+    "fabric": "ib-ndr-rail", "quantization": {"weights": "fp8"}, "parallel": {"tp": 8, "pp": 2, "ep": 8},
+    "workload": )" + w + "}";
+  const auto r = serving::simulate_serving(config::parse_serving(config::parse_text(text, "t.json"), test::catalog()));
+  CHECK(r.fits);
+  CHECK(r.requests == 20);
+  // Half the layers per stage: each GPU holds about half of the one-box weights.
+  CHECK(r.memory.weights < 0.6 * 81.3 * 1073741824.0);
+}
