@@ -38,8 +38,11 @@ struct Trial {
 }  // namespace
 
 std::string serving_plan_text(const ServingChoice& c) {
-  return "TP" + std::to_string(c.tp) + " x " + std::to_string(c.replicas) +
-         (c.replicas == 1 ? " replica" : " replicas") + " per box";
+  std::string t = "TP" + std::to_string(c.tp);
+  if (c.pp > 1) t += " PP" + std::to_string(c.pp);
+  if (c.ep > 1) t += " EP" + std::to_string(c.ep);
+  t += " x " + std::to_string(c.replicas) + (c.replicas == 1 ? " replica" : " replicas");
+  return t + (c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes");
 }
 
 ServingResult search_serving(const std::vector<OfferSpace>& offers, const ServingJob& job, const MakeServing& make,
@@ -47,13 +50,52 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   ServingResult result;
   struct Shape {
     std::size_t offer;
-    int tp;
+    int tp, pp, ep, span;
   };
   std::vector<Shape> shapes;
+  std::vector<std::string> invalid_why(offers.size());  ///< the first reason a shape of the offer was refused
+  // Whether a shape's replica fits its GPUs (memory does not depend on the rate or the boxes).
+  const auto fits_alone = [&](const Shape& sh) {
+    const int per_unit = offers[sh.offer].gpus_per_node * sh.span / (sh.tp * sh.pp);
+    try {
+      const auto sc = make(sh.offer, ServingChoice{sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span}, job.rate, 200);
+      std::int64_t blocks = 0;
+      const auto m = serving::serving_memory(sc, &blocks);
+      return m.weights + m.activations + m.other <= m.capacity && blocks > 0;
+    } catch (const std::exception& e) {
+      if (!dynamic_cast<const InputError*>(&e) && !dynamic_cast<const InfeasibleError*>(&e)) throw;
+      if (invalid_why[sh.offer].empty()) invalid_why[sh.offer] = e.what();
+    }
+    return false;
+  };
+  const auto eps_of = [&](int tp) {
+    std::vector<int> eps{1};
+    if (options.moe && tp > 1 && (options.experts <= 0 || options.experts % tp == 0)) eps.push_back(tp);
+    return eps;
+  };
   for (std::size_t oi = 0; oi < offers.size(); ++oi) {
-    if (!offers[oi].unusable.empty()) continue;
-    for (int tp = 1; tp <= offers[oi].gpus_per_node; ++tp)
-      if (offers[oi].gpus_per_node % tp == 0) shapes.push_back({oi, tp});
+    const auto& space = offers[oi];
+    if (!space.unusable.empty()) continue;
+    const int g = space.gpus_per_node;
+    bool any_fits = false;
+    for (int tp = 1; tp <= g; ++tp) {
+      if (g % tp != 0) continue;
+      for (int pp = 1; tp * pp <= g && pp <= options.max_pp; pp *= 2) {
+        if (g % (tp * pp) != 0) continue;
+        for (int ep : eps_of(tp)) {
+          shapes.push_back({oi, tp, pp, ep, 1});
+          any_fits = any_fits || fits_alone(shapes.back());
+        }
+      }
+    }
+    // A model one box cannot hold: replicas whose stages (one box-wide TP group each) span boxes.
+    const int max_nodes = space.node_counts.empty() ? 1 : space.node_counts.back();
+    for (int span = 2; !any_fits && !space.fabric.empty() && span <= max_nodes; span *= 2) {
+      for (int ep : eps_of(g)) {
+        shapes.push_back({oi, g, span, ep, span});
+        any_fits = any_fits || fits_alone(shapes.back());
+      }
+    }
   }
   struct Found {
     std::optional<ServingCandidate> best;
@@ -68,11 +110,11 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         const auto& sh = shapes[i];
         const auto& space = offers[sh.offer];
         auto& f = found[i];
-        const int per_box = space.gpus_per_node / sh.tp;
-        auto trial = [&](int nodes) {
+        const int per_unit = space.gpus_per_node * sh.span / (sh.tp * sh.pp);
+        auto trial = [&](int units) {
           Trial t;
-          const ServingChoice c{nodes, sh.tp, per_box};
-          const double rate = job.rate / nodes;
+          const ServingChoice c{units * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span};
+          const double rate = job.rate / units;
           std::optional<serving::ServingScenario> s;
           try {
             s.emplace(make(sh.offer, c, rate, requests_for(rate)));
@@ -95,8 +137,9 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         };
         const auto& nodes_list = space.node_counts;
         if (nodes_list.empty()) return;
-        const int max_nodes = nodes_list.back();
-        // Doubling, then bisection between the last miss and the first hit: the fewest boxes.
+        const int max_nodes = nodes_list.back() / sh.span;  // units of `span` boxes
+        if (max_nodes < 1) return;
+        // Doubling, then bisection between the last miss and the first hit: the fewest units.
         int lo = 0, hi = -1;
         Trial hit;
         for (int n = 1; n <= max_nodes; n = n * 2 > max_nodes && n < max_nodes ? max_nodes : n * 2) {
@@ -128,8 +171,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         ServingCandidate c;
         c.offer_index = sh.offer;
         c.offer = space.offer.id;
-        c.choice = {hi, sh.tp, per_box};
-        c.gpus = hi * space.gpus_per_node;
+        c.choice = {hi * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span};
+        c.gpus = hi * sh.span * space.gpus_per_node;
         c.ttft_p90_s = hit.r.ttft.p90;
         c.tpot_p90_s = hit.r.tpot.p90;
         c.output_tokens_per_s_per_gpu = hit.r.output_tokens_per_s_per_gpu;
@@ -137,7 +180,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         c.capacity_gib = hit.r.memory.capacity / kGiB;
         c.kv_utilisation_max = hit.r.kv_utilisation_max;
         const auto [per_box_hour, terms] = hourly(space.offer);
-        c.cost_per_hour = per_box_hour * hi;
+        c.cost_per_hour = per_box_hour * hi * sh.span;
         c.cost_terms = terms;
         c.currency = space.offer.currency;
         c.cost_per_mtok = c.cost_per_hour / (job.rate * static_cast<double>(job.osl) * 3600.0) * 1e6;
@@ -184,9 +227,14 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         if (found[i].miss_ttft >= 0 && (!closest || miss_of(found[i]) < miss_of(*closest))) closest = &found[i];
       }
       if (!valid)
-        why = "no TP divides this model on its boxes";
+        why = "no shape is valid on its boxes" + (invalid_why[oi].empty() ? std::string() : ": " + invalid_why[oi]);
       else if (!fits)
-        why = "does not fit: the weights leave no KV cache at any TP of one box";
+        why = offers[oi].fabric.empty() || offers[oi].node_counts.size() < 2
+                  ? "does not fit: the weights leave no KV cache at any TP and PP of one box (with a fabric "
+                    "(--fabric F), replicas spanning boxes are tried)"
+                  : "does not fit: the weights leave no KV cache at any TP and PP of one box, nor with a "
+                    "replica's stages over " +
+                        std::to_string(offers[oi].node_counts.back()) + " boxes";
       else if (!met && closest)
         why = "misses the SLO: at " + std::to_string(offers[oi].node_counts.back()) +
               " box(es) its best plan has p90 TTFT " + fixed(closest->miss_ttft * 1e3, 0) + " ms (objective " +

@@ -18,25 +18,35 @@ struct ServingJob {
   double slo_tpot_s = 0;  ///< 0: none
 };
 
-/// One serving plan: `nodes` boxes, each running `replicas` replicas of TP `tp`, behind a
-/// load balancer that gives each box RATE / nodes.
+/// One serving plan: `nodes` boxes in units of `span` boxes; each unit runs `replicas` replicas of
+/// TP `tp` x PP `pp` (EP `ep` for MoE), behind a load balancer that gives each unit RATE / units.
+/// A unit is one box unless one box cannot hold a replica: then a replica's pipeline stages span
+/// `span` boxes joined by the offer's fabric.
 struct ServingChoice {
   int nodes = 1;
   int tp = 1;
-  int replicas = 1;
+  int replicas = 1;  ///< per unit
+  int pp = 1;
+  int ep = 1;
+  int span = 1;  ///< boxes per unit
   bool operator==(const ServingChoice&) const = default;
+  [[nodiscard]] int units() const { return nodes / span; }
 };
 [[nodiscard]] std::string serving_plan_text(const ServingChoice& c);
 
-/// One box's serving scenario for a choice, at `rate_per_box` requests/s with `requests`
-/// requests (the CLI resolves it through sim/config). Throws InputError or InfeasibleError for
-/// a plan the model rejects (heads that TP does not divide, too large to simulate).
-using MakeServing = std::function<serving::ServingScenario(std::size_t offer, const ServingChoice&, double rate_per_box,
-                                                           std::int64_t requests)>;
+/// One unit's serving scenario for a choice (`span` boxes, over the offer's fabric when more than
+/// one), at `rate_per_unit` requests/s with `requests` requests (the CLI resolves it through
+/// sim/config). Throws InputError or InfeasibleError for a plan the model rejects (heads that TP
+/// does not divide, too large to simulate).
+using MakeServing = std::function<serving::ServingScenario(std::size_t offer, const ServingChoice&,
+                                                           double rate_per_unit, std::int64_t requests)>;
 
 struct ServingOptions {
   double budget = 0;  ///< per hour of serving; 0: none
   int top = 5;
+  int max_pp = 8;    ///< pipeline stages tried inside a box: 1, 2, 4, ... up to this
+  bool moe = false;  ///< EP = TP is tried beside EP 1 (experts whole on each GPU, or split TP ways)
+  int experts = 0;   ///< routed experts (EP must divide them)
   study::Progress* progress = nullptr;
 };
 
@@ -63,8 +73,10 @@ struct ServingResult {
   std::size_t plans = 0, invalid = 0, too_big = 0, simulated = 0;
 };
 
-/// Offers x TP per box (replicas fill the box) x boxes: for each (offer, TP), the fewest boxes
-/// whose p90 TTFT (and TPOT) meet the objectives, found by doubling then bisection (docs/plan.md).
+/// Offers x shapes (TP x PP x EP per replica; replicas fill the box) x boxes: for each (offer,
+/// shape), the fewest boxes whose p90 TTFT (and TPOT) meet the objectives, found by doubling then
+/// bisection (docs/plan.md). When no shape of an offer fits one box, replicas whose stages span 2,
+/// 4, ... boxes (one TP-wide stage per box) are tried, over the offer's fabric.
 [[nodiscard]] ServingResult search_serving(const std::vector<OfferSpace>& offers, const ServingJob& job,
                                            const MakeServing& make, const ServingOptions& options);
 

@@ -252,14 +252,14 @@ TEST_CASE("plan exits 4 with the numbers when nothing fits, or nothing is within
 namespace {
 
 /// p90 TTFT and TPOT of one box as `infer` reports them, at the rate and request count plan uses.
-std::pair<double, double> infer_p90(const std::string& cluster, int tp, int replicas, double rate) {
+std::pair<double, double> infer_p90(const std::string& cluster, int tp, int replicas, double rate, int pp = 1) {
   const auto requests = std::max<long>(200, std::min<long>(2000, static_cast<long>(std::ceil(rate * 30.0))));
   char rate_text[64];
   std::snprintf(rate_text, sizeof rate_text, "%.17g", rate);
-  const auto r = run_cli("infer --model llama3.1-8b --cluster " + cluster + " --tp " + std::to_string(tp) +
-                         " --replicas " + std::to_string(replicas) + " --gpus " + std::to_string(tp * replicas) +
-                         " --input-len 1024 --output-len 256 --rate " + rate_text + " --requests " +
-                         std::to_string(requests) + " --json");
+  const auto r = run_cli("infer --model llama3.1-8b --cluster " + cluster + " --tp " + std::to_string(tp) + " --pp " +
+                         std::to_string(pp) + " --replicas " + std::to_string(replicas) + " --gpus " +
+                         std::to_string(tp * pp * replicas) + " --input-len 1024 --output-len 256 --rate " + rate_text +
+                         " --requests " + std::to_string(requests) + " --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   return {j["ttft_s"]["p90"].get<double>(), j["tpot_s"]["p90"].get<double>()};
@@ -279,21 +279,60 @@ TEST_CASE("plan serve: the fewest boxes that meet the objectives, as infer simul
     CHECK(c[i - 1]["job_cost"].get<double>() <= c[i]["job_cost"].get<double>());
   const auto& best = c[0];
   const int nodes = best["nodes"], tp = best["parallel"]["tp"], replicas = best["parallel"]["replicas_per_box"];
+  const int pp = best["parallel"]["pp"];
   // The box as infer runs it at RATE / boxes: the same p90s, within the objectives.
-  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / nodes);
+  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / nodes, pp);
   CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
   CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
   CHECK(ttft <= 1.0);
   CHECK(tpot <= 0.040);
   // One box fewer misses an objective.
   if (nodes > 1) {
-    const auto [t2, p2] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / (nodes - 1));
+    const auto [t2, p2] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / (nodes - 1), pp);
     CHECK((t2 > 1.0 || p2 > 0.040));
   }
   // By hand: 28,000 CNY per box-month (720 h) x boxes; per million output tokens at 50 x 256 tokens/s.
   const double per_hour = 28000.0 / 720.0 * nodes;
   CHECK(best["job_cost"].get<double>() == doctest::Approx(per_hour));
   CHECK(best["cost_per_mtok"].get<double>() == doctest::Approx(per_hour / (50.0 * 256.0 * 3600.0) * 1e6));
+}
+
+TEST_CASE("plan serve: a model one box cannot hold is served by replicas whose stages span boxes") {
+  // DeepSeek-R1 in FP8 needs 81.3 GiB of weights per GPU at TP 8 on one HGX H100: no shape of one
+  // box fits, so a replica's two pipeline stages take two boxes over the fabric.
+  const std::string base =
+      "plan --model deepseek-r1 --job serve:2:1000:200 --slo-ttft 2s --offers cn-8x-h100-sxm --weights fp8 --top 1 ";
+  const auto r = run_cli(base + "--json");
+  REQUIRE(r.exit_code == 0);
+  const auto best = nlohmann::json::parse(r.out)["candidates"][0];
+  CHECK(best["parallel"]["boxes_per_unit"] == 2);
+  CHECK(best["parallel"]["pp"] == 2);
+  CHECK(best["parallel"]["tp"] == 8);
+  CHECK(best["parallel"]["replicas_per_box"].is_null());
+  CHECK(best["gpus"] == 16 * best["nodes"].get<int>() / 2);
+  // As infer runs it on two boxes over the default fabric, at RATE / units.
+  const int units = best["nodes"].get<int>() / 2;
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.17g", 2.0 / units);
+  const auto i = run_cli(
+      "infer --model deepseek-r1 --cluster hgx-h100 --nodes 2 --fabric eth-100g --weights fp8 --tp 8 "
+      "--pp 2 --ep " +
+      std::to_string(best["parallel"]["ep"].get<int>()) +
+      " --input-len 1000 --output-len 200 --requests 200 --json --rate " + rate);
+  REQUIRE(i.exit_code == 0);
+  const auto ij = nlohmann::json::parse(i.out);
+  CHECK(ij["ttft_s"]["p90"].get<double>() == doctest::Approx(best["ttft_p90_s"].get<double>()));
+  // Two boxes are paid per unit.
+  CHECK(best["job_cost"].get<double>() == doctest::Approx(250.0 * best["nodes"].get<int>()));
+  // One box only (no fabric): nothing fits, and the reason says what would.
+  const auto none = run_cli(base + "--fabric none");
+  CHECK(none.exit_code == 4);
+  CHECK(has(none.err, "does not fit"));
+  CHECK(has(none.err, "--fabric"));
+  // --weights is a serving flag.
+  const auto w = run_cli("plan --model llama3.1-8b --job train:1B --offers cn-8x-h100-sxm --weights fp8");
+  CHECK(w.exit_code == 2);
+  CHECK(has(w.err, "--weights"));
 }
 
 TEST_CASE("plan serve: bad objectives and job specs exit 2 naming the flag, an SLO nobody meets exits 4") {

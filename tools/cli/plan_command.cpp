@@ -35,6 +35,7 @@ namespace {
 
 struct PlanOpts {
   std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot, report, svg;
+  std::string weights;  ///< serve: the weights' format (empty: bf16)
   int max_gpus = 64;
   int top = 5;
   int lora_rank = 0;  ///< finetune: LoRA adapters of this rank on the frozen model (0: full fine-tune)
@@ -183,8 +184,10 @@ void print_rows(const std::vector<std::vector<std::string>>& rows) {
 }
 
 /// `--job serve:RATE:ISL:OSL`: per offer and TP, the fewest boxes that meet the objectives.
-int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& job, const PlanOpts& o, double budget,
-                 const config::Catalog& catalog, const Globals& g) {
+int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
+                 const std::vector<std::optional<net::FabricSpec>>& offer_fabric, const models::ModelArch& model,
+                 const JobArg& job, const PlanOpts& o, double budget, const config::Catalog& catalog,
+                 const Globals& g) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.slo_ttft.empty())
     bad("--slo-ttft", "expected a p90 TTFT objective for a serve job (e.g. 1s): it is what says a box keeps up");
@@ -203,9 +206,16 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
     j["kind"] = "infer";
     set("/model", o.model);
     set("/cluster", spaces[oi].offer.cluster);
-    set("/gpus", std::to_string(c.tp * c.replicas));
+    set("/gpus", std::to_string(c.tp * c.pp * c.replicas));
     set("/parallel/tp", std::to_string(c.tp));
+    set("/parallel/pp", std::to_string(c.pp));
+    set("/parallel/ep", std::to_string(c.ep));
     set("/parallel/replicas", std::to_string(c.replicas));
+    if (c.span > 1) {  // one unit: `span` boxes joined by the offer's fabric
+      set("/nodes", std::to_string(c.span));
+      set("/fabric", offer_fabric[oi]->id);
+    }
+    if (!o.weights.empty()) set("/quantization/weights", o.weights);
     set("/workload/rate", shortest(rate));
     set("/workload/requests", std::to_string(requests));
     set("/workload/input_len", std::to_string(job.isl));
@@ -217,11 +227,13 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
   sizing::ServingOptions so;
   so.budget = budget;
   so.top = o.top;
+  so.moe = model.is_moe();
+  so.experts = model.is_moe() ? static_cast<int>(model.moe.experts) : 0;
   auto progress = batch_progress("plan: serving shapes", 64);
   so.progress = progress.get();
   const auto r = sizing::search_serving(spaces, sj, make, so);
-  std::cerr << "plan: searched " << r.plans << " (offer, TP) shapes (" << r.invalid << " invalid, " << r.too_big
-            << " do not fit), " << r.simulated << " serving simulations in "
+  std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP) shapes (" << r.invalid << " invalid, "
+            << r.too_big << " do not fit), " << r.simulated << " serving simulations in "
             << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
   if (r.candidates.empty()) {
     std::string m = "no candidate: no offer serves " + o.model + " at " + shortest(job.rate) +
@@ -260,7 +272,8 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
         "each GPU serves. Up and right is better; the red line joins the candidates no other beats on "
         "both (the Pareto front among those ranked).";
     for (const auto& rej : r.rejected) p.rejected.emplace_back(rej.offer, rej.reason);
-    p.notes.push_back("Searched " + std::to_string(r.plans) + " (offer, TP) shapes, " + std::to_string(r.simulated) +
+    p.notes.push_back("Searched " + std::to_string(r.plans) + " (offer, TP x PP x EP) shapes, " +
+                      std::to_string(r.simulated) +
                       " serving simulations. Cost per hour is the cheapest term per box-hour of continuous serving x "
                       "boxes (a month = 720 h). docs/plan.md");
     if (!o.report.empty()) {
@@ -285,7 +298,13 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
       x["nodes"] = c.choice.nodes;
       x["gpus"] = c.gpus;
       x["plan"] = sizing::serving_plan_text(c.choice);
-      x["parallel"] = {{"tp", c.choice.tp}, {"replicas_per_box", c.choice.replicas}};
+      x["parallel"] = {{"tp", c.choice.tp},
+                       {"pp", c.choice.pp},
+                       {"ep", c.choice.ep},
+                       {"replicas_per_box", c.choice.span == 1 ? nlohmann::ordered_json(c.choice.replicas)
+                                                               : nlohmann::ordered_json(nullptr)},
+                       {"boxes_per_unit", c.choice.span},
+                       {"replicas_per_unit", c.choice.replicas}};
       x["job_time_s"] = 3600.0;
       x["job_cost"] = c.cost_per_hour;
       x["cost_per_hour"] = c.cost_per_hour;
@@ -311,7 +330,8 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces, const JobArg& jo
   std::cout << "plan: " << o.model << ", serve " << shortest(job.rate) << " requests/s of " << job.isl << " + "
             << job.osl << " tokens; p90 TTFT <= " << shortest(sj.slo_ttft_s * 1e3) << " ms"
             << (sj.slo_tpot_s > 0 ? ", p90 TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string()) << "\n"
-            << "each box takes RATE / boxes (boxes share no traffic); ranked by cost per hour, then TTFT:\n\n";
+            << "each unit (a box, or the boxes one replica spans) takes RATE / units (units share no traffic); "
+               "ranked by cost per hour, then TTFT:\n\n";
   print_rows(rows);
   for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
   std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
@@ -377,6 +397,8 @@ Action add_plan(CLI::App& app, const Globals& g) {
   cmd->add_option("--lora-rank", o->lora_rank,
                   "finetune: LoRA adapters of this rank on the frozen model (default: a full fine-tune)");
   cmd->add_flag("--qlora", o->qlora, "finetune: the frozen model in 4 bits (QLoRA; needs --lora-rank)");
+  cmd->add_option("--weights", o->weights, "serve: the served weights' format, bf16 (default), fp8, int8 or int4")
+      ->check(CLI::IsMember({"bf16", "fp8", "int8", "int4"}));
   cmd->add_option("--offers", o->offers,
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget, "the most a job may cost, in the offer's currency");
@@ -455,7 +477,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
           if (sp.offer.max_nodes > 0 && n > sp.offer.max_nodes) break;
           sp.node_counts.push_back(n);
         }
-        if (fabric && sp.node_counts.size() > 1 && job.training()) {
+        if (fabric && sp.node_counts.size() > 1) {
           sp.fabric = fabric->id;
           try {  // a fabric whose NIC layout does not match this box cannot join it
             (void)net::Topology::build(m.cluster, sp.gpus_per_node, 2, *fabric);
@@ -475,7 +497,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
       // No offer names a cluster: nothing to resolve the model against; read it for its errors.
       model = config::resolve_machine(catalog, kCommandLine, o->model, "hgx-h100", "", "").model;
     }
-    if (job.kind == "serve") return plan_serving(spaces, job, *o, opts.budget, catalog, g);
+    if (job.kind == "serve") return plan_serving(spaces, offer_fabric, *model, job, *o, opts.budget, catalog, g);
+    if (!o->weights.empty())
+      bad("--weights", "sets the served weights' format; this is a training job ('" + o->job + "')");
     if (o->lora_rank > 0 && model->is_moe())  // every plan would be refused alike; say why once
       throw InfeasibleError(
           "LoRA on MoE models is not modelled (issue 12): adapters per expert are not counted; "
