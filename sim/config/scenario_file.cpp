@@ -18,6 +18,7 @@
 #include "sim/config/reader.hpp"
 #include "sim/config/routing_file.hpp"
 #include "sim/core/errors.hpp"
+#include "sim/core/quantity.hpp"
 
 namespace cs::config {
 
@@ -177,12 +178,26 @@ Offer parse_offer(const config::JsonDoc& doc, const std::string& id) {
   {
     auto p = r.child("price");
     o.price = p.req_number("amount", 0.0, 1e12);
+    o.price_max = p.opt_number("amount_max", 0.0, 1e12, 0.0);
     o.currency = p.req_string("currency");
     const auto per = p.req_enum("per", {"hour", "month"});
     o.hours_per_period = per == "hour" ? 1.0 : 720.0;  // a month is taken as 30 days (docs/metrics.md)
     p.finish();
   }
   o.hourly_price = r.opt_number("hourly_price", 0.0, 1e12, 0.0);
+  o.hourly_price_max = r.opt_number("hourly_price_max", 0.0, 1e12, 0.0);
+  if (o.price_max > 0 && o.price_max < o.price)
+    problems.add({doc.path, "/price/amount_max",
+                  "the top of the price range is below its bottom (/price/amount " + shortest(o.price) + ")"});
+  if (o.hourly_price_max > 0 && (o.hourly_price == 0 || o.price_max == 0))
+    problems.add({doc.path, "/hourly_price_max",
+                  "an hourly range needs /hourly_price (its bottom) and a monthly range (/price/amount_max)"});
+  if (o.hourly_price_max > 0 && o.hourly_price_max < o.hourly_price)
+    problems.add({doc.path, "/hourly_price_max",
+                  "the top of the hourly range is below its bottom (/hourly_price " + shortest(o.hourly_price) + ")"});
+  if (o.price_max > 0 && o.hourly_price > 0 && o.hourly_price_max == 0)
+    problems.add(
+        {doc.path, "/hourly_price_max", "a monthly range with an hourly term needs the hourly range's top too"});
   o.fabric = r.opt_string("fabric", "");
   o.max_nodes = static_cast<int>(r.opt_int("max_nodes", 1, 100000, 0));
   if (o.hourly_price > 0 && o.hours_per_period == 1.0)

@@ -87,6 +87,10 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
                  {"price_per_hour", r.cost->price_per_hour},
                  {"per_million_output_tokens", r.cost->per_million_output_tokens},
                  {"per_million_tokens", r.cost->per_million_tokens}};
+    if (r.cost->price_per_hour_max > 0) {
+      j["cost"]["price_per_hour_max"] = r.cost->price_per_hour_max;
+      j["cost"]["per_million_output_tokens_max"] = r.cost->per_million_output_tokens_max;
+    }
   } else {
     j["cost"] = nullptr;
   }
@@ -143,9 +147,13 @@ std::string serving_table(const ServingResults& r) {
                             ", runtime " + gib(r.memory.other) + ", KV cache " + gib(r.memory.kv_cache) + " of " +
                             gib(r.memory.capacity));
   if (r.cost) {
-    row("cost", fixed(r.cost->per_million_output_tokens, 2) + " " + r.cost->currency + " per million output tokens (" +
-                    fixed(r.cost->per_million_tokens, 2) + " per million tokens in+out; " + r.cost->offer + ", " +
-                    fixed(r.cost->price_per_hour, 0) + " " + r.cost->currency + "/h)");
+    row("cost",
+        fixed(r.cost->per_million_output_tokens, 2) +
+            (r.cost->per_million_output_tokens_max > 0 ? " to " + fixed(r.cost->per_million_output_tokens_max, 2)
+                                                       : std::string()) +
+            " " + r.cost->currency + " per million output tokens (" + fixed(r.cost->per_million_tokens, 2) +
+            " per million tokens in+out; " + r.cost->offer + ", " + fixed(r.cost->price_per_hour, 0) + " " +
+            r.cost->currency + "/h)");
   }
   row("profile", r.profile + " (" + r.profile_origin + ")");
   for (const auto& w : r.warnings) o << "warning: " << w << "\n";

@@ -151,6 +151,11 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
     c.price_per_hour = s.offer->price_per_hour() * s.nodes;
     c.per_step = c.price_per_hour * r.step_time_s / 3600.0;
     c.per_million_tokens = c.per_step / step.tokens * 1e6;
+    if (s.offer->has_range()) {
+      c.price_per_hour_max = s.offer->high().price_per_hour() * s.nodes;
+      c.per_step_max = c.price_per_hour_max * r.step_time_s / 3600.0;
+      c.per_million_tokens_max = c.per_step_max / step.tokens * 1e6;
+    }
     r.cost = c;
   }
 

@@ -28,6 +28,8 @@ struct Cost {
   double per_step = 0;
   double per_million_tokens = 0;
   std::string offer;
+  /// The same at the top of the offer's quoted range (0: a single price).
+  double price_per_hour_max = 0, per_step_max = 0, per_million_tokens_max = 0;
 };
 
 /// Time spent in one kind of collective on one GPU (mean over GPUs), with the algorithm used.

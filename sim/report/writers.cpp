@@ -62,6 +62,11 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
                  {"per_step", r.cost->per_step},
                  {"per_million_tokens", r.cost->per_million_tokens}};
     if (r.cost->boxes > 1) j["cost"]["boxes"] = r.cost->boxes;
+    if (r.cost->price_per_hour_max > 0) {  // the offer quotes a range: its top too
+      j["cost"]["price_per_hour_max"] = r.cost->price_per_hour_max;
+      j["cost"]["per_step_max"] = r.cost->per_step_max;
+      j["cost"]["per_million_tokens_max"] = r.cost->per_million_tokens_max;
+    }
   }
   auto colls = nlohmann::ordered_json::array();
   for (const auto& c : r.collectives) {
@@ -193,14 +198,24 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   if (any_cost) {
     section("-- cost");
     row("price per hour", [](const TrainResults& r) {
-      return r.cost ? fixed(r.cost->price_per_hour, 2) + " " + r.cost->currency + " (" + r.cost->offer +
+      return r.cost ? fixed(r.cost->price_per_hour, 2) +
+                          (r.cost->price_per_hour_max > 0 ? " to " + fixed(r.cost->price_per_hour_max, 2) : "") + " " +
+                          r.cost->currency + " (" + r.cost->offer +
                           (r.cost->boxes > 1 ? " x " + std::to_string(r.cost->boxes) + " boxes" : std::string()) + ")"
                     : "-";
     });
-    row("cost per step",
-        [](const TrainResults& r) { return r.cost ? fixed(r.cost->per_step, 4) + " " + r.cost->currency : "-"; });
+    row("cost per step", [](const TrainResults& r) {
+      return r.cost ? fixed(r.cost->per_step, 4) +
+                          (r.cost->per_step_max > 0 ? " to " + fixed(r.cost->per_step_max, 4) : "") + " " +
+                          r.cost->currency
+                    : "-";
+    });
     row("cost per million tokens", [](const TrainResults& r) {
-      return r.cost ? fixed(r.cost->per_million_tokens, 2) + " " + r.cost->currency : "-";
+      return r.cost
+                 ? fixed(r.cost->per_million_tokens, 2) +
+                       (r.cost->per_million_tokens_max > 0 ? " to " + fixed(r.cost->per_million_tokens_max, 2) : "") +
+                       " " + r.cost->currency
+                 : "-";
     });
   }
   section("-- rates used (provenance)");

@@ -31,8 +31,22 @@ struct Offer {
   /// and the most boxes it rents (0: not stated).
   std::string fabric;
   int max_nodes = 0;
+  /// A quoted range (the seed's enterprise cluster: "20-40% above" the 8x offers): `price` and
+  /// `hourly_price` are its low end, these its top (0: a single price). Costs are reported at both.
+  double price_max = 0;
+  double hourly_price_max = 0;
   std::string source;
   [[nodiscard]] double price_per_hour() const { return price / hours_per_period; }
+  [[nodiscard]] bool has_range() const { return price_max > 0; }
+  /// The offer at the top of its range (itself when it quotes a single price).
+  [[nodiscard]] Offer high() const {
+    Offer o = *this;
+    if (has_range()) {
+      o.price = price_max;
+      if (hourly_price_max > 0) o.hourly_price = hourly_price_max;
+    }
+    return o;
+  }
   bool operator==(const Offer&) const = default;
 };
 

@@ -999,6 +999,11 @@ class ServingRun final : public workload::TaskSource {
       const double cost = c.price_per_hour * span / 3600.0;
       c.per_million_output_tokens = cost / static_cast<double>(r.output_tokens) * 1e6;
       c.per_million_tokens = cost / static_cast<double>(r.output_tokens + r.input_tokens) * 1e6;
+      if (s_.offer->has_range()) {
+        c.price_per_hour_max = s_.offer->high().price_per_hour() * s_.nodes;
+        c.per_million_output_tokens_max =
+            c.price_per_hour_max * span / 3600.0 / static_cast<double>(r.output_tokens) * 1e6;
+      }
       r.cost = c;
     }
     r.events = events_;

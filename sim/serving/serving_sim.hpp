@@ -66,6 +66,7 @@ struct ServingResults {
   struct Cost {
     std::string offer, currency;
     double price_per_hour = 0, per_million_output_tokens = 0, per_million_tokens = 0;
+    double price_per_hour_max = 0, per_million_output_tokens_max = 0;  ///< the offer's range top (0: none)
   };
   std::optional<Cost> cost;
   std::uint64_t events = 0;

@@ -182,6 +182,12 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         const auto [per_box_hour, terms] = hourly(space.offer);
         c.cost_per_hour = per_box_hour * hi * sh.span;
         c.cost_terms = terms;
+        if (space.offer.has_range()) {
+          const auto top = space.offer.high();
+          const double top_per_box =
+              terms == "hourly" && top.hours_per_period != 1.0 ? top.hourly_price : top.price / top.hours_per_period;
+          c.cost_per_hour_max = top_per_box * hi * sh.span;
+        }
         c.currency = space.offer.currency;
         c.cost_per_mtok = c.cost_per_hour / (job.rate * static_cast<double>(job.osl) * 3600.0) * 1e6;
         const double ttft_share = c.ttft_p90_s / job.slo_ttft_s;

@@ -62,7 +62,8 @@ struct ServingCandidate {
   double kv_utilisation_max = 0;
   double cost_per_hour = 0;  ///< the cheapest term per hour of continuous serving
   std::string cost_terms;
-  double cost_per_mtok = 0;  ///< per million output tokens at the job's rate
+  double cost_per_hour_max = 0;  ///< the same term at the top of the offer's quoted range (0: a single price)
+  double cost_per_mtok = 0;      ///< per million output tokens at the job's rate
   std::string currency;
   std::string bottleneck;
 };

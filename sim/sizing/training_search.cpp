@@ -80,6 +80,11 @@ void price(Candidate& c, const scenario::Offer& offer, double step_s) {
       std::min_element(c.terms.begin(), c.terms.end(), [](const auto& a, const auto& b) { return a.cost < b.cost; });
   c.job_cost = cheapest->cost;
   c.cost_terms = cheapest->term;
+  c.job_cost_max = 0;
+  if (offer.has_range()) {
+    for (const auto& t : term_costs(offer.high(), c.choice.nodes, c.job_time_s / 3600.0))
+      if (t.term == c.cost_terms) c.job_cost_max = t.cost;
+  }
   c.currency = offer.currency;
   c.cost_per_mtok = c.job_cost / (c.steps * c.tokens_per_step) * 1e6;
 }

@@ -97,8 +97,9 @@ struct Candidate {
   double steps = 0;
   double job_time_s = 0;  ///< steps x the flow step time when verified, else the analytical one
   std::vector<TermCost> terms;
-  double job_cost = 0;     ///< the cheapest term's cost
-  std::string cost_terms;  ///< which term that is
+  double job_cost = 0;      ///< the cheapest term's cost
+  std::string cost_terms;   ///< which term that is
+  double job_cost_max = 0;  ///< the same term at the top of the offer's quoted range (0: a single price)
   double cost_per_mtok = 0;
   std::string currency;
   double mfu = 0;

@@ -433,3 +433,44 @@ TEST_CASE("plan --offers DIR: a multi-node offer's own fabric and node limit are
   CHECK(two);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("an offer quoting a price range (the seed's enterprise cluster) is costed at both ends") {
+  // cn-enterprise-8x-h100-ib: 216,000-252,000 CNY per box-month, 300-350 per box-hour (1.2-1.4 x
+  // the 8x H100 offer's 180,000 and 250).
+  const auto t = run_cli(
+      "train --model llama3.1-8b --cluster hgx-h100 --tp 1 --zero 1 --seq 2048 --global-batch 16 --json --offer "
+      "cn-enterprise-8x-h100-ib");
+  REQUIRE(t.exit_code == 0);
+  const auto c = nlohmann::json::parse(t.out)["cost"];
+  CHECK(c["price_per_hour"].get<double>() == doctest::Approx(216000.0 / 720));
+  CHECK(c["price_per_hour_max"].get<double>() == doctest::Approx(252000.0 / 720));
+  CHECK(c["per_step_max"].get<double>() / c["per_step"].get<double>() == doctest::Approx(252.0 / 216.0));
+  CHECK(c["per_million_tokens_max"].get<double>() / c["per_million_tokens"].get<double>() ==
+        doctest::Approx(252.0 / 216.0));
+  // A single-price offer has no top.
+  const auto one = run_cli(
+      "train --model llama3.1-8b --cluster hgx-h100 --tp 1 --zero 1 --seq 2048 --global-batch 16 --json --offer "
+      "cn-8x-h100-sxm");
+  REQUIRE(one.exit_code == 0);
+  CHECK_FALSE(nlohmann::json::parse(one.out)["cost"].contains("per_step_max"));
+  // plan ranks by the bottom of the range and shows the top, per term (hourly here: 350 / 300).
+  const auto p = run_cli(
+      "plan --model megatron-gpt-1.7b --job train:1B --offers cn-enterprise-8x-h100-ib --fabric none --seq 2048 "
+      "--global-batch 32 --top 1 --json");
+  REQUIRE(p.exit_code == 0);
+  const auto best = nlohmann::json::parse(p.out)["candidates"][0];
+  REQUIRE(best["cost_terms"] == "hourly");
+  CHECK(best["job_cost_max"].get<double>() / best["job_cost"].get<double>() == doctest::Approx(350.0 / 300.0));
+  const auto text = run_cli(
+      "plan --model megatron-gpt-1.7b --job train:1B --offers cn-enterprise-8x-h100-ib --fabric none --seq 2048 "
+      "--global-batch 32 --top 1");
+  CHECK(has(text.out, " to "));
+  // Serving: the cost per hour too.
+  const auto s = run_cli(
+      "plan --model llama3.1-8b --job serve:20:512:128 --slo-ttft 1s --offers cn-enterprise-8x-h100-ib --top 1 "
+      "--json");
+  REQUIRE(s.exit_code == 0);
+  const auto sb = nlohmann::json::parse(s.out)["candidates"][0];
+  CHECK(sb["cost_per_hour_max"].get<double>() / sb["cost_per_hour"].get<double>() ==
+        doctest::Approx(350.0 / 300.0).epsilon(1e-9));
+}

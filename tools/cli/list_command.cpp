@@ -96,24 +96,32 @@ Action add_list(CLI::App& app, const Globals& g) {
           << (fixed(f.nic_bandwidth * 8 / 1e9, 0) + " Gb/s") << "  " << f.name << "\n";
       }
     } else {
-      t << std::left << std::setw(24) << "id" << std::setw(6) << "gpus" << std::right << std::setw(28) << "price"
+      t << std::left << std::setw(26) << "id" << std::setw(6) << "gpus" << std::right << std::setw(34) << "price"
         << "  " << std::left << std::setw(20) << "cluster"
         << "name\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kOffer)) {
         const auto o = config::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, id, "", "")), id);
         const std::string per = o.hours_per_period == 1.0 ? "/h" : "/month";
-        rows.push_back({{"id", id},
-                        {"gpus", o.gpus},
-                        {"price", o.price},
-                        {"currency", o.currency},
-                        {"per", o.hours_per_period == 1.0 ? "hour" : "month"},
-                        {"hourly_price",
-                         o.hourly_price > 0 ? nlohmann::ordered_json(o.hourly_price) : nlohmann::ordered_json(nullptr)},
-                        {"cluster", o.cluster},
-                        {"name", o.name}});
-        t << std::left << std::setw(24) << id << std::setw(6) << o.gpus << std::right << std::setw(28)
-          << (fixed(o.price, 0) + " " + o.currency + per +
-              (o.hourly_price > 0 ? " or " + fixed(o.hourly_price, 0) + "/h" : std::string()))
+        rows.push_back(
+            {{"id", id},
+             {"gpus", o.gpus},
+             {"price", o.price},
+             {"currency", o.currency},
+             {"per", o.hours_per_period == 1.0 ? "hour" : "month"},
+             {"hourly_price",
+              o.hourly_price > 0 ? nlohmann::ordered_json(o.hourly_price) : nlohmann::ordered_json(nullptr)},
+             {"price_max", o.price_max > 0 ? nlohmann::ordered_json(o.price_max) : nlohmann::ordered_json(nullptr)},
+             {"hourly_price_max",
+              o.hourly_price_max > 0 ? nlohmann::ordered_json(o.hourly_price_max) : nlohmann::ordered_json(nullptr)},
+             {"cluster", o.cluster},
+             {"name", o.name}});
+        t << std::left << std::setw(26) << id << std::setw(6) << o.gpus << std::right << std::setw(34)
+          << (fixed(o.price, 0) + (o.price_max > 0 ? "-" + fixed(o.price_max, 0) : std::string()) + " " + o.currency +
+              per +
+              (o.hourly_price > 0
+                   ? " or " + fixed(o.hourly_price, 0) +
+                         (o.hourly_price_max > 0 ? "-" + fixed(o.hourly_price_max, 0) : std::string()) + "/h"
+                   : std::string()))
           << "  " << std::left << std::setw(20) << (o.cluster.empty() ? "-" : o.cluster) << o.name << "\n";
       }
     }

@@ -78,7 +78,8 @@ std::string time_text(double s) {
 }
 
 std::string terms_text(const sizing::Candidate& c) {
-  std::string t = fixed(c.job_cost, 0) + " " + c.currency + " (" + c.cost_terms;
+  std::string t = fixed(c.job_cost, 0) + (c.job_cost_max > 0 ? " to " + fixed(c.job_cost_max, 0) : std::string()) +
+                  " " + c.currency + " (" + c.cost_terms;
   for (const auto& term : c.terms) {
     if (term.term == c.cost_terms) continue;
     t += "; " + term.term + " " + fixed(term.cost, 0);
@@ -109,6 +110,7 @@ nlohmann::ordered_json candidate_json(const sizing::Candidate& c) {
   j["fabric"] = c.fabric.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.fabric);
   j["job_time_s"] = c.job_time_s;
   j["job_cost"] = c.job_cost;
+  j["job_cost_max"] = c.job_cost_max > 0 ? nlohmann::ordered_json(c.job_cost_max) : nlohmann::ordered_json(nullptr);
   j["cost_terms"] = c.cost_terms;
   auto terms = nlohmann::ordered_json::array();
   for (const auto& t : c.terms) {
@@ -248,9 +250,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     const auto& c = r.candidates[i];
     rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
                     sizing::serving_plan_text(c.choice),
-                    fixed(c.cost_per_hour, 1) + " " + c.currency + " (" + c.cost_terms + ")", fixed(c.cost_per_mtok, 2),
-                    fixed(c.ttft_p90_s * 1e3, 0) + " ms", fixed(c.tpot_p90_s * 1e3, 1) + " ms",
-                    fixed(c.output_tokens_per_s_per_gpu, 0),
+                    fixed(c.cost_per_hour, 1) +
+                        (c.cost_per_hour_max > 0 ? " to " + fixed(c.cost_per_hour_max, 1) : std::string()) + " " +
+                        c.currency + " (" + c.cost_terms + ")",
+                    fixed(c.cost_per_mtok, 2), fixed(c.ttft_p90_s * 1e3, 0) + " ms",
+                    fixed(c.tpot_p90_s * 1e3, 1) + " ms", fixed(c.output_tokens_per_s_per_gpu, 0),
                     fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB", c.bottleneck});
   }
   if (!o.report.empty() || !o.svg.empty()) {
@@ -308,6 +312,8 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       x["job_time_s"] = 3600.0;
       x["job_cost"] = c.cost_per_hour;
       x["cost_per_hour"] = c.cost_per_hour;
+      x["cost_per_hour_max"] =
+          c.cost_per_hour_max > 0 ? nlohmann::ordered_json(c.cost_per_hour_max) : nlohmann::ordered_json(nullptr);
       x["cost_terms"] = c.cost_terms;
       x["cost_per_mtok"] = c.cost_per_mtok;
       x["cost_per_million_tokens"] = c.cost_per_mtok;
