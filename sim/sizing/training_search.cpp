@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "sim/core/errors.hpp"
@@ -114,6 +115,40 @@ report::TrainResults simulate(const scenario::Scenario& s, net::NetworkModelKind
   return report::train_results(t, study::run_training(t, ro));
 }
 
+/// The analytical score of a step with many micro-batches, from two short runs. Under the
+/// analytical network model no flows contend, so the 1F1B (and interleaved) schedule is periodic
+/// once the pipeline is full: every further micro-batch adds the same time, and the step time,
+/// its compute, exposed communication and bubble are linear in the micro-batch count. Two runs of
+/// 2P and 4P micro-batches (P = the stages, so an interleaved schedule's multiple-of-P rule holds)
+/// give the line; a step of at least 8P micro-batches is read off it instead of simulated whole
+/// (tested against the whole simulation; the flow model's re-simulation of the best is whole).
+std::optional<Simulated> extrapolated(const scenario::Scenario& s, study::TopologyCache& topo) {
+  const std::int64_t m = s.micro_batches(), p = s.plan.pp;
+  const std::int64_t m1 = 2 * p, m2 = 4 * p;
+  if (s.global_batch % (s.plan.dp * s.micro_batch) != 0 || m < 2 * m2) return std::nullopt;
+  const auto run = [&](std::int64_t micro) {
+    scenario::Scenario t = s;
+    t.global_batch = micro * s.plan.dp * s.micro_batch;
+    return simulate(t, net::NetworkModelKind::kAnalytical, topo);
+  };
+  const auto r1 = run(m1);
+  auto r2 = run(m2);
+  const double k = static_cast<double>(m - m2) / static_cast<double>(m2 - m1);
+  const auto line = [&](double a, double b) { return b + k * (b - a); };
+  const double step = line(r1.step_time_s, r2.step_time_s);
+  Simulated out;
+  out.step_time_s = step;
+  // Model FLOPs grow with the micro-batches; MFU = FLOPs / (time x GPUs x peak).
+  out.mfu = r2.mfu * (static_cast<double>(m) / static_cast<double>(m2)) * (r2.step_time_s / step);
+  r2.breakdown.compute = line(r1.breakdown.compute, r2.breakdown.compute);
+  r2.breakdown.exposed_comm = line(r1.breakdown.exposed_comm, r2.breakdown.exposed_comm);
+  r2.breakdown.pipeline_bubble = line(r1.breakdown.pipeline_bubble, r2.breakdown.pipeline_bubble);
+  r2.breakdown.idle = line(r1.breakdown.idle, r2.breakdown.idle);
+  r2.step_time_s = step;
+  std::tie(out.bottleneck, out.bottleneck_share) = bottleneck_of(r2);
+  return out;
+}
+
 std::string days_text(double s) {
   const double d = s / 86400.0;
   return d >= 1 ? fixed(d, 1) + " days" : fixed(s / 3600.0, 1) + " hours";
@@ -122,7 +157,9 @@ std::string days_text(double s) {
 }  // namespace
 
 std::string plan_text(const Choice& c) {
-  std::string t = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " DP" + std::to_string(c.dp);
+  std::string t = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp);
+  if (c.vpp > 1) t += " VPP" + std::to_string(c.vpp);
+  t += " DP" + std::to_string(c.dp);
   if (c.ep > 1) t += " EP" + std::to_string(c.ep);
   if (c.zero > 0) t += " ZeRO-" + std::to_string(c.zero);
   if (c.sp) t += " SP";
@@ -193,50 +230,53 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
             for (int ep : divisors(tp * dp))
               if (options.experts % ep == 0) eps.push_back(ep);
           }
+          const std::vector<int> vpps = pp > 1 ? options.vpps : std::vector<int>{1};
           for (int ep : eps) {
-            for (auto mb : options.micro_batches) {
-              // Plans of one shape: each ZeRO stage with the least recompute that fits it. A plan
-              // with more sharding *and* more recompute than one that fits is never faster.
-              int least_recompute_so_far = 3;
-              const int max_zero = dp > 1 ? 3 : 0;
-              for (int zero = 0; zero <= max_zero; ++zero) {
-                for (int ri = 0; ri < 3; ++ri) {
-                  Choice c{nodes, tp, pp, dp, ep, zero, tp > 1, recomputes[ri], mb};
-                  ++result.counts.enumerated;
-                  std::optional<scenario::Scenario> s;
-                  try {
-                    s.emplace(make(oi, c));
-                  } catch (const InfeasibleError&) {
-                  } catch (const InputError&) {
-                  }
-                  if (!s) {
-                    ++result.counts.invalid;
-                    break;  // the same sizes fail at every recompute policy
-                  }
-                  ++tally[oi].valid;
-                  const auto f = study::training_feasibility(*s);
-                  const double need = f.memory.total / kGiB, have = f.memory.capacity / kGiB;
-                  if (!f.ok()) {
-                    ++result.counts.too_big;
-                    const double short_by = need - have;
-                    if (tally[oi].best_shortfall_gib < 0 || short_by < tally[oi].best_shortfall_gib)
-                      tally[oi].best_shortfall_gib = short_by;
-                    if (!result.closest || short_by < result.closest->needed_gib - result.closest->available_gib) {
-                      result.closest = Shortfall{space.offer.id, c, need, have, nodes == space.node_counts.back()};
+            for (int vpp : vpps) {
+              for (auto mb : options.micro_batches) {
+                // Plans of one shape: each ZeRO stage with the least recompute that fits it. A plan
+                // with more sharding *and* more recompute than one that fits is never faster.
+                int least_recompute_so_far = 3;
+                const int max_zero = dp > 1 ? 3 : 0;
+                for (int zero = 0; zero <= max_zero; ++zero) {
+                  for (int ri = 0; ri < 3; ++ri) {
+                    Choice c{nodes, tp, pp, dp, ep, zero, vpp, tp > 1, recomputes[ri], mb};
+                    ++result.counts.enumerated;
+                    std::optional<scenario::Scenario> s;
+                    try {
+                      s.emplace(make(oi, c));
+                    } catch (const InfeasibleError&) {
+                    } catch (const InputError&) {
                     }
-                    continue;
+                    if (!s) {
+                      ++result.counts.invalid;
+                      break;  // the same sizes fail at every recompute policy
+                    }
+                    ++tally[oi].valid;
+                    const auto f = study::training_feasibility(*s);
+                    const double need = f.memory.total / kGiB, have = f.memory.capacity / kGiB;
+                    if (!f.ok()) {
+                      ++result.counts.too_big;
+                      const double short_by = need - have;
+                      if (tally[oi].best_shortfall_gib < 0 || short_by < tally[oi].best_shortfall_gib)
+                        tally[oi].best_shortfall_gib = short_by;
+                      if (!result.closest || short_by < result.closest->needed_gib - result.closest->available_gib) {
+                        result.closest = Shortfall{space.offer.id, c, need, have, nodes == space.node_counts.back()};
+                      }
+                      continue;
+                    }
+                    ++tally[oi].fits;
+                    if (ri >= least_recompute_so_far) {
+                      ++result.counts.dominated;
+                    } else {
+                      least_recompute_so_far = ri;
+                      survivors.push_back({oi, c, std::move(*s), need, have});
+                    }
+                    // More recompute only saves memory that this plan already has.
+                    result.counts.dominated += static_cast<std::size_t>(2 - ri);
+                    result.counts.enumerated += static_cast<std::size_t>(2 - ri);
+                    break;
                   }
-                  ++tally[oi].fits;
-                  if (ri >= least_recompute_so_far) {
-                    ++result.counts.dominated;
-                  } else {
-                    least_recompute_so_far = ri;
-                    survivors.push_back({oi, c, std::move(*s), need, have});
-                  }
-                  // More recompute only saves memory that this plan already has.
-                  result.counts.dominated += static_cast<std::size_t>(2 - ri);
-                  result.counts.enumerated += static_cast<std::size_t>(2 - ri);
-                  break;
                 }
               }
             }
@@ -257,6 +297,9 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
                                       n, [&](std::size_t i) { out[i] = sim(i); }, progress);
                                 });
   const auto simulated = [&](const scenario::Scenario& s, net::NetworkModelKind model) {
+    if (model == net::NetworkModelKind::kAnalytical) {
+      if (auto e = extrapolated(s, topologies)) return *e;
+    }
     const auto r = simulate(s, model, topologies);
     Simulated out{r.step_time_s, r.mfu, {}, 0};
     std::tie(out.bottleneck, out.bottleneck_share) = bottleneck_of(r);

@@ -24,12 +24,14 @@ struct TrainingJob {
 struct Choice {
   int nodes = 1;
   int tp = 1, pp = 1, dp = 1, ep = 1, zero = 0;
+  int vpp = 1;  ///< model chunks per pipeline stage (interleaved 1F1B when > 1)
   bool sp = false;
   plan::Recompute recompute = plan::Recompute::kNone;
   std::int64_t micro_batch = 1;
   bool operator==(const Choice&) const = default;
 };
-/// "TP2 PP1 DP4 ZeRO-1 SP mb1" (+ " EP4" for MoE, + " recompute full|selective").
+/// "TP2 PP1 DP4 ZeRO-1 SP mb1" (+ " VPP2" after PP when interleaved, " EP4" for MoE,
+/// " recompute full|selective").
 [[nodiscard]] std::string plan_text(const Choice& c);
 
 /// An offer as the search sees it: its boxes, the node counts to try, the fabric that joins them.
@@ -63,6 +65,9 @@ struct Options {
   double budget = 0;  ///< 0: none; in each offer's own currency
   int top = 10;       ///< candidates reported; the flow model re-simulates each of them
   std::vector<std::int64_t> micro_batches{1, 2};
+  /// Model chunks per stage tried when PP > 1 (the interleaved schedule shrinks the bubble by VPP,
+  /// at the cost of VPP x the pipeline sends and more activations in flight on the first stage).
+  std::vector<int> vpps{1, 2};
   int max_pp = 8;  ///< pipeline stages tried: 1, 2, 4, ... up to this
   int experts =
       0;  ///< the model's routed experts (0: dense, EP stays 1); EP tries the divisors of TP x DP that divide them

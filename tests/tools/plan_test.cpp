@@ -90,10 +90,11 @@ TEST_CASE("plan's flow step is train's step for the same plan and box") {
   const auto& p = c["parallel"];
   REQUIRE(c["nodes"] == 1);
   std::string flags = "train --model megatron-gpt-1.7b --cluster hgx-h100 --seq 2048 --global-batch 32 --json --tp " +
-                      std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --dp " +
-                      std::to_string(p["dp"].get<int>()) + " --zero " + std::to_string(p["zero"].get<int>()) +
-                      " --recompute " + p["recompute"].get<std::string>() + " --micro-batch " +
-                      std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "");
+                      std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --vpp " +
+                      std::to_string(p["vpp"].get<int>()) + " --dp " + std::to_string(p["dp"].get<int>()) + " --zero " +
+                      std::to_string(p["zero"].get<int>()) + " --recompute " + p["recompute"].get<std::string>() +
+                      " --micro-batch " + std::to_string(p["micro_batch"].get<int>()) +
+                      (p["sp"].get<bool>() ? " --sp" : "");
   const auto t = run_cli(flags);
   REQUIRE(t.exit_code == 0);
   const auto tj = nlohmann::json::parse(t.out);
@@ -192,10 +193,11 @@ TEST_CASE("plan finetune: a full fine-tune is the training search; LoRA and QLoR
     const std::string flags =
         "train --model qwen2.5-72b --cluster pcie-h100x2-nvlink --seq 2048 --global-batch 32 --json --lora-rank 16 "
         "--tp " +
-        std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --dp " +
-        std::to_string(p["dp"].get<int>()) + " --zero " + std::to_string(p["zero"].get<int>()) + " --recompute " +
-        p["recompute"].get<std::string>() + " --micro-batch " + std::to_string(p["micro_batch"].get<int>()) +
-        (p["sp"].get<bool>() ? " --sp" : "") + ((*r)["job"]["qlora"].get<bool>() ? " --qlora" : "");
+        std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --vpp " +
+        std::to_string(p["vpp"].get<int>()) + " --dp " + std::to_string(p["dp"].get<int>()) + " --zero " +
+        std::to_string(p["zero"].get<int>()) + " --recompute " + p["recompute"].get<std::string>() + " --micro-batch " +
+        std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "") +
+        ((*r)["job"]["qlora"].get<bool>() ? " --qlora" : "");
     const auto t = run_cli(flags);
     REQUIRE_MESSAGE(t.exit_code == 0, flags);
     const auto j = nlohmann::json::parse(t.out);
@@ -473,4 +475,33 @@ TEST_CASE("an offer quoting a price range (the seed's enterprise cluster) is cos
   const auto sb = nlohmann::json::parse(s.out)["candidates"][0];
   CHECK(sb["cost_per_hour_max"].get<double>() / sb["cost_per_hour"].get<double>() ==
         doctest::Approx(350.0 / 300.0).epsilon(1e-9));
+}
+
+TEST_CASE("plan's analytical score, read off two short runs, is the whole analytical step (VPP searched too)") {
+  // 64 sequences on a 2-GPU box: 16 to 64 micro-batches per replica, enough for the score to come
+  // from runs of 2P and 4P micro-batches extrapolated along the periodic schedule.
+  const auto r = run_cli(
+      "plan --model megatron-gpt-1.7b --job train:1B --offers hk-2x-h100-nvlink --fabric none --seq 2048 "
+      "--global-batch 64 --top 3 --json");
+  REQUIRE(r.exit_code == 0);
+  bool saw_vpp = false;
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const auto& c : doc["candidates"]) {
+    const auto& p = c["parallel"];
+    saw_vpp = saw_vpp || p["vpp"].get<int>() > 1;
+    const std::string flags =
+        "train --model megatron-gpt-1.7b --cluster pcie-h100x2-nvlink --seq 2048 --global-batch 64 --json "
+        "--network-model analytical --symmetry dp --tp " +
+        std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --vpp " +
+        std::to_string(p["vpp"].get<int>()) + " --dp " + std::to_string(p["dp"].get<int>()) + " --zero " +
+        std::to_string(p["zero"].get<int>()) + " --recompute " + p["recompute"].get<std::string>() + " --micro-batch " +
+        std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "");
+    const auto t = run_cli(flags);
+    REQUIRE_MESSAGE(t.exit_code == 0, flags);
+    const auto j = nlohmann::json::parse(t.out);
+    CHECK_MESSAGE(
+        j["step_time_s"].get<double>() == doctest::Approx(c["step_time_s_analytical"].get<double>()).epsilon(1e-9),
+        flags);
+  }
+  CHECK(saw_vpp);  // an interleaved plan ranks among the best here
 }

@@ -101,6 +101,7 @@ nlohmann::ordered_json candidate_json(const sizing::Candidate& c) {
   j["plan"] = plan_cell(c);
   j["parallel"] = {{"tp", c.choice.tp},
                    {"pp", c.choice.pp},
+                   {"vpp", c.choice.vpp},
                    {"dp", c.choice.dp},
                    {"ep", c.choice.ep},
                    {"zero", c.choice.zero},
@@ -522,6 +523,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       spec.fabric = c.nodes > 1 ? offer_fabric[oi]->id : "";
       spec.tp = c.tp;
       spec.pp = c.pp;
+      spec.vpp = c.vpp;
       spec.dp = c.dp;
       spec.ep = c.ep;
       spec.zero = c.zero;
