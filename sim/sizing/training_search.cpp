@@ -159,6 +159,7 @@ std::string days_text(double s) {
 std::string plan_text(const Choice& c) {
   std::string t = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp);
   if (c.vpp > 1) t += " VPP" + std::to_string(c.vpp);
+  if (c.cp > 1) t += " CP" + std::to_string(c.cp);
   t += " DP" + std::to_string(c.dp);
   if (c.ep > 1) t += " EP" + std::to_string(c.ep);
   if (c.zero > 0) t += " ZeRO-" + std::to_string(c.zero);
@@ -221,13 +222,20 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
     for (int nodes : space.node_counts) {
       const int gpus = space.gpus_per_node * nodes;
       for (int tp : divisors(space.gpus_per_node)) {
+        // (PP, CP) pairs: CP only for long sequences, where attention's share of the step is large.
+        std::vector<std::pair<int, int>> pp_cp;
         for (int pp = 1; tp * pp <= gpus && pp <= options.max_pp; pp *= 2) {
-          if (gpus % (tp * pp) != 0) continue;
-          const int dp = gpus / (tp * pp);
+          for (int cp = 1; cp <= options.max_cp && tp * pp * cp <= gpus; cp *= 2) {
+            if (cp > 1 && (options.seq < options.cp_min_seq || options.seq % (2 * cp) != 0)) break;
+            if (gpus % (tp * pp * cp) == 0) pp_cp.emplace_back(pp, cp);
+          }
+        }
+        for (const auto& [pp, cp] : pp_cp) {
+          const int dp = gpus / (tp * pp * cp);
           std::vector<int> eps{1};
           if (options.experts > 0) {
             eps.clear();
-            for (int ep : divisors(tp * dp))
+            for (int ep : divisors(tp * cp * dp))
               if (options.experts % ep == 0) eps.push_back(ep);
           }
           const std::vector<int> vpps = pp > 1 ? options.vpps : std::vector<int>{1};
@@ -237,10 +245,10 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
                 // Plans of one shape: each ZeRO stage with the least recompute that fits it. A plan
                 // with more sharding *and* more recompute than one that fits is never faster.
                 int least_recompute_so_far = 3;
-                const int max_zero = dp > 1 ? 3 : 0;
+                const int max_zero = dp * cp > 1 ? 3 : 0;  // the optimizer shards over DP x CP
                 for (int zero = 0; zero <= max_zero; ++zero) {
                   for (int ri = 0; ri < 3; ++ri) {
-                    Choice c{nodes, tp, pp, dp, ep, zero, vpp, tp > 1, recomputes[ri], mb};
+                    Choice c{nodes, tp, pp, dp, ep, zero, vpp, tp > 1, recomputes[ri], mb, cp};
                     ++result.counts.enumerated;
                     std::optional<scenario::Scenario> s;
                     try {

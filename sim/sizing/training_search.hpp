@@ -28,9 +28,10 @@ struct Choice {
   bool sp = false;
   plan::Recompute recompute = plan::Recompute::kNone;
   std::int64_t micro_batch = 1;
+  int cp = 1;  ///< context parallelism: the sequence split over CP GPUs (ring attention)
   bool operator==(const Choice&) const = default;
 };
-/// "TP2 PP1 DP4 ZeRO-1 SP mb1" (+ " VPP2" after PP when interleaved, " EP4" for MoE,
+/// "TP2 PP1 DP4 ZeRO-1 SP mb1" (+ " VPP2" after PP when interleaved, " CP2" before DP, " EP4" for MoE,
 /// " recompute full|selective").
 [[nodiscard]] std::string plan_text(const Choice& c);
 
@@ -68,6 +69,10 @@ struct Options {
   /// Model chunks per stage tried when PP > 1 (the interleaved schedule shrinks the bubble by VPP,
   /// at the cost of VPP x the pipeline sends and more activations in flight on the first stage).
   std::vector<int> vpps{1, 2};
+  /// Context parallelism tried (1, 2, 4 ... up to max_cp) when the sequence is at least
+  /// cp_min_seq tokens: below that Megatron's recipes do not use it (attention is a small share).
+  int max_cp = 4;
+  std::int64_t cp_min_seq = 8192;
   int max_pp = 8;  ///< pipeline stages tried: 1, 2, 4, ... up to this
   int experts =
       0;  ///< the model's routed experts (0: dense, EP stays 1); EP tries the divisors of TP x DP that divide them

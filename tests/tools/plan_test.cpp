@@ -505,3 +505,32 @@ TEST_CASE("plan's analytical score, read off two short runs, is the whole analyt
   }
   CHECK(saw_vpp);  // an interleaved plan ranks among the best here
 }
+
+TEST_CASE("plan searches context parallelism for long sequences, and its CP plan is what train simulates") {
+  const std::string base =
+      "plan --model llama3.1-8b --job train:100M --offers cn-8x-h100-sxm --fabric none "
+      "--global-batch 16 --top 2 --json --seq ";
+  const auto r = run_cli(base + "16384");
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& best = doc["candidates"][0];
+  const auto& p = best["parallel"];
+  CHECK(p["cp"].get<int>() > 1);  // 16K-token sequences: splitting them beats sharding the model
+  CHECK(has(best["plan"].get<std::string>(), " CP"));
+  const std::string flags = "train --model llama3.1-8b --cluster hgx-h100 --seq 16384 --global-batch 16 --json --tp " +
+                            std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) +
+                            " --vpp " + std::to_string(p["vpp"].get<int>()) + " --cp " +
+                            std::to_string(p["cp"].get<int>()) + " --dp " + std::to_string(p["dp"].get<int>()) +
+                            " --zero " + std::to_string(p["zero"].get<int>()) + " --recompute " +
+                            p["recompute"].get<std::string>() + " --micro-batch " +
+                            std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "");
+  const auto t = run_cli(flags);
+  REQUIRE_MESSAGE(t.exit_code == 0, flags);
+  CHECK(nlohmann::json::parse(t.out)["step_time_s"].get<double>() == best["step_time_s_flow"].get<double>());
+  // Short sequences: no CP plan is enumerated (Megatron's recipes use CP from 8K tokens).
+  const auto s = run_cli(base + "2048");
+  REQUIRE(s.exit_code == 0);
+  const auto short_doc = nlohmann::json::parse(s.out);
+  REQUIRE(!short_doc["candidates"].empty());
+  for (const auto& c : short_doc["candidates"]) CHECK(c["parallel"]["cp"] == 1);
+}

@@ -102,6 +102,7 @@ nlohmann::ordered_json candidate_json(const sizing::Candidate& c) {
   j["parallel"] = {{"tp", c.choice.tp},
                    {"pp", c.choice.pp},
                    {"vpp", c.choice.vpp},
+                   {"cp", c.choice.cp},
                    {"dp", c.choice.dp},
                    {"ep", c.choice.ep},
                    {"zero", c.choice.zero},
@@ -524,6 +525,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       spec.tp = c.tp;
       spec.pp = c.pp;
       spec.vpp = c.vpp;
+      spec.cp = c.cp;
       spec.dp = c.dp;
       spec.ep = c.ep;
       spec.zero = c.zero;
