@@ -86,6 +86,25 @@ double kv_bytes_per_token(const ModelArch& m, const ServingShape& s) {
   return per_token * s.kv_bytes;
 }
 
+double kv_sliding_share(const ModelArch& m, const ServingShape& s) {
+  if (m.sliding_window <= 0) return 0.0;
+  double sliding = 0, all = 0;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const auto kind = m.layer_kind(l).attention;
+    const double b = kind == AttentionKind::kMla ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_dim)
+                                                 : 2.0 * static_cast<double>(kv_heads_per_rank(m, s.tp) * m.head_dim);
+    all += b;
+    if (kind == AttentionKind::kSlidingWindow) sliding += b;
+  }
+  return all > 0 ? sliding / all : 0.0;
+}
+
+std::int64_t kv_held_tokens(std::int64_t tokens, double sliding_share, std::int64_t window) {
+  if (sliding_share <= 0 || window <= 0 || tokens <= window) return tokens;
+  const double held = static_cast<double>(tokens) * (1.0 - sliding_share) + static_cast<double>(window) * sliding_share;
+  return static_cast<std::int64_t>(std::ceil(held - 1e-9));
+}
+
 double serving_weight_bytes(const ModelArch& m, const ServingShape& s) {
   auto no_layers = m;
   no_layers.layers = 0;

@@ -52,9 +52,16 @@ struct ServingShape {
 [[nodiscard]] std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const ServingShape& s);
 /// Bytes of KV cache per token on one GPU of a TP group (all layers, K and V; MLA layers their
 /// latent and rotary key, kv_lora_rank + qk_rope_head_dim values, replicated on every TP rank).
-/// Sliding-window layers are counted per token too: an over-estimate for sequences longer than the
-/// window (docs/moe.md).
+/// Sliding-window layers are counted per token too; `kv_held_tokens` says how many tokens of a long
+/// sequence those layers keep (the KV blocks a sequence holds are counted with it).
 [[nodiscard]] double kv_bytes_per_token(const ModelArch& m, const ServingShape& s);
+/// The share of those bytes in sliding-window layers (0 when the model has none).
+[[nodiscard]] double kv_sliding_share(const ModelArch& m, const ServingShape& s);
+/// The KV cache a sequence of `tokens` holds, in tokens of every layer: a sliding-window layer keeps
+/// only the last `window` tokens (vLLM frees the blocks that fall out of the window), so a long
+/// sequence of gpt-oss (half its layers on a 128-token window) holds about half the KV of a model
+/// without windows. Rounded up to whole tokens.
+[[nodiscard]] std::int64_t kv_held_tokens(std::int64_t tokens, double sliding_share, std::int64_t window);
 /// Weight bytes on one GPU (embedding and LM head kept in bf16, as serving engines do).
 [[nodiscard]] double serving_weight_bytes(const ModelArch& m, const ServingShape& s);
 

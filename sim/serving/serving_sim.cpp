@@ -207,6 +207,7 @@ class ServingRun final : public workload::TaskSource {
     }
     kv_area_.assign(replicas_.size(), 0.0);
     peak_running_.assign(replicas_.size(), 0);
+    sliding_share_ = models::kv_sliding_share(s.model, replicas_.back().shape);
     if (disagg) kv_pairs_ = std::min(replicas_.front().shape.tp, replicas_.back().shape.tp);
   }
 
@@ -419,7 +420,11 @@ class ServingRun final : public workload::TaskSource {
     return best;
   }
 
-  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + s_.block_size - 1) / s_.block_size; }
+  /// Blocks a sequence of `tokens` holds (sliding-window layers keep only their window).
+  std::int64_t blocks_for(std::int64_t tokens) const {
+    return (models::kv_held_tokens(tokens, sliding_share_, s_.model.sliding_window) + s_.block_size - 1) /
+           s_.block_size;
+  }
 
   void free_request(Replica& rep, Request& r) {
     rep.free_blocks += r.blocks;
@@ -1038,7 +1043,9 @@ class ServingRun final : public workload::TaskSource {
   double kv_max_ = 0;
   std::int64_t steps_ = 0, preemptions_ = 0;
   std::vector<std::pair<SimTime, std::int64_t>> tokens_out_;  ///< (step end, output tokens it produced)
-  std::vector<std::int64_t> peak_running_;                    ///< per replica: the most requests in its batch at once
+  std::vector<std::int64_t> peak_running_;
+  double sliding_share_ = 0;  ///< of a token's KV bytes, in sliding-window layers                    ///< per replica:
+                              ///< the most requests in its batch at once
   std::uint64_t next_ = 0, next_decode_ = 0, events_ = 0;
   std::vector<StepSpan> step_spans_;
 };
@@ -1106,7 +1113,10 @@ ServingResults simulate_serving(const ServingScenario& s, const ServingRunOption
   shape.kv_bytes = s.kv_bytes;
   std::int64_t longest = s.input.hi + s.output.hi;
   for (const auto& t : s.trace) longest = std::max(longest, t.input + t.output);
-  const std::int64_t need = (longest + s.block_size - 1) / s.block_size;
+  const std::int64_t need =
+      (models::kv_held_tokens(longest, models::kv_sliding_share(s.model, shape), s.model.sliding_window) +
+       s.block_size - 1) /
+      s.block_size;
   if (blocks < need) {
     const double gib = 1073741824.0;
     const std::string msg =

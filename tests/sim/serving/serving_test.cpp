@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "models/ops/serving_ops.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/serving_file.hpp"
 #include "sim/core/errors.hpp"
@@ -358,4 +359,28 @@ TEST_CASE("multi-node serving: DeepSeek-R1 in FP8 fits two HGX H100 boxes (PP2 o
   CHECK(r.requests == 20);
   // Half the layers per stage: each GPU holds about half of the one-box weights.
   CHECK(r.memory.weights < 0.6 * 81.3 * 1073741824.0);
+}
+
+TEST_CASE("sliding-window layers hold only their window of KV: gpt-oss keeps about half a long sequence's cache") {
+  // Hand count: gpt-oss-120b alternates 128-token sliding and full attention over its 36 layers,
+  // all with the same KV heads, so half the KV bytes are in windowed layers.
+  const auto s =
+      make_serving(R"({"input_len": 8000, "output_len": 192, "rate": "inf", "requests": 4})", "", "gpt-oss-120b", 8);
+  models::ServingShape shape;
+  shape.tp = 8;
+  shape.kv_bytes = 2;
+  CHECK(models::kv_sliding_share(s.model, shape) == doctest::Approx(0.5));
+  // 8,192 tokens: 4,096 of the full layers' share plus 64 of the window's.
+  CHECK(models::kv_held_tokens(8192, 0.5, 128) == 4096 + 64);
+  CHECK(models::kv_held_tokens(100, 0.5, 128) == 100);  // inside the window: every token
+  CHECK(models::kv_held_tokens(8192, 0.0, 128) == 8192);
+  // A model without windows holds everything.
+  const auto dense = make_serving(R"({"input_len": 8000, "output_len": 192, "rate": "inf", "requests": 4})");
+  CHECK(models::kv_sliding_share(dense.model, shape) == 0.0);
+  // The engine admits by those blocks: the KV cache holds about twice the sequences it would if the
+  // windowed layers kept everything.
+  const auto r = serving::simulate_serving(s);
+  const std::int64_t per_sequence = (models::kv_held_tokens(8192, 0.5, 128) + 15) / 16;
+  CHECK(r.kv_concurrency == r.kv_blocks / per_sequence);
+  CHECK(static_cast<double>(r.kv_concurrency) > 1.9 * static_cast<double>(r.kv_blocks / (8192 / 16)));
 }
