@@ -155,7 +155,7 @@ TEST_CASE("plan exits 2 on bad flags, naming the flag and what it expected") {
   CHECK(has(r.err, "nosuch-offer"));
 }
 
-TEST_CASE("plan finetune: a full fine-tune is the training search; LoRA and QLoRA search their own memory") {
+TEST_CASE("plan finetune: a full fine-tune is the training search, and LoRA and QLoRA search their own memory") {
   // Full: every weight trained, so the same candidates as train:, only the job's kind differs.
   const auto full = run_cli(
       "plan --model megatron-gpt-1.7b --job finetune:1B --offers cn-8x-h100-sxm,hk-2x-h100-nvlink "
