@@ -40,6 +40,59 @@ struct GemmEfficiency {
   bool operator==(const GemmEfficiency&) const = default;
 };
 
+/// A CTA (thread-block) output tile a GEMM library picks from, with its rate per SM relative to the
+/// best tile (a smaller tile reuses each loaded operand less).
+struct GemmTile {
+  double m = 0, n = 0;
+  double efficiency = 1.0;
+  bool operator==(const GemmTile&) const = default;
+};
+
+/// How one GEMM, or a group of equal GEMMs launched as one grouped kernel (MoE experts), maps onto
+/// the SMs with one tile shape.
+struct GemmMapping {
+  GemmTile tile;         ///< the tile (either orientation) giving the highest fraction
+  double tiles = 0;      ///< groups x ceil(m / tile.m) x ceil(n / tile.n) (x splits)
+  double waves = 0;      ///< ceil(tiles / SMs): tiles run one per SM at a time
+  double pad_util = 0;   ///< m n / (ceil(m / tile.m) tile.m x ceil(n / tile.n) tile.n): edge tiles' padding
+  double wave_util = 0;  ///< tiles / (waves x SMs): the last wave's idle SMs
+  double splits = 1;     ///< split-K: each output tile's k loop cut into this many CTAs
+  double k_util = 0;     ///< k' / (k' + k_fill), k' = k / splits: each CTA's loop over k against its fixed fill
+  /// ceiling x tile.efficiency x pad_util x wave_util x k_util; with split-K, lowered by the time
+  /// to write and read back the fp32 partial tiles at the HBM rate.
+  double fraction = 0;
+};
+
+/// GEMM efficiency by shape (issue 11): the m x n output is cut into CTA tiles that run in waves
+/// of one tile per SM, so a shape pays for the padded part of its edge tiles and for the idle SMs
+/// of its last wave; each tile's loop over k pays a fixed prologue/epilogue worth `k_fill`
+/// elements of k; a perfectly filled shape reaches the dtype's `ceiling` of its peak. The library
+/// picks the tile with the highest fraction. A grouped GEMM's tiles over all its groups share the
+/// waves (one kernel, one tail). Optional in a profile (`achieved.gemm_shape`); without it the
+/// `GemmEfficiency` curve applies.
+struct GemmShapeModel {
+  double sms = 0;
+  Provenance sms_provenance = Provenance::kDatasheet;
+  std::string sms_source;
+  std::vector<GemmTile> tiles;
+  double k_fill = 0;
+  std::map<Dtype, double> ceiling;  ///< dtypes not listed use GemmEfficiency::max_fraction
+  Provenance provenance = Provenance::kAssumed;
+  std::string source;
+  [[nodiscard]] bool enabled() const { return sms > 0 && !tiles.empty(); }
+  /// The best mapping of `groups` GEMMs of m x n x k run as one kernel, at `ceiling`. Split-K is
+  /// considered when the grid fills less than two waves and `flops_per_byte` (the dtype's peak
+  /// over the achieved HBM rate) is given: every split count up to two waves (at most 16), its fp32
+  /// partials costing 8 bytes per output element per split.
+  /// `routed`: the groups are experts fed by a router, so each group's rows are not exactly m but
+  /// vary from batch to batch; taken as uniform routing (Poisson, mean m: the least imbalance a
+  /// router can have), each group needs E[ceil(rows / tile.m)] row tiles, not ceil(m / tile.m)
+  /// (and never fewer).
+  [[nodiscard]] GemmMapping map(double ceiling, double m, double n, double k, double groups = 1,
+                                double flops_per_byte = 0, bool routed = false) const;
+  bool operator==(const GemmShapeModel&) const = default;
+};
+
 /// One measured GEMM: achieved FLOP/s at a shape and dtype (from the probe's cuBLASLt sweep).
 struct GemmPoint {
   Dtype dtype = Dtype::kBf16;
@@ -81,6 +134,7 @@ struct HardwareProfile {
   Rate hbm_capacity;                  ///< bytes usable by applications (as nvidia-smi reports)
   Rate hbm_bandwidth;                 ///< bytes/s, datasheet peak
   GemmEfficiency gemm;
+  GemmShapeModel gemm_shape;                  ///< when enabled, GEMM efficiency by tile and wave (else `gemm`)
   Rate attention_forward_fraction;            ///< achieved fraction of matrix peak in fused attention forward
   Rate attention_backward_fraction;           ///< ... and backward
   Rate hbm_fraction;                          ///< achieved fraction of HBM bandwidth in streaming kernels
@@ -93,9 +147,17 @@ struct HardwareProfile {
   std::vector<GemmPoint> gemm_table;          ///< measured GEMM rates; when present they set GEMM times
   std::vector<CollectiveCurve> collectives;   ///< measured or imported collective costs
 
-  /// Achieved fraction of the dtype's peak for a GEMM: interpolated from `gemm_table` when it has
-  /// points of this dtype, else the `gemm` model.
-  [[nodiscard]] double gemm_fraction(Dtype d, double m, double n, double k) const;
+  /// Achieved fraction of the dtype's peak for a GEMM (or `groups` equal GEMMs as one grouped
+  /// kernel): interpolated from `gemm_table` when it has points of this dtype (each group's own
+  /// shape), else the `gemm_shape` model when the profile has one, else the `gemm` curve.
+  [[nodiscard]] double gemm_fraction(Dtype d, double m, double n, double k, double groups = 1,
+                                     bool routed = false) const;
+  /// The shape model's mapping of a GEMM of this dtype (requires `gemm_shape.enabled()`).
+  [[nodiscard]] GemmMapping gemm_mapping(Dtype d, double m, double n, double k, double groups = 1,
+                                         bool routed = false) const;
+  /// The fraction a perfectly filled large GEMM of this dtype approaches (the shape model's
+  /// ceiling, else the curve's maximum).
+  [[nodiscard]] double gemm_ceiling(Dtype d) const;
   /// Where GEMM rates of this dtype come from.
   [[nodiscard]] Provenance gemm_provenance(Dtype d) const;
   /// The curve for an op over `gpus` GPUs, if the profile has one.

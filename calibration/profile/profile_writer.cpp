@@ -52,6 +52,19 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
                                      p.graph_kernel_overhead.source)},
       {"serving_step_overhead", rate(seconds(p.serving_step_overhead.value), p.serving_step_overhead.provenance,
                                      p.serving_step_overhead.source)}};
+  if (p.gemm_shape.enabled()) {
+    const auto& g = p.gemm_shape;
+    auto tiles = nlohmann::ordered_json::array();
+    for (const auto& t : g.tiles) tiles.push_back({{"m", t.m}, {"n", t.n}, {"efficiency", t.efficiency}});
+    nlohmann::ordered_json ceiling = nlohmann::ordered_json::object();
+    for (const auto& [d, f] : g.ceiling) ceiling[dtype_name(d)] = f;
+    j["achieved"]["gemm_shape"] = {{"sms", rate(g.sms, g.sms_provenance, g.sms_source)},
+                                   {"tiles", tiles},
+                                   {"k_fill", g.k_fill},
+                                   {"ceiling", ceiling},
+                                   {"status", provenance_name(g.provenance)},
+                                   {"source", g.source}};
+  }
   j["runtime_reserved"] =
       rate(bytes(p.runtime_reserved.value), p.runtime_reserved.provenance, p.runtime_reserved.source);
   if (!p.device.empty()) {

@@ -178,7 +178,9 @@ double attention_flops(const ModelArch& m, const StepShape& s, AttentionKind kin
 
 /// A batched GEMM of core attention: `batches` products of (m x k) by (k x n).
 Item attention_gemm(std::string_view name, double batches, double m, double n, double k, double bytes) {
-  return {Op{name, OpKind::kGemm, m, n, k, batches * 2.0 * m * n * k, bytes, true}};
+  Op op{name, OpKind::kGemm, m, n, k, batches * 2.0 * m * n * k, bytes, true};
+  op.groups = batches;  // one batched GEMM: every batch's tiles share the SMs' waves
+  return {op};
 }
 
 Item attention_memory_op(std::string_view name, double bytes) {
@@ -412,13 +414,17 @@ MoeDims moe_dims(const ModelArch& m, const StepShape& s) {
   return d;
 }
 
-/// The local experts' GEMM as one grouped GEMM: `pairs` rows spread over the local experts (m is
-/// the rows per expert, what the kernel's tiles see), each expert's weight read once.
+/// The local experts' GEMM as one grouped GEMM: `pairs` rows spread evenly over the local experts
+/// (m is the rows per expert, what the kernel's tiles see; the imbalance between GPUs is already
+/// in `pairs`), one group per local expert, each expert's weight read once.
 Item grouped_gemm(std::string_view name, const MoeDims& d, double n, double k, const StepShape& s,
                   double weight_bytes) {
   const double rows = d.pairs;
   const double bytes = (rows * k + rows * n) * s.act_bytes + d.local_experts * k * n * weight_bytes;
-  return {Op{name, OpKind::kGemm, rows / d.local_experts, n, k, 2.0 * rows * n * k, bytes}};
+  Op op{name, OpKind::kGemm, rows / d.local_experts, n, k, 2.0 * rows * n * k, bytes};
+  op.groups = d.local_experts;
+  op.routed = true;
+  return {op};
 }
 
 void moe_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepShape& s) {
@@ -460,7 +466,9 @@ void grouped_backward(std::vector<Item>& out, std::string_view dgrad, std::strin
   fp8_grad_cast(out, d.pairs * n, s);
   out.push_back(grouped_gemm(dgrad, d, k, n, s, s.weight_bytes));
   Item w = grouped_gemm(wgrad, d, n, k, s, 4.0);
-  w.op.m = k;  // per expert: (k x rows) x (rows x n)
+  w.op.k = w.op.m;  // per expert: (k x rows) x (rows x n), summed over the expert's rows
+  w.op.m = k;
+  w.op.routed = false;  // the routed rows are the summed dimension: the output tiles are fixed
   out.push_back(w);
 }
 

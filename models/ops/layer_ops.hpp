@@ -16,7 +16,7 @@ enum class OpKind { kGemm, kAttentionForward, kAttentionBackward, kMemoryBound, 
 struct Op {
   std::string_view name;  ///< static label ("qkv_proj", "attention", "mlp_down.dgrad"...)
   OpKind kind = OpKind::kMemoryBound;
-  double m = 0, n = 0, k = 0;  ///< GEMM shape (kind == kGemm)
+  double m = 0, n = 0, k = 0;  ///< GEMM shape (kind == kGemm); of each group for a grouped GEMM
   double flops = 0;
   double bytes = 0;
   /// Part of core attention (scores, softmax, dropout, probabilities x V): what selective
@@ -25,6 +25,11 @@ struct Op {
   /// A GEMM that stays 16-bit under FP8 training: Transformer Engine runs only the decoder's
   /// linear layers in FP8; the LM head and the MoE router keep bf16.
   bool keep_16bit = false;
+  /// A grouped GEMM (MoE experts): `groups` problems of m x n x k run as one kernel, their tiles
+  /// sharing the SMs' waves. 1: a plain GEMM.
+  double groups = 1;
+  /// The groups are experts fed by the router: each one's rows (m) vary around their mean.
+  bool routed = false;
   bool operator==(const Op&) const = default;
 };
 

@@ -191,7 +191,10 @@ void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& 
   const double local = hit / s.tp;  // hit experts' weight per GPU, in whole experts
   auto grouped = [&](std::string_view name, double n, double kk) {
     const double flops = 2.0 * pairs * n * kk;
-    out.push_back({Op{name, OpKind::kGemm, T * k / hit, n, kk, flops, pairs * (n + kk) * 2.0 + local * n * kk * wb}});
+    Op op{name, OpKind::kGemm, T * k / hit, n, kk, flops, pairs * (n + kk) * 2.0 + local * n * kk * wb};
+    op.groups = local;  // one grouped kernel over this GPU's share of the hit experts
+    op.routed = true;
+    out.push_back({op});
     if (s.weights == WeightFormat::kInt8 || s.weights == WeightFormat::kInt4)
       out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * local * n * kk, 0}});
   };

@@ -96,6 +96,36 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
       p.gemm.source = g.req_string("source");
       g.finish();
     }
+    if (auto g = a.opt_child("gemm_shape")) {
+      const auto sms = read_rate(*g, "sms", Dimension::kCount, 1, 1e5);
+      p.gemm_shape.sms = sms.value;
+      p.gemm_shape.sms_provenance = sms.provenance;
+      p.gemm_shape.sms_source = sms.source;
+      for (auto& t : g->each("tiles")) {
+        calib::GemmTile tile;
+        tile.m = t.req_number("m", 1, 4096);
+        tile.n = t.req_number("n", 1, 4096);
+        tile.efficiency = t.req_number("efficiency", 0.01, 1.0);
+        t.finish();
+        p.gemm_shape.tiles.push_back(tile);
+      }
+      p.gemm_shape.k_fill = g->req_number("k_fill", 0.0, 1e5);
+      auto ceil = g->child("ceiling");
+      for (const auto& key : ceil.keys()) {
+        Dtype d{};
+        if (!parse_dtype(key, d)) {
+          ceil.fail_at(key, "unknown dtype; expected fp32, tf32, bf16, fp16, fp8 or fp4");
+          continue;
+        }
+        p.gemm_shape.ceiling[d] = ceil.req_number(key, 0.01, 1.0);
+      }
+      ceil.finish();
+      p.gemm_shape.provenance = to_provenance(g->req_enum("status", kStatuses));
+      p.gemm_shape.source = g->req_string("source");
+      if (p.gemm_shape.source.empty())
+        g->fail_at("source", "expected the basis of the tiles and ceilings; got an empty string");
+      g->finish();
+    }
     p.attention_forward_fraction = read_rate(a, "attention_forward_fraction", Dimension::kCount, 0.01, 1.0);
     p.attention_backward_fraction = read_rate(a, "attention_backward_fraction", Dimension::kCount, 0.01, 1.0);
     p.hbm_fraction = read_rate(a, "hbm_fraction", Dimension::kCount, 0.01, 1.0);

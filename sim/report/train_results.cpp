@@ -165,6 +165,10 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
                        rate_text(peak.value / 1e12, " TFLOP/s", peak.provenance));
   if (s.profile.gemm_provenance(s.dtype) == calib::Provenance::kMeasured) {
     r.rates.emplace_back("GEMM efficiency", "interpolated from the measured table (measured)");
+  } else if (p.gemm_shape.enabled()) {
+    r.rates.emplace_back(
+        std::string("GEMM ceiling ") + calib::dtype_name(s.dtype) + " (by shape)",
+        rate_text(p.gemm_ceiling(s.dtype), "", p.gemm_shape.provenance) + ", " + shortest(p.gemm_shape.sms) + " SMs");
   } else {
     r.rates.emplace_back("GEMM efficiency (max)", rate_text(p.gemm.max_fraction, "", p.gemm.provenance));
   }

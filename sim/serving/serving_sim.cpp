@@ -1,6 +1,7 @@
 #include "sim/serving/serving_sim.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <tuple>
+#include <unordered_map>
 
 #include "sim/core/check.hpp"
 #include "sim/core/errors.hpp"
@@ -548,6 +550,18 @@ class ServingRun final : public workload::TaskSource {
     }
   }
 
+  /// A GEMM's time, remembered by shape: engine steps repeat their token counts, and the shape
+  /// model's tile search costs more than the rest of a step's arithmetic.
+  [[nodiscard]] double gemm_seconds(const models::Op& op) const {
+    const GemmKey key{op.m,      op.n,     op.k,
+                      op.groups, op.bytes, (op.routed ? 1 : 0) + (op.keep_16bit ? 2 : 0) + (op.core_attention ? 4 : 0)};
+    auto it = gemm_memo_.find(key);
+    if (it != gemm_memo_.end()) return it->second;
+    const double t = gemm_.seconds(op);
+    gemm_memo_.emplace(key, t);
+    return t;
+  }
+
   /// Ops to segments: consecutive kernels become one compute segment (its time rounded once).
   void to_segments(const std::vector<models::Item>& items, std::vector<Segment>& out) const {
     double compute = 0;
@@ -569,7 +583,7 @@ class ServingRun final : public workload::TaskSource {
         seg.bytes = it.comm->bytes;
         out.push_back(seg);
       } else {
-        compute += it.op.kind == models::OpKind::kGemm ? gemm_.seconds(it.op) : other_.seconds(it.op);
+        compute += it.op.kind == models::OpKind::kGemm ? gemm_seconds(it.op) : other_.seconds(it.op);
         pending = true;
       }
     }
@@ -1035,6 +1049,23 @@ class ServingRun final : public workload::TaskSource {
   std::vector<std::uint64_t> free_batches_;
   std::vector<Purpose> purpose_;                                    ///< by task id
   std::map<std::tuple<std::uint32_t, int, double>, SimTime> memo_;  ///< isolated collectives' times
+  /// A GEMM op's shape, bytes and dtype flags (its FLOPs follow from the shape).
+  struct GemmKey {
+    double m, n, k, groups, bytes;
+    int flags;
+    bool operator==(const GemmKey&) const = default;
+  };
+  struct GemmKeyHash {
+    std::size_t operator()(const GemmKey& g) const {
+      // The doubles' bits, mixed (std::hash<double> hashes bytes, slower than the lookup it saves).
+      std::uint64_t h = static_cast<std::uint64_t>(g.flags);
+      for (double v : {g.m, g.n, g.k, g.groups, g.bytes}) {
+        h ^= std::bit_cast<std::uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      }
+      return static_cast<std::size_t>(h);
+    }
+  };
+  mutable std::unordered_map<GemmKey, double, GemmKeyHash> gemm_memo_;
   std::vector<Planned> plan_;
   std::vector<Segment> layer_, head_;
   std::map<models::LayerKind, std::vector<Segment>> kind_layer_;  ///< per layer kind (models with several)

@@ -21,9 +21,10 @@ double ComputeModel::seconds(const models::Op& op) const {
       // Under FP8 training only the decoder's linear layers run FP8 GEMMs (Transformer Engine):
       // core attention's batched GEMMs, the LM head and the router stay 16-bit.
       if ((op.core_attention || op.keep_16bit) && dtype_ == calib::Dtype::kFp8) {
-        matrix_rate = attention_peak_ * profile_.gemm_fraction(calib::Dtype::kBf16, op.m, op.n, op.k);
+        matrix_rate =
+            attention_peak_ * profile_.gemm_fraction(calib::Dtype::kBf16, op.m, op.n, op.k, op.groups, op.routed);
       } else {
-        matrix_rate *= profile_.gemm_fraction(dtype_, op.m, op.n, op.k);
+        matrix_rate *= profile_.gemm_fraction(dtype_, op.m, op.n, op.k, op.groups, op.routed);
       }
       break;
     case models::OpKind::kAttentionForward:

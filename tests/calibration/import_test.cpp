@@ -77,6 +77,8 @@ TEST_CASE("an imported profile round-trips through the writer and reader, and it
   const auto back = config::parse_profile(config::JsonDoc{"p.json", nlohmann::json::parse(j.dump())}, p.id);
   CHECK(back.collectives == p.collectives);
   CHECK(back.gemm_table == p.gemm_table);
+  CHECK(p.gemm_shape.enabled());
+  CHECK(back.gemm_shape == p.gemm_shape);
   CHECK(back.matrix_peak == p.matrix_peak);
   CHECK(back.gemm_fraction(calib::Dtype::kBf16, 8192, 8192, 8192) == doctest::Approx(700e12 / 989.4e12));
   CHECK(back.gemm_provenance(calib::Dtype::kBf16) == calib::Provenance::kMeasured);

@@ -52,7 +52,8 @@ TEST_CASE("docs/accuracy.md holds the harness's current tables (regenerate with 
 
 TEST_CASE("TensorRT-LLM H100 throughput (G- cases): median error at most 10%, every case within 30%") {
   // Published: NVIDIA/TensorRT-LLM perf-overview (shared/validation, G-trtllm-*); tolerance stated
-  // here: the assumed FP8 GEMM efficiency is not calibrated, so prefill-heavy cases read high.
+  // here: the FP8 GEMM ceiling is cited, not calibrated; prefill-heavy cases read high, decode-heavy
+  // ones a little low (wave tails without stream-K; docs/accuracy.md).
   const auto r = cs::test::run_cli("validate-published scenarios/validation/g-trtllm.json --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -120,9 +121,9 @@ TEST_CASE(
                id.find("2048-2048") != std::string::npos) {
       CHECK(std::fabs(err) <= 0.20);
     } else if (id.rfind("M-trtllm", 0) == 0) {
-      CHECK(err > 1.0);  // the documented misses: 2.3x and 3.1x high
+      CHECK(err > 1.0);  // the documented misses: 2.3x and 2.9x high
     } else {
-      CHECK(err > 0.0);  // training reads optimistic (constant GEMM efficiency; issue 11 item 3)
+      CHECK(err > 0.0);  // training reads optimistic (attention fractions, router skew; docs/accuracy.md)
       CHECK(err < 0.60);
     }
   }
