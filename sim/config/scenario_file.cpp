@@ -282,17 +282,17 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
   s.routing.fp8_dispatch = spec.dispatch_dtype == "auto" ? s.dtype == calib::Dtype::kFp8 : spec.dispatch_dtype == "fp8";
 }
 
+std::optional<net::FabricSpec> resolve_fabric(const Catalog& catalog, const std::string& file, int nodes,
+                                              const std::string& fabric) {
+  if (nodes <= 1) return std::nullopt;  // one node: no fabric joins anything (a sweep over nodes may set one)
+  if (fabric.empty())
+    throw InputError(file, "/fabric", "a fabric is required with more than one node (see `clustersim list fabrics`)");
+  return parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, fabric, file, "/fabric")), fabric);
+}
+
 Scenario resolve(const ScenarioSpec& spec, const config::Catalog& catalog, const std::string& file) {
   auto m = resolve_machine(catalog, file, spec.model, spec.cluster, spec.profile, spec.offer);
-  std::optional<net::FabricSpec> fabric;
-  if (spec.nodes > 1) {
-    if (spec.fabric.empty()) {
-      throw InputError(file, "/fabric", "a fabric is required with more than one node (see `clustersim list fabrics`)");
-    }
-    fabric = parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, spec.fabric, file, "/fabric")),
-                          spec.fabric);
-  }
-  return resolve_on(spec, std::move(m), std::move(fabric), file);
+  return resolve_on(spec, std::move(m), resolve_fabric(catalog, file, spec.nodes, spec.fabric), file);
 }
 
 Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net::FabricSpec> fabric,

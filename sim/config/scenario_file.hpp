@@ -85,6 +85,10 @@ struct ScenarioFile {
 /// Resolves ids against the catalog and checks the plan (stage 3): unknown ids -> InputError;
 /// sizes that do not divide -> InfeasibleError with the numbers.
 [[nodiscard]] Scenario resolve(const ScenarioSpec& spec, const Catalog& catalog, const std::string& file);
+/// The fabric joining `nodes` copies of a cluster, training's or serving's: none on one node; with
+/// more, the fabric id or path is required (InputError at `/fabric` of `file` otherwise).
+[[nodiscard]] std::optional<net::FabricSpec> resolve_fabric(const Catalog& catalog, const std::string& file, int nodes,
+                                                            const std::string& fabric);
 /// `resolve` on a machine already resolved (model, cluster, profile, offer) and the fabric the
 /// spec's nodes use (required when nodes > 1): every check `resolve` makes, no file read. A search
 /// resolves each machine once and each plan on it (clustersim plan).

@@ -1,7 +1,5 @@
 #include "sim/config/serving_file.hpp"
 
-#include "sim/config/fabric_file.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -285,16 +283,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.profile = std::move(m.profile);
     s.offer = std::move(m.offer);
   }
-  if (s.nodes > 1) {
-    if (fabric.empty())
-      throw InputError(doc.path, "/fabric",
-                       "a fabric is required with more than one node (see `clustersim list fabrics`)");
-    s.fabric =
-        parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, fabric, doc.path, "/fabric")), fabric);
-  } else if (!fabric.empty()) {
-    throw InputError(doc.path, "/fabric",
-                     "a fabric joins nodes; this run has one (set nodes > 1, or leave fabric out)");
-  }
+  s.fabric = resolve_fabric(catalog, doc.path, s.nodes, fabric);
   if (!trace_file.empty()) s.trace = read_trace(trace_file, s.model.max_positions);
   if (s.arrivals != Arrivals::kTrace && s.model.max_positions > 0 && s.input.hi + s.output.hi > s.model.max_positions) {
     throw InputError(doc.path, "/workload/input_len",
