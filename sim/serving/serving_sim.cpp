@@ -1014,14 +1014,17 @@ class ServingRun final : public workload::TaskSource {
       ServingResults::Cost c;
       c.offer = s_.offer->id;
       c.currency = s_.offer->currency;
-      c.price_per_hour = s_.offer->price_per_hour() * s_.nodes;  // one box rented per node
-      const double cost = c.price_per_hour * span / 3600.0;
-      c.per_million_output_tokens = cost / static_cast<double>(r.output_tokens) * 1e6;
-      c.per_million_tokens = cost / static_cast<double>(r.output_tokens + r.input_tokens) * 1e6;
+      // One box rented per node; a quoted range is costed at its top as well.
+      const auto per_mtok = [&](double price_per_hour, double tokens) {
+        return price_per_hour * span / 3600.0 / tokens * 1e6;
+      };
+      const auto out_tokens = static_cast<double>(r.output_tokens);
+      c.price_per_hour = s_.offer->price_per_hour() * s_.nodes;
+      c.per_million_output_tokens = per_mtok(c.price_per_hour, out_tokens);
+      c.per_million_tokens = per_mtok(c.price_per_hour, out_tokens + static_cast<double>(r.input_tokens));
       if (s_.offer->has_range()) {
         c.price_per_hour_max = s_.offer->high().price_per_hour() * s_.nodes;
-        c.per_million_output_tokens_max =
-            c.price_per_hour_max * span / 3600.0 / static_cast<double>(r.output_tokens) * 1e6;
+        c.per_million_output_tokens_max = per_mtok(c.price_per_hour_max, out_tokens);
       }
       r.cost = c;
     }
@@ -1074,9 +1077,8 @@ class ServingRun final : public workload::TaskSource {
   double kv_max_ = 0;
   std::int64_t steps_ = 0, preemptions_ = 0;
   std::vector<std::pair<SimTime, std::int64_t>> tokens_out_;  ///< (step end, output tokens it produced)
-  std::vector<std::int64_t> peak_running_;
-  double sliding_share_ = 0;  ///< of a token's KV bytes, in sliding-window layers                    ///< per replica:
-                              ///< the most requests in its batch at once
+  std::vector<std::int64_t> peak_running_;                    ///< per replica: the most requests in its batch at once
+  double sliding_share_ = 0;                                  ///< of a token's KV bytes, in sliding-window layers
   std::uint64_t next_ = 0, next_decode_ = 0, events_ = 0;
   std::vector<StepSpan> step_spans_;
 };

@@ -21,12 +21,21 @@ std::int64_t requests_for(double rate_per_box) {
   return std::clamp(static_cast<std::int64_t>(std::ceil(rate_per_box * 30.0)), std::int64_t{200}, std::int64_t{2000});
 }
 
-/// The cheapest price per box-hour of continuous serving among the offer's terms.
-std::pair<double, std::string> hourly(const scenario::Offer& o) {
-  if (o.hours_per_period == 1.0) return {o.price, "hourly"};
-  const double monthly = o.price / o.hours_per_period;
-  if (o.hourly_price > 0 && o.hourly_price < monthly) return {o.hourly_price, "hourly"};
-  return {monthly, "monthly"};
+/// The price per box-hour of continuous serving on one of the offer's terms.
+double per_box_hour(const scenario::Offer& o, const std::string& term) {
+  if (o.hours_per_period == 1.0) return o.price;
+  return term == "hourly" ? o.hourly_price : o.price / o.hours_per_period;
+}
+
+/// The offer's cheapest term for continuous serving (at the bottom of a quoted range).
+std::string cheapest_term(const scenario::Offer& o) {
+  if (o.hours_per_period == 1.0) return "hourly";
+  return o.hourly_price > 0 && o.hourly_price < per_box_hour(o, "monthly") ? "hourly" : "monthly";
+}
+
+/// A replica fits when its weights, activations and runtime leave room for KV blocks.
+bool fits(const serving::ServingMemory& m, std::int64_t blocks) {
+  return m.weights + m.activations + m.other <= m.capacity && blocks > 0;
 }
 
 struct Trial {
@@ -60,10 +69,10 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     try {
       const auto sc = make(sh.offer, ServingChoice{sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span}, job.rate, 200);
       std::int64_t blocks = 0;
-      const auto m = serving::serving_memory(sc, &blocks);
-      return m.weights + m.activations + m.other <= m.capacity && blocks > 0;
-    } catch (const std::exception& e) {
-      if (!dynamic_cast<const InputError*>(&e) && !dynamic_cast<const InfeasibleError*>(&e)) throw;
+      return fits(serving::serving_memory(sc, &blocks), blocks);
+    } catch (const InputError& e) {
+      if (invalid_why[sh.offer].empty()) invalid_why[sh.offer] = e.what();
+    } catch (const InfeasibleError& e) {
       if (invalid_why[sh.offer].empty()) invalid_why[sh.offer] = e.what();
     }
     return false;
@@ -128,7 +137,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
           const auto m = serving::serving_memory(*s, &blocks);
           t.need_gib = m.total / kGiB;
           t.have_gib = m.capacity / kGiB;
-          if (m.weights + m.activations + m.other > m.capacity || blocks <= 0) return t;
+          if (!fits(m, blocks)) return t;
           t.fits = true;
           t.r = serving::simulate_serving(*s, false);
           ++f.sims;
@@ -179,15 +188,10 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         c.memory_per_gpu_gib = hit.r.memory.total / kGiB;
         c.capacity_gib = hit.r.memory.capacity / kGiB;
         c.kv_utilisation_max = hit.r.kv_utilisation_max;
-        const auto [per_box_hour, terms] = hourly(space.offer);
-        c.cost_per_hour = per_box_hour * hi * sh.span;
-        c.cost_terms = terms;
-        if (space.offer.has_range()) {
-          const auto top = space.offer.high();
-          const double top_per_box =
-              terms == "hourly" && top.hours_per_period != 1.0 ? top.hourly_price : top.price / top.hours_per_period;
-          c.cost_per_hour_max = top_per_box * hi * sh.span;
-        }
+        c.cost_terms = cheapest_term(space.offer);
+        c.cost_per_hour = per_box_hour(space.offer, c.cost_terms) * hi * sh.span;
+        if (space.offer.has_range())
+          c.cost_per_hour_max = per_box_hour(space.offer.high(), c.cost_terms) * hi * sh.span;
         c.currency = space.offer.currency;
         c.cost_per_mtok = c.cost_per_hour / (job.rate * static_cast<double>(job.osl) * 3600.0) * 1e6;
         const double ttft_share = c.ttft_p90_s / job.slo_ttft_s;

@@ -405,8 +405,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
   cmd->add_option("--lora-rank", o->lora_rank,
                   "finetune: LoRA adapters of this rank on the frozen model (default: a full fine-tune)");
   cmd->add_flag("--qlora", o->qlora, "finetune: the frozen model in 4 bits (QLoRA; needs --lora-rank)");
-  cmd->add_option("--weights", o->weights, "serve: the served weights' format, bf16 (default), fp8, int8 or int4")
-      ->check(CLI::IsMember({"bf16", "fp8", "int8", "int4"}));
+  const auto& weights = config::field(config::ScenarioKind::kInfer, "/quantization/weights");
+  cmd->add_option("--weights", o->weights, "serve: the served weights' format (as infer --weights; default bf16)")
+      ->check(CLI::IsMember(weights.choices));
   cmd->add_option("--offers", o->offers,
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget, "the most a job may cost, in the offer's currency");
