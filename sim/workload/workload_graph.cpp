@@ -1,6 +1,7 @@
 #include "sim/workload/workload_graph.hpp"
 
 #include "sim/core/check.hpp"
+#include "sim/core/huge_pages.hpp"
 
 namespace cs::workload {
 
@@ -78,6 +79,8 @@ TaskId WorkloadGraph::add_collective_on(std::uint32_t group, std::uint32_t flow_
   tasks_[index(id)].flow_group = flow_group;
   return id;
 }
+
+void WorkloadGraph::reserve(std::size_t tasks) { reserve_huge(tasks_, tasks); }
 
 TaskId WorkloadGraph::place(const Task& t) {
   if (!free_.empty()) {
