@@ -199,7 +199,7 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
   }
   const double head = in.last_stage ? head_activation_bytes(m, in.shape) : 0.0;
   b.activations = in.micro_batches_in_flight * (kept + head) + (in.recompute == 2 ? layer_acts : 0.0);
-  b.other = in.runtime_reserved;
+  b.other = in.runtime_reserved + in.comm_buffers;
   b.total = b.weights + b.gradients + b.optimizer + b.activations + b.other;
   b.capacity = in.capacity;
   return b;

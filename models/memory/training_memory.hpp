@@ -60,6 +60,7 @@ struct TrainingMemoryInputs {
   int zero = 0;                        ///< ZeRO stage 0-3: 1 shards optimizer state, 2 also gradients, 3 also weights
   double micro_batches_in_flight = 1;  ///< activations alive at the peak (1 without pipelining)
   double runtime_reserved = 0;         ///< bytes (profile)
+  double comm_buffers = 0;             ///< bytes of communication buffers the run registers (TP overlap)
   double capacity = 0;                 ///< bytes (profile)
   /// Pipeline stage: its decoder layers and whether it holds the embedding / the LM head.
   /// Defaults describe the whole model on one stage.

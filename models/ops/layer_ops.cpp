@@ -85,6 +85,7 @@ void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_v
     Item wg = gemm(wgrad, k, n, m, s);
     wg.op.bytes = (m * k + m * n) * s.act_bytes + k * n * 4.0;
     dg.op.keep_16bit = wg.op.keep_16bit = true;
+    wg.op.weight_gradient = true;
     out.push_back(dg);
     out.push_back(wg);
     return;
@@ -97,12 +98,15 @@ void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_v
     const double r = s.lora_rank;
     for (auto [a, b] : {std::pair{n, r}, std::pair{r, k}}) {  // B (r -> n), then A (k -> r)
       out.push_back(gemm("lora.dgrad", m, b, a, s));
-      out.push_back(gemm("lora.wgrad", b, a, m, s));
+      Item w = gemm("lora.wgrad", b, a, m, s);
+      w.op.weight_gradient = true;
+      out.push_back(w);
     }
     return;
   }
   Item w = gemm(wgrad, k, n, m, s);
   w.op.bytes = (m * k + m * n) * s.act_bytes + k * n * 4.0;  // accumulates into fp32 main grads
+  w.op.weight_gradient = true;
   out.push_back(w);
 }
 
@@ -469,6 +473,7 @@ void grouped_backward(std::vector<Item>& out, std::string_view dgrad, std::strin
   w.op.k = w.op.m;  // per expert: (k x rows) x (rows x n), summed over the expert's rows
   w.op.m = k;
   w.op.routed = false;  // the routed rows are the summed dimension: the output tiles are fixed
+  w.op.weight_gradient = true;
   out.push_back(w);
 }
 

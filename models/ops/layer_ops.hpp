@@ -30,6 +30,11 @@ struct Op {
   double groups = 1;
   /// The groups are experts fed by the router: each one's rows (m) vary around their mean.
   bool routed = false;
+  /// A weight-gradient GEMM (x^T dy): nothing after it in the layer needs its output.
+  bool weight_gradient = false;
+  /// The share of the SMs the kernel runs on: below 1 when an overlapped collective's kernels hold
+  /// the rest (TP communication overlap). Scales its matrix rate, not its FLOPs.
+  double sm_share = 1;
   bool operator==(const Op&) const = default;
 };
 

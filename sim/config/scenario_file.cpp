@@ -415,6 +415,21 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
   s.cp_ring = spec.cp_comm == "ring";
   if (s.qlora && s.lora_rank == 0)
     throw InputError(file, "/training/qlora", "QLoRA needs LoRA adapters: set /training/lora_rank");
+  // With TP 1 there is nothing to overlap (a no-op, as sequence parallelism is).
+  if (spec.tp_comm_overlap && s.plan.tp > 1) {
+    if (!s.plan.sp) {
+      throw InputError(file, "/parallel/tp_comm_overlap",
+                       "TP communication overlap splits sequence parallelism's all-gathers and reduce-scatters "
+                       "(Megatron requires it too); set /parallel/sp");
+    }
+    if (s.lora_rank > 0) {
+      throw InputError(file, "/parallel/tp_comm_overlap",
+                       "TP communication overlap with LoRA adapters is not modelled (the adapters' GEMMs sit between "
+                       "the overlapped GEMM and its collective); turn one of them off");
+    }
+    s.tp_comm_overlap = true;
+    s.tp_overlap_comm_sm_fraction = spec.tp_overlap_comm_sms;
+  }
   return s;
 }
 

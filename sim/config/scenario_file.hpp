@@ -46,6 +46,8 @@ struct ScenarioSpec {
   int lora_rank = 0;
   bool qlora = false;
   bool sp = false;
+  bool tp_comm_overlap = false;
+  double tp_overlap_comm_sms = 16.0 / 132.0;
   int zero = 0;
   std::int64_t seq = 0;
   std::int64_t global_batch = 0;

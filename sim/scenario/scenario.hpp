@@ -109,6 +109,12 @@ struct Scenario {
   /// Under two-batch overlap, the share of the GPU's SMs the communication kernels hold while
   /// compute runs beside them: MoE layers' compute runs at 1 - this of its rate.
   double overlap_comm_sm_fraction = 0;
+  /// Tensor-parallel communication overlap (Megatron `--tp-comm-overlap`, Transformer Engine's
+  /// userbuffers): SP's all-gathers and reduce-scatters run in chunks under the GEMMs they feed or
+  /// drain. Needs TP > 1 and sequence parallelism.
+  bool tp_comm_overlap = false;
+  /// The share of the SMs its pipelined and bulk overlap kernels hold while GEMMs run beside them.
+  double tp_overlap_comm_sm_fraction = 0;
   /// Micro-batches each DP replica runs per step (gradient accumulation).
   [[nodiscard]] std::int64_t micro_batches() const { return global_batch / (plan.dp * micro_batch); }
 };

@@ -39,6 +39,7 @@ double ComputeModel::seconds(const models::Op& op) const {
       return op.flops / fp32.value + overhead_;
     }
   }
+  matrix_rate *= op.sm_share;
   return std::max(op.flops / matrix_rate, op.bytes / hbm_) + overhead_;
 }
 

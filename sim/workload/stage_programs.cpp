@@ -1,8 +1,10 @@
 #include "sim/workload/stage_programs.hpp"
 
 #include <map>
+#include <optional>
 
 #include "models/memory/training_memory.hpp"
+#include "models/ops/tp_overlap.hpp"
 #include "sim/core/check.hpp"
 
 namespace cs::workload {
@@ -83,25 +85,46 @@ struct KindOps {
   std::vector<models::Item> forward, backward, attention_forward;
 };
 
-KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, models::LayerKind kind, bool tbo) {
+/// The program transforms a run asks for: two-batch overlap of MoE layers, then TP overlap.
+struct Overlaps {
+  bool tbo = false;
+  std::optional<models::TpOverlap> tp;
+};
+
+Overlaps overlaps_of(const scenario::Scenario& s) {
+  Overlaps o;
+  o.tbo = s.two_batch_overlap && s.plan.ep > 1;
+  // A derived run (the one-GPU baseline) may have TP 1: nothing to overlap there.
+  if (s.tp_comm_overlap && s.plan.tp > 1 && s.plan.sp)
+    o.tp = models::TpOverlap{.tp = s.plan.tp, .comm_sm_fraction = s.tp_overlap_comm_sm_fraction};
+  return o;
+}
+
+KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, models::LayerKind kind,
+                 const Overlaps& o) {
   KindOps k{models::layer_forward(m, shape, kind), models::layer_backward(m, shape, kind), {}};
-  if (tbo && kind.ffn == models::FeedForwardKind::kMoe) {
+  if (o.tbo && kind.ffn == models::FeedForwardKind::kMoe) {
     k.forward = models::two_batch_overlap(k.forward);
     k.backward = models::two_batch_overlap(k.backward);
   }
+  // Selective recompute re-runs core attention only, which has no TP collective: taken before.
   for (const auto& it : k.forward) {
     if (!it.comm && it.op.core_attention) k.attention_forward.push_back(it);
+  }
+  if (o.tp) {
+    k.forward = models::tp_comm_overlap(k.forward, *o.tp);
+    k.backward = models::tp_comm_overlap(k.backward, *o.tp);
   }
   return k;
 }
 
 /// The ops of every layer kind the model has, built once per kind.
 std::map<models::LayerKind, KindOps> ops_by_kind(const models::ModelArch& m, const models::StepShape& shape,
-                                                 bool tbo = false) {
+                                                 const Overlaps& o = {}) {
   std::map<models::LayerKind, KindOps> out;
   for (std::int64_t l = 0; l < m.layers; ++l) {
     const auto kind = m.layer_kind(l);
-    if (!out.contains(kind)) out.emplace(kind, kind_ops(m, shape, kind, tbo));
+    if (!out.contains(kind)) out.emplace(kind, kind_ops(m, shape, kind, o));
   }
   return out;
 }
@@ -192,7 +215,8 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
   // The routing sample is drawn once here: the shape takes its imbalance, the all-to-alls its shares.
   auto shape = step_shape(s, true);
   EpTraffic ep;
-  const bool tbo = s.two_batch_overlap && s.plan.ep > 1;
+  const auto overlaps = overlaps_of(s);
+  const bool tbo = overlaps.tbo;
   if (m.is_moe()) {
     auto placement = expert_placement(s);
     shape.expert_load = placement.imbalance();
@@ -205,7 +229,7 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
     if (s.plan.ep > 1 && (shape.expert_load > 1 + 1e-12 || ep.rail_forwarded))
       ep.dest_share = std::make_shared<const std::vector<double>>(std::move(placement.gpu_share));
   }
-  const auto ops = ops_by_kind(m, shape, tbo);
+  const auto ops = ops_by_kind(m, shape, overlaps);
   const auto params = stage_params(s);
   const auto emb_f = models::embedding_forward(m, shape), emb_b = models::embedding_backward(m, shape);
   const auto head_f = models::head_forward(m, shape), head_b = models::head_backward(m, shape);

@@ -4,6 +4,7 @@
 
 #include "models/memory/training_memory.hpp"
 #include "models/ops/layer_ops.hpp"
+#include "models/ops/tp_overlap.hpp"
 
 namespace cs::workload {
 
@@ -41,8 +42,14 @@ double micro_batch_tasks(const scenario::Scenario& s, int tp, bool sp, int cp) {
   shape.cp = cp;
   shape.flash_attention = s.flash_attention;
   shape.cp_ring = s.cp_ring;
-  const auto layer_f = models::layer_forward(m, shape);
-  double per_layer = list_tasks(layer_f, tp) + list_tasks(models::layer_backward(m, shape), tp);
+  auto layer_f = models::layer_forward(m, shape);
+  auto layer_b = models::layer_backward(m, shape);
+  if (s.tp_comm_overlap && tp > 1 && sp) {  // its chunks and pieces are tasks too
+    const models::TpOverlap o{.tp = tp, .comm_sm_fraction = s.tp_overlap_comm_sm_fraction};
+    layer_f = models::tp_comm_overlap(layer_f, o);
+    layer_b = models::tp_comm_overlap(layer_b, o);
+  }
+  double per_layer = list_tasks(layer_f, tp) + list_tasks(layer_b, tp);
   if (s.plan.recompute == plan::Recompute::kFull) per_layer += list_tasks(layer_f, tp);
   if (s.plan.recompute == plan::Recompute::kSelective) per_layer += tp;  // the attention kernels, one run
   return static_cast<double>(m.layers) * per_layer + list_tasks(models::embedding_forward(m, shape), tp) +

@@ -16,6 +16,7 @@ TEST_CASE("the training work estimate is within 10% of the tasks the builder mak
       R"("gpus": 8, "parallel": {"tp": 1, "zero": 3}, "training": {"seq": 1024, "global_batch": 16})",
       R"("gpus": 8, "parallel": {"tp": 4, "zero": 1}, "training": {"seq": 2048, "global_batch": 8, "recompute": "selective"})",
       R"("gpus": 8, "nodes": 4, "fabric": "ib-ndr-rail", "symmetry": "dp", "parallel": {"tp": 8}, "training": {"seq": 2048, "global_batch": 32})",
+      R"("gpus": 8, "parallel": {"tp": 4, "pp": 2, "sp": true, "tp_comm_overlap": true}, "training": {"seq": 2048, "global_batch": 8, "recompute": "full"})",
   };
   for (const auto& plan : plans) {
     CAPTURE(plan);
