@@ -52,7 +52,7 @@ std::vector<CollectiveSummary> summarize_collectives(const workload::WorkloadGra
     const auto& t = g.tasks()[i];
     if (!t.collective) continue;
     auto& s = by_label[std::string(t.label)];
-    s.algorithm = coll::algorithm_name(log.spans[i].algorithm);
+    s.algorithm = coll::algorithm_name(log.algorithms[i]);
     const double share = static_cast<double>(g.groups()[t.group].size()) / active;
     s.calls += share;
     s.bytes += t.bytes * share;

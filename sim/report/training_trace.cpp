@@ -94,7 +94,7 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
     if (t.micro >= 0) args[n++] = TraceArg::of("micro_batch", std::int64_t{t.micro});
     if (t.collective) {
       args[n++] = TraceArg::of("bytes", static_cast<std::int64_t>(std::llround(t.bytes)));
-      args[n++] = TraceArg::of("algorithm", std::string_view(coll::algorithm_name(s.algorithm)));
+      args[n++] = TraceArg::of("algorithm", std::string_view(coll::algorithm_name(log.algorithms[i])));
     }
     const auto emit = [&](int pid) {
       w.span(t.label, workload::category_name(t.category), s.start, s.end, pid, static_cast<int>(t.stream),

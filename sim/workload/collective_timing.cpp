@@ -16,7 +16,7 @@ CollectiveTiming time_collective(const net::Topology& topo, coll::CollectiveOp o
   const auto log = simulate(g, topo, eo);
   CollectiveTiming t;
   t.seconds = log.makespan.seconds();
-  t.algorithm = log.spans.front().algorithm;
+  t.algorithm = log.algorithms.front();
   t.algbw_bytes_per_s = bytes / t.seconds;
   t.busbw_bytes_per_s = t.algbw_bytes_per_s * coll::bus_factor(op, static_cast<int>(ranks.size()));
   return t;

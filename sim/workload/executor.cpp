@@ -66,11 +66,10 @@ struct Shared {
   std::vector<TaskId> succ;
   std::vector<std::uint32_t> preds_left;
   std::vector<std::uint32_t> arrived;
-  std::vector<std::uint32_t> flows_left;
-  std::vector<double> latency;
   std::vector<std::size_t> head;
   std::vector<std::uint8_t> busy;  ///< bytes, not bits: streams of different nodes change concurrently
   std::vector<TaskSpan> spans;
+  std::vector<coll::Algorithm> algorithms;
   std::vector<std::uint32_t> group_owner;  ///< per group: its node's partition, or the fabric's
   std::uint32_t fabric = 0;                ///< the fabric partition's index (== nodes)
   std::uint32_t gpus_per_partition = 0;    ///< node partitions hold consecutive GPU ranks
@@ -171,9 +170,12 @@ class Partition final : public engine::EventHandler {
     if (version != net_version_) return;
     const auto now = engine_.now();
     for (auto f : net_->complete(now)) {
-      const auto t = flow_owner_[net::index(f)];
+      const auto slot = flow_owner_[net::index(f)];
       free_flows_.push_back(f);  // ids are reused: the model's state stays as small as the active set
-      if (--sh_.flows_left[t] == 0) ends_at(t, now + SimTime::from_seconds(sh_.latency[t]));
+      auto& c = running_[slot];
+      if (--c.flows_left > 0) continue;
+      free_running_.push_back(slot);
+      ends_at(c.task, now + SimTime::from_seconds(c.latency_s));
     }
     network_changed();
   }
@@ -255,22 +257,29 @@ class Partition final : public engine::EventHandler {
     sh_.spans[t].start = engine_.now();
     const auto& cached = plan_for(task);
     const auto& plan = cached.plan;
-    sh_.spans[t].algorithm = plan.algorithm;
-    sh_.latency[t] = plan.latency_s;
+    sh_.algorithms[t] = plan.algorithm;
     if (plan.flows.empty()) {
       ends_at(t, engine_.now() + SimTime::from_seconds(plan.latency_s));
       return;
     }
-    sh_.flows_left[t] = static_cast<std::uint32_t>(plan.flows.size());
+    std::uint32_t slot = 0;
+    if (free_running_.empty()) {
+      slot = static_cast<std::uint32_t>(running_.size());
+      running_.emplace_back();
+    } else {
+      slot = free_running_.back();
+      free_running_.pop_back();
+    }
+    running_[slot] = {t, static_cast<std::uint32_t>(plan.flows.size()), plan.latency_s};
     for (std::size_t k = 0; k < plan.flows.size(); ++k) {
       net::FlowId fid{};
       if (free_flows_.empty()) {
         fid = static_cast<net::FlowId>(flow_owner_.size());
-        flow_owner_.push_back(t);
+        flow_owner_.push_back(slot);
       } else {
         fid = free_flows_.back();
         free_flows_.pop_back();
-        flow_owner_[net::index(fid)] = t;
+        flow_owner_[net::index(fid)] = slot;
       }
       net_->start(fid, *cached.routes[k], plan.flows[k].bytes, plan.flows[k].rate_cap, engine_.now());
     }
@@ -401,9 +410,18 @@ class Partition final : public engine::EventHandler {
   std::uint32_t network_lp_;  ///< after the GPUs; incoming messages use the next lp
   engine::Engine engine_;
   std::unique_ptr<net::NetworkModel> net_;
-  std::vector<std::uint32_t> flow_owner_;  ///< by flow id: the task it belongs to
-  std::vector<net::FlowId> free_flows_;    ///< finished flows' ids, reused last-in first-out
-  std::vector<std::size_t> touched_;       ///< scratch of complete(): streams to try
+  /// A collective whose flows are moving: what its end needs. Kept per running collective (slots
+  /// reused), not per task: a step has tens of millions of tasks and a few thousand in flight.
+  struct Running {
+    std::uint32_t task = 0;
+    std::uint32_t flows_left = 0;
+    double latency_s = 0;
+  };
+  std::vector<Running> running_;
+  std::vector<std::uint32_t> free_running_;  ///< ended collectives' slots, reused last-in first-out
+  std::vector<std::uint32_t> flow_owner_;    ///< by flow id: its collective's slot in running_
+  std::vector<net::FlowId> free_flows_;      ///< finished flows' ids, reused last-in first-out
+  std::vector<std::size_t> touched_;         ///< scratch of complete(): streams to try
   std::vector<double> last_loads_;
   std::vector<LinkSample> samples_;
   std::vector<Message> outbox_;
@@ -458,9 +476,8 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   // Per-task state, indexed in no local order: huge pages spare a TLB miss per access.
   assign_huge(sh.preds_left, n, std::uint32_t{0});
   assign_huge(sh.arrived, n, std::uint32_t{0});
-  assign_huge(sh.flows_left, n, std::uint32_t{0});
-  assign_huge(sh.latency, n, 0.0);
   assign_huge(sh.spans, n, TaskSpan{});
+  assign_huge(sh.algorithms, n, coll::Algorithm::kDirect);
   sh.head.assign(graph.stream_count(), 0);
   sh.busy.assign(graph.stream_count(), 0);
   // Successors in compressed rows (a stable counting sort keeps each task's edges in the order
@@ -584,6 +601,7 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
     CS_ASSERT(sh.head[s] == graph.stream_order(s).size(), "every task ran (no deadlock in the workload graph)");
   }
   log.spans = std::move(sh.spans);
+  log.algorithms = std::move(sh.algorithms);
   log.partitions = static_cast<std::uint32_t>(parts.size());
   log.windows = windows;
   log.lookahead_s = sh.partitioned ? lookahead : 0.0;
@@ -644,18 +662,16 @@ class OpenRun final : public OpenGraph {
       state_.resize(n, kGone);
       sh_.preds_left.resize(n, 0);
       sh_.arrived.resize(n, 0);
-      sh_.flows_left.resize(n, 0);
-      sh_.latency.resize(n, 0.0);
       sh_.spans.resize(n);
+      sh_.algorithms.resize(n, coll::Algorithm::kDirect);
       sh_.late_succ.resize(n);
     }
     CS_ASSERT(state_[t] == kGone, "a reused slot held a task that ended");
     state_[t] = kNew;
     sh_.preds_left[t] = 0;
     sh_.arrived[t] = 0;
-    sh_.flows_left[t] = 0;
-    sh_.latency[t] = 0.0;
     sh_.spans[t] = TaskSpan{};
+    sh_.algorithms[t] = coll::Algorithm::kDirect;
     added_.push_back(id);
     return id;
   }
