@@ -55,7 +55,7 @@ std::vector<CollectiveSummary> summarize_collectives(const workload::WorkloadGra
     s.algorithm = coll::algorithm_name(log.algorithms[i]);
     const double share = static_cast<double>(g.groups()[t.group].size()) / active;
     s.calls += share;
-    s.bytes += t.bytes * share;
+    s.bytes += g.collective(t).bytes * share;
     s.seconds += (log.spans[i].end - log.spans[i].start).seconds() * share;
   }
   std::vector<CollectiveSummary> out;

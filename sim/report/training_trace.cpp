@@ -93,7 +93,7 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
     if (t.layer >= 0) args[n++] = TraceArg::of("layer", std::int64_t{t.layer});
     if (t.micro >= 0) args[n++] = TraceArg::of("micro_batch", std::int64_t{t.micro});
     if (t.collective) {
-      args[n++] = TraceArg::of("bytes", static_cast<std::int64_t>(std::llround(t.bytes)));
+      args[n++] = TraceArg::of("bytes", static_cast<std::int64_t>(std::llround(g.collective(t).bytes)));
       args[n++] = TraceArg::of("algorithm", std::string_view(coll::algorithm_name(log.algorithms[i])));
     }
     const auto emit = [&](int pid) {

@@ -91,7 +91,7 @@ struct Shared {
   [[nodiscard]] std::uint32_t owner(const Task& t) const {
     if (!partitioned) return kSerial;
     if (!t.collective) return node_partition(t.gpu);
-    const auto a = group_owner[t.group], b = group_owner[t.flow_group];
+    const auto a = group_owner[t.group], b = group_owner[g.collective(t).flow_group];
     return a == b ? a : fabric;
   }
   [[nodiscard]] std::size_t stream_index(std::uint32_t gpu, Stream s) const {
@@ -296,8 +296,9 @@ class Partition final : public engine::EventHandler {
   };
 
   const CachedPlan& plan_for(const Task& task) {
-    const auto key = std::make_tuple(task.flow_group, static_cast<int>(task.op) * 8 + static_cast<int>(task.algorithm),
-                                     task.bytes, task.traffic);
+    const auto& args = sh_.g.collective(task);
+    const auto key = std::make_tuple(args.flow_group, static_cast<int>(args.op) * 8 + static_cast<int>(args.algorithm),
+                                     args.bytes, args.traffic);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     const auto cache = [&](coll::CollectivePlan plan) -> const CachedPlan& {
@@ -305,15 +306,15 @@ class Partition final : public engine::EventHandler {
       for (const auto& f : c.plan.flows) c.routes.push_back(&sh_.topo.route(f.src, f.dst));
       return plans_.emplace(key, std::move(c)).first->second;
     };
-    const auto& ranks = sh_.g.groups()[task.flow_group];
+    const auto& ranks = sh_.g.groups()[args.flow_group];
     coll::CollectiveRequest req;
-    req.op = task.op;
-    req.algorithm = task.algorithm;
+    req.op = args.op;
+    req.algorithm = args.algorithm;
     req.ranks = ranks;
-    req.bytes = task.bytes;
+    req.bytes = args.bytes;
     req.call_latency_s = sh_.opt.collective_latency_s;
-    req.pair_bytes = sh_.g.traffic(task.traffic);
-    req.node_copies = sh_.g.traffic_node_copies(task.traffic);
+    req.pair_bytes = sh_.g.traffic(args.traffic);
+    req.node_copies = sh_.g.traffic_node_copies(args.traffic);
     req.curves = sh_.curves;
     return cache(coll::plan_collective(sh_.topo, req));
   }

@@ -59,11 +59,8 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
   t.layer = layer;
   t.micro = micro;
   t.group = group;
-  t.flow_group = group;
-  t.op = op;
-  t.algorithm = algorithm;
-  t.bytes = bytes;
   t.gpu = static_cast<std::uint32_t>(groups_[group].front());
+  t.args = place_args({.bytes = bytes, .flow_group = group, .traffic = 0, .op = op, .algorithm = algorithm});
   const auto id = place(t);
   if (stream != Stream::kNone) {
     for (int r : groups_[group])
@@ -76,7 +73,7 @@ TaskId WorkloadGraph::add_collective_on(std::uint32_t group, std::uint32_t flow_
                                         const char* label, int layer, int micro, coll::CollectiveOp op, double bytes) {
   CS_ASSERT(flow_group < groups_.size(), "collective flows over a known group");
   const auto id = add_collective(group, stream, category, label, layer, micro, op, bytes);
-  tasks_[index(id)].flow_group = flow_group;
+  collectives_[tasks_[index(id)].args].flow_group = flow_group;
   return id;
 }
 
@@ -86,11 +83,24 @@ TaskId WorkloadGraph::place(const Task& t) {
   if (!free_.empty()) {
     const auto id = free_.back();
     free_.pop_back();
-    tasks_[index(id)] = t;
+    auto& slot = tasks_[index(id)];
+    if (slot.collective) free_args_.push_back(slot.args);  // its arguments' slot is free too
+    slot = t;
     return id;
   }
   tasks_.push_back(t);
   return static_cast<TaskId>(tasks_.size() - 1);
+}
+
+std::uint32_t WorkloadGraph::place_args(const CollectiveArgs& a) {
+  if (!free_args_.empty()) {
+    const auto k = free_args_.back();
+    free_args_.pop_back();
+    collectives_[k] = a;
+    return k;
+  }
+  collectives_.push_back(a);
+  return static_cast<std::uint32_t>(collectives_.size() - 1);
 }
 
 void WorkloadGraph::drop_stream_front(std::size_t stream_index, std::size_t n) {
@@ -122,8 +132,9 @@ TaskId WorkloadGraph::add_alltoall(std::uint32_t group, std::uint32_t flow_group
   for (double b : pair_bytes) total += b;
   const auto id = add_collective_on(group, flow_group, stream, category, label, layer, micro,
                                     coll::CollectiveOp::kAllToAll, total / static_cast<double>(n));
-  tasks_[index(id)].traffic = traffic;
-  tasks_[index(id)].algorithm = algorithm;
+  auto& args = collectives_[tasks_[index(id)].args];
+  args.traffic = traffic;
+  args.algorithm = algorithm;
   return id;
 }
 

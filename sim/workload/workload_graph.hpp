@@ -24,25 +24,32 @@ inline constexpr int kStreamsPerGpu = 3;
 enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, kDpComm, kPpComm, kRecompute, kEpComm };
 [[nodiscard]] const char* category_name(Category c);
 
+/// What a collective moves (WorkloadGraph::collective): kept apart from its task, since nine
+/// tasks in ten are kernels.
+struct CollectiveArgs {
+  double bytes = 0;  ///< collective size (nccl-tests convention)
+  /// The ranks its flows join (index into groups()); differs from the task's `group` only when
+  /// data-parallel symmetry simulates one replica whose collectives still span every replica.
+  std::uint32_t flow_group = 0;
+  std::uint32_t traffic = 0;  ///< its traffic matrix (index into traffic(); 0: uniform)
+  coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
+  coll::Algorithm algorithm = coll::Algorithm::kAuto;
+};
+
 /// A vertex of the workload graph: a kernel on one GPU, or a collective over a group of GPUs.
-/// Kept small (56 bytes): a 16,384-GPU step has tens of millions of them. Edges live apart.
+/// Kept small (40 bytes): a 16,384-GPU step has tens of millions of them. Edges and what a
+/// collective moves live apart.
 struct Task {
   const char* label = "";   ///< static text ("layer.fwd", "tp.allreduce", "dp.grad_allreduce"...)
-  double bytes = 0;         ///< collective size (nccl-tests convention)
   SimTime duration{};       ///< compute: kernel time
   std::int32_t layer = -1;  ///< decoder layer, or -1
   std::int32_t micro = -1;  ///< micro-batch, or -1
   std::uint32_t gpu = 0;    ///< compute: the GPU; collective: its group's first rank
   std::uint32_t group = 0;  ///< collective: the ranks that run it (index into groups())
-  /// collective: the ranks its flows join (index into groups()); differs from `group` only when
-  /// data-parallel symmetry simulates one replica whose collectives still span every replica.
-  std::uint32_t flow_group = 0;
+  std::uint32_t args = 0;   ///< collective: what it moves (WorkloadGraph::collective)
   Category category = Category::kForward;
   Stream stream = Stream::kCompute;
   bool collective = false;
-  coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
-  coll::Algorithm algorithm = coll::Algorithm::kAuto;
-  std::uint32_t traffic = 0;  ///< collective: its traffic matrix (index into traffic(); 0: uniform)
 };
 
 /// An explicit dependency: `after` waits for `before`.
@@ -85,6 +92,8 @@ class WorkloadGraph {
   [[nodiscard]] int gpus() const { return gpus_; }
   [[nodiscard]] const std::vector<Task>& tasks() const { return tasks_; }
   [[nodiscard]] const Task& task(TaskId t) const { return tasks_[index(t)]; }
+  /// What collective task `t` moves.
+  [[nodiscard]] const CollectiveArgs& collective(const Task& t) const { return collectives_[t.args]; }
   [[nodiscard]] const std::vector<std::vector<int>>& groups() const { return groups_; }
   /// A task's traffic matrix (empty for index 0: uniform).
   [[nodiscard]] const std::vector<double>& traffic(std::uint32_t index) const { return traffic_[index]; }
@@ -108,16 +117,20 @@ class WorkloadGraph {
 
  private:
   TaskId place(const Task& t);
+  /// A slot in collectives_ for a new collective task (a recycled one first).
+  std::uint32_t place_args(const CollectiveArgs& a);
 
   int gpus_;
   std::vector<Task> tasks_;
+  std::vector<CollectiveArgs> collectives_;
   std::vector<Edge> edges_;
   std::vector<std::vector<int>> groups_;
   std::vector<std::vector<double>> traffic_{1};  ///< [0]: uniform (empty)
   std::vector<double> node_copies_{1.0};         ///< per traffic matrix
   std::map<std::vector<int>, std::uint32_t> group_index_;
   std::vector<std::vector<TaskId>> streams_;
-  std::vector<TaskId> free_;  ///< recycled slots (open runs), reused last-in first-out
+  std::vector<TaskId> free_;              ///< recycled slots (open runs), reused last-in first-out
+  std::vector<std::uint32_t> free_args_;  ///< collectives_ slots of recycled collectives
 };
 
 }  // namespace cs::workload

@@ -175,7 +175,7 @@ TEST_CASE("the executor runs a traffic-matrix all-to-all on the flow model in th
   const auto gid = g.add_group(first(4));
   const auto id =
       g.add_alltoall(gid, gid, workload::Stream::kComm, workload::Category::kTpComm, "ep.dispatch", 0, 0, pairs);
-  CHECK(g.task(id).bytes == doctest::Approx(18e9 / 4));  // the mean send buffer
+  CHECK(g.collective(g.task(id)).bytes == doctest::Approx(18e9 / 4));  // the mean send buffer
   const auto log = workload::simulate(g, topo, workload::ExecutorOptions{});
   // Flows from rank 0 share its uplink (9 GB); the others finish earlier: 0.09 s in all.
   CHECK(log.makespan.seconds() == doctest::Approx(0.09).epsilon(1e-6));
