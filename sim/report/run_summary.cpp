@@ -13,10 +13,18 @@ struct Interval {
   std::int64_t a, b;
 };
 
-/// Total length of a union of intervals (sorts `v`).
-std::int64_t union_length(std::vector<Interval>& v) {
-  std::sort(v.begin(), v.end(),
-            [](const Interval& x, const Interval& y) { return x.a < y.a || (x.a == y.a && x.b < y.b); });
+bool earlier(const Interval& x, const Interval& y) { return x.a < y.a || (x.a == y.a && x.b < y.b); }
+
+/// Sorts v[from..] and merges it into v[..from], which is sorted. A stream runs its tasks in order,
+/// so a stream's intervals come sorted and this is a merge, not a sort of thousands of intervals.
+void merge_run(std::vector<Interval>& v, std::size_t from) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(from);
+  if (!std::is_sorted(mid, v.end(), earlier)) std::sort(mid, v.end(), earlier);
+  std::inplace_merge(v.begin(), mid, v.end(), earlier);
+}
+
+/// Total length of a union of intervals sorted by `earlier`.
+std::int64_t union_length(const std::vector<Interval>& v) {
   std::int64_t total = 0, cur_a = 0, cur_b = -1;
   bool open = false;
   for (const auto& i : v) {
@@ -61,12 +69,16 @@ std::vector<GpuTimePs> gpu_times(const workload::WorkloadGraph& g, const workloa
       if (g.stream_order(ru * workload::kStreamsPerGpu).empty()) continue;  // not simulated (symmetry)
       compute.clear();
       comm.clear();
-      for (std::size_t k = 0; k < workload::kStreamsPerGpu; ++k) {
-        for (auto id : g.stream_order(ru * workload::kStreamsPerGpu + k)) add(workload::index(id));
-      }
-      for (auto i : unordered[ru]) add(i);
-      both = compute;
-      both.insert(both.end(), comm.begin(), comm.end());
+      const auto run = [&](auto&& ids) {
+        const auto c = compute.size(), m = comm.size();
+        for (auto id : ids) add(static_cast<std::uint32_t>(id));
+        merge_run(compute, c);
+        merge_run(comm, m);
+      };
+      for (std::size_t k = 0; k < workload::kStreamsPerGpu; ++k) run(g.stream_order(ru * workload::kStreamsPerGpu + k));
+      run(unordered[ru]);
+      both.resize(compute.size() + comm.size());
+      std::merge(compute.begin(), compute.end(), comm.begin(), comm.end(), both.begin(), earlier);
       auto& t = out[ru];
       t.simulated = true;
       t.compute = union_length(compute);
