@@ -4,7 +4,7 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <set>
+#include <queue>
 #include <tuple>
 
 #include "sim/core/check.hpp"
@@ -538,13 +538,20 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   } else {
     const SimTime L = SimTime::from_seconds(lookahead);
     auto& fabric = *parts[sh.fabric];
-    // Node partitions by their next event time (kept for those that changed).
-    std::set<std::pair<SimTime, std::uint32_t>> ready;
+    // Node partitions by their next event time: a min-heap whose entry for a partition goes stale
+    // when its next time changes (`queued` holds the live time; stale entries are dropped when they
+    // surface). A heap of pairs, not a tree: a window re-queues hundreds of partitions.
+    using Entry = std::pair<SimTime, std::uint32_t>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
     std::vector<std::optional<SimTime>> queued(sh.fabric);
     auto requeue = [&](std::uint32_t p) {
-      if (queued[p]) ready.erase({*queued[p], p});
-      queued[p] = parts[p]->engine().next_time();
-      if (queued[p]) ready.insert({*queued[p], p});
+      const auto next = parts[p]->engine().next_time();
+      if (next == queued[p]) return;  // its live entry is in the heap
+      queued[p] = next;
+      if (next) ready.push({*next, p});
+    };
+    auto drop_stale = [&] {
+      while (!ready.empty() && queued[ready.top().second] != ready.top().first) ready.pop();
     };
     // Messages from priming: nodes' arrivals go to the fabric.
     for (std::uint32_t p = 0; p < sh.fabric; ++p) {
@@ -555,12 +562,18 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
     std::vector<std::uint32_t> active;
     for (;;) {
       std::optional<SimTime> t0 = fabric.engine().next_time();
-      if (!ready.empty() && (!t0 || ready.begin()->first < *t0)) t0 = ready.begin()->first;
+      drop_stale();
+      if (!ready.empty() && (!t0 || ready.top().first < *t0)) t0 = ready.top().first;
       if (!t0) break;
       const SimTime limit = *t0 + L;
       ++windows;
+      // The partitions with events in the window leave the heap; they re-enter after running.
       active.clear();
-      for (auto it = ready.begin(); it != ready.end() && it->first < limit; ++it) active.push_back(it->second);
+      for (drop_stale(); !ready.empty() && ready.top().first < limit; drop_stale()) {
+        active.push_back(ready.top().second);
+        queued[ready.top().second].reset();
+        ready.pop();
+      }
       std::sort(active.begin(), active.end());
       // Small windows run inline: a task per partition costs more than a few events.
       auto run_node = [&](std::size_t i) {
