@@ -198,15 +198,19 @@ BlockTasks instantiate_stages(const StepLayout& L, const std::vector<StageProgra
 /// Room for the stages' programs, most of the graph (one copy of tens of millions of tasks saved
 /// at 16K GPUs), plus the transfers and buckets around them.
 void reserve_tasks(const StepLayout& L, const std::vector<StagePrograms>& programs, WorkloadGraph& g) {
-  std::size_t tasks = 0;
+  std::size_t tasks = 0, collectives = 0;
   for (int st = 0; st < L.P; ++st) {
     for (const auto& blk : L.blocks(st)) {
       const auto& sp = programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))];
-      for (const auto& item : blk.forward ? sp.f : sp.b) tasks += item.comm ? 1 : static_cast<std::size_t>(L.plan.tp);
+      for (const auto& item : blk.forward ? sp.f : sp.b) {
+        tasks += item.comm ? 1 : static_cast<std::size_t>(L.plan.tp);
+        collectives += item.comm ? 1 : 0;
+      }
     }
   }
   tasks *= static_cast<std::size_t>(L.sim_groups);
-  g.reserve(tasks + tasks / 8);
+  collectives *= static_cast<std::size_t>(L.sim_groups);
+  g.reserve(tasks + tasks / 8, collectives + collectives / 8);
 }
 
 /// Pipeline transfers: activations forward, gradients backward, each TP rank its 1/TP slice

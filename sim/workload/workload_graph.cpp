@@ -77,7 +77,10 @@ TaskId WorkloadGraph::add_collective_on(std::uint32_t group, std::uint32_t flow_
   return id;
 }
 
-void WorkloadGraph::reserve(std::size_t tasks) { reserve_huge(tasks_, tasks); }
+void WorkloadGraph::reserve(std::size_t tasks, std::size_t collectives) {
+  reserve_huge(tasks_, tasks);
+  reserve_huge(collectives_, collectives);
+}
 
 TaskId WorkloadGraph::place(const Task& t) {
   if (!free_.empty()) {

@@ -100,8 +100,9 @@ class WorkloadGraph {
   [[nodiscard]] double traffic_node_copies(std::uint32_t index) const { return node_copies_[index]; }
   /// Explicit dependencies in the order they were added.
   [[nodiscard]] const std::vector<Edge>& edges() const { return edges_; }
-  /// Room for `tasks` tasks (building a large step without reallocating), in huge pages.
-  void reserve(std::size_t tasks);
+  /// Room for `tasks` tasks, `collectives` of them collectives (building a large step without
+  /// reallocating), in huge pages.
+  void reserve(std::size_t tasks, std::size_t collectives);
   /// Tasks of one stream in program order; streams are indexed gpu * kStreamsPerGpu + stream.
   [[nodiscard]] const std::vector<TaskId>& stream_order(std::size_t stream_index) const {
     return streams_[stream_index];
