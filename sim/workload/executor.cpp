@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <span>
 #include <tuple>
 
 #include "sim/core/check.hpp"
@@ -64,6 +65,11 @@ struct Shared {
   const ExecutorOptions& opt;
   std::vector<std::uint32_t> succ_begin;  ///< task t's successors: succ[succ_begin[t] .. succ_begin[t + 1])
   std::vector<TaskId> succ;
+  /// A built graph's stream orders in one array (stream s: order[order_begin[s] .. order_begin[s + 1])),
+  /// in huge pages: each stream's next task is read at random, tens of millions of times. Open
+  /// runs, whose streams change while they run, read the graph's.
+  std::vector<std::size_t> order_begin;
+  std::vector<TaskId> order;
   std::vector<std::uint32_t> preds_left;
   std::vector<std::uint32_t> arrived;
   std::vector<std::size_t> head;
@@ -93,6 +99,10 @@ struct Shared {
     if (!t.collective) return node_partition(t.gpu);
     const auto a = group_owner[t.group], b = group_owner[g.collective(t).flow_group];
     return a == b ? a : fabric;
+  }
+  [[nodiscard]] std::span<const TaskId> stream_order(std::size_t s) const {
+    if (open) return g.stream_order(s);
+    return {order.data() + order_begin[s], order.data() + order_begin[s + 1]};
   }
   [[nodiscard]] std::size_t stream_index(std::uint32_t gpu, Stream s) const {
     return static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(s);
@@ -200,7 +210,7 @@ class Partition final : public engine::EventHandler {
 
   void try_start(std::size_t s) {
     if (sh_.busy[s]) return;
-    const auto& order = sh_.g.stream_order(s);
+    const auto order = sh_.stream_order(s);
     if (sh_.head[s] == order.size()) return;
     const TaskId id = order[sh_.head[s]];
     const auto t = index(id);
@@ -494,6 +504,13 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
     std::vector<std::uint32_t> fill(sh.succ_begin.begin(), sh.succ_begin.end() - 1);
     for (const auto& e : graph.edges()) sh.succ[fill[index(e.before)]++] = e.after;
   }
+
+  sh.order_begin.assign(graph.stream_count() + 1, 0);
+  for (std::size_t s = 0; s < graph.stream_count(); ++s)
+    sh.order_begin[s + 1] = sh.order_begin[s] + graph.stream_order(s).size();
+  reserve_huge(sh.order, sh.order_begin.back());
+  for (std::size_t s = 0; s < graph.stream_count(); ++s)
+    sh.order.insert(sh.order.end(), graph.stream_order(s).begin(), graph.stream_order(s).end());
 
   double lookahead = partition(sh);
   std::vector<std::unique_ptr<Partition>> parts;
