@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
+#include <functional>
+#include <queue>
 
 #include "sim/core/check.hpp"
 #include "sim/network/max_min_solver.hpp"
@@ -60,17 +61,18 @@ class FluidModel : public NetworkModel {
 
   [[nodiscard]] std::optional<SimTime> next_completion() override {
     settle();
+    drop_stale();
     if (finish_q_.empty()) return std::nullopt;
-    return finish_q_.begin()->first;
+    return finish_q_.top().first;
   }
 
   std::vector<FlowId> complete(SimTime now) override {
     settle();
     std::vector<FlowId> done;
     ended_links_.clear();
-    while (!finish_q_.empty() && finish_q_.begin()->first <= now) {
-      const auto i = finish_q_.begin()->second;
-      finish_q_.erase(finish_q_.begin());
+    for (drop_stale(); !finish_q_.empty() && finish_q_.top().first <= now; drop_stale()) {
+      const auto i = finish_q_.top().second;
+      finish_q_.pop();
       auto& f = flows_[i];
       for (std::size_t h = 0; h < f.route->links.size(); ++h) {
         const auto l = index(f.route->links[h]);
@@ -121,13 +123,13 @@ class FluidModel : public NetworkModel {
       CS_ASSERT(f.rate > 0.0 && std::isfinite(f.rate), "every flow gets a positive finite rate");
       const auto finish = now + SimTime::from_seconds(f.remaining / f.rate);
       if (!f.queued || finish != f.finish) {
-        if (f.queued) finish_q_.erase({f.finish, i});
-        f.finish = finish;
-        finish_q_.insert({f.finish, i});
+        f.finish = finish;  // an entry at the old time goes stale
+        finish_q_.push({f.finish, i});
         f.queued = true;
       }
       for (auto l : f.route->links) links_.loads[index(l)] += f.rate;
     }
+    if (finish_q_.size() > 2 * active_ + 1024) rebuild_finish_queue();
   }
 
   const Topology& topo_;
@@ -142,7 +144,29 @@ class FluidModel : public NetworkModel {
     pending_.clear();
   }
 
-  std::set<std::pair<SimTime, std::uint32_t>> finish_q_;
+  /// An entry of the finish queue: live while its flow is queued with this finish time.
+  using Finish = std::pair<SimTime, std::uint32_t>;
+  [[nodiscard]] bool live(const Finish& e) const {
+    const auto& f = flows_[e.second];
+    return f.queued && f.finish == e.first;
+  }
+  void drop_stale() {
+    while (!finish_q_.empty() && !live(finish_q_.top())) finish_q_.pop();
+  }
+  /// One entry per queued flow, when stale entries have piled up (finishes that moved earlier).
+  void rebuild_finish_queue() {
+    std::vector<Finish> live_entries;
+    for (std::uint32_t i = 0; i < flows_.size(); ++i) {
+      if (flows_[i].queued) live_entries.push_back({flows_[i].finish, i});
+    }
+    finish_q_ =
+        std::priority_queue<Finish, std::vector<Finish>, std::greater<>>(std::greater<>{}, std::move(live_entries));
+  }
+
+  /// Finish times in order (time, then flow): a min-heap of (finish, flow) whose entry goes stale
+  /// when its flow's finish moves or the flow ends, dropped when it surfaces. A heap of pairs, not a
+  /// tree: every rate change moves a finish time (no node allocation, no rebalancing).
+  std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finish_q_;
   std::vector<std::uint32_t> pending_;  ///< started, no rate yet, in start order
   SimTime pending_time_{};
   std::vector<std::uint32_t> ended_links_;
