@@ -5,29 +5,36 @@
 
 namespace cs::models {
 
-LayerParams layer_params_per_gpu(const ModelArch& m, LayerKind kind, int tp, const ExpertSplit& experts) {
+double attention_params_per_gpu(const ModelArch& m, AttentionKind kind, int tp) {
   const double h = static_cast<double>(m.hidden);
-  const double t = tp;
-  const double gated = m.activation == Activation::kSwiGlu ? 3.0 : 2.0;
-  LayerParams p;
-  if (kind.attention == AttentionKind::kMla) {
+  double p = 0;
+  if (kind == AttentionKind::kMla) {
     const auto& x = m.mla;
     const double hq = static_cast<double>(q_heads_per_rank(m, tp));
     const double ql = static_cast<double>(x.q_lora_rank), kvl = static_cast<double>(x.kv_lora_rank);
     const double qk = static_cast<double>(x.qk_nope_dim + x.qk_rope_dim), rope = static_cast<double>(x.qk_rope_dim);
     // Down-projections and their norms replicated; up-projections and the output split by heads.
-    p.dense += x.q_lora_rank > 0 ? h * ql + ql + ql * hq * qk : h * hq * qk;
-    p.dense += h * (kvl + rope) + kvl + kvl * hq * static_cast<double>(x.qk_nope_dim + x.v_dim);
-    p.dense += hq * static_cast<double>(x.v_dim) * h;
+    p += x.q_lora_rank > 0 ? h * ql + ql + ql * hq * qk : h * hq * qk;
+    p += h * (kvl + rope) + kvl + kvl * hq * static_cast<double>(x.qk_nope_dim + x.v_dim);
+    p += hq * static_cast<double>(x.v_dim) * h;
   } else {
     const double q = static_cast<double>(q_heads_per_rank(m, tp) * m.head_dim);
     const double kv = static_cast<double>(kv_heads_per_rank(m, tp) * m.head_dim);
-    p.dense += h * (q + 2 * kv) + q * h;
-    if (m.qkv_bias || m.linear_bias) p.dense += q + 2 * kv;
-    if (m.o_bias || m.linear_bias) p.dense += h;  // out_proj bias (replicated)
-    if (m.qk_norm) p.dense += 2.0 * static_cast<double>(m.head_dim);
+    p += h * (q + 2 * kv) + q * h;
+    if (m.qkv_bias || m.linear_bias) p += q + 2 * kv;
+    if (m.o_bias || m.linear_bias) p += h;  // out_proj bias (replicated)
+    if (m.qk_norm) p += 2.0 * static_cast<double>(m.head_dim);
   }
-  if (m.attention_sinks) p.dense += static_cast<double>(q_heads_per_rank(m, tp));
+  if (m.attention_sinks) p += static_cast<double>(q_heads_per_rank(m, tp));
+  return p;
+}
+
+LayerParams layer_params_per_gpu(const ModelArch& m, LayerKind kind, int tp, const ExpertSplit& experts) {
+  const double h = static_cast<double>(m.hidden);
+  const double t = tp;
+  const double gated = m.activation == Activation::kSwiGlu ? 3.0 : 2.0;
+  LayerParams p;
+  p.dense = attention_params_per_gpu(m, kind.attention, tp);
   if (kind.ffn == FeedForwardKind::kDense) {
     const double f = static_cast<double>(m.ffn) / t;
     p.dense += gated * h * f;

@@ -32,6 +32,8 @@ struct LayerParams {
   double dense = 0;
   double expert = 0;
 };
+/// Attention parameters of one layer on one TP rank (projections, their biases and norms, sinks).
+[[nodiscard]] double attention_params_per_gpu(const ModelArch& m, AttentionKind kind, int tp);
 [[nodiscard]] LayerParams layer_params_per_gpu(const ModelArch& m, LayerKind kind, int tp,
                                                const ExpertSplit& experts = {});
 

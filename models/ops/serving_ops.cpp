@@ -68,6 +68,14 @@ void StepMix::add_prefill_context(double before, double chunk) {
   }
 }
 
+StepMix StepMix::scaled(double f) const {
+  StepMix x = *this;
+  for (double* v : {&x.tokens, &x.sampled, &x.prefill_pairs, &x.decode_context, &x.kv_read_tokens, &x.window_pairs,
+                    &x.window_kv_read})
+    *v *= f;
+  return x;
+}
+
 double experts_hit(const ModelArch& m, double tokens) {
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
   if (tokens <= 0) return 0;
@@ -80,7 +88,7 @@ double kv_bytes_per_token(const ModelArch& m, const ServingShape& s) {
     if (m.layer_kind(l).attention == AttentionKind::kMla) {
       per_token += static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_dim);
     } else {
-      per_token += 2.0 * static_cast<double>(kv_heads_per_rank(m, s.tp) * m.head_dim);
+      per_token += 2.0 * static_cast<double>(kv_heads_per_rank(m, s.attention_tp()) * m.head_dim);
     }
   }
   return per_token * s.kv_bytes;
@@ -91,8 +99,9 @@ double kv_sliding_share(const ModelArch& m, const ServingShape& s) {
   double sliding = 0, all = 0;
   for (std::int64_t l = 0; l < m.layers; ++l) {
     const auto kind = m.layer_kind(l).attention;
-    const double b = kind == AttentionKind::kMla ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_dim)
-                                                 : 2.0 * static_cast<double>(kv_heads_per_rank(m, s.tp) * m.head_dim);
+    const double b = kind == AttentionKind::kMla
+                         ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_dim)
+                         : 2.0 * static_cast<double>(kv_heads_per_rank(m, s.attention_tp()) * m.head_dim);
     all += b;
     if (kind == AttentionKind::kSlidingWindow) sliding += b;
   }
@@ -112,8 +121,12 @@ double serving_weight_bytes(const ModelArch& m, const ServingShape& s) {
   double all = params_per_gpu(no_layers, s.tp);
   const ExpertSplit split{s.ep, s.tp / s.ep, 0};
   for (std::int64_t l = 0; l < m.layers; ++l) {
-    const auto p = layer_params_per_gpu(m, m.layer_kind(l), s.tp, split);
+    const auto kind = m.layer_kind(l);
+    const auto p = layer_params_per_gpu(m, kind, s.tp, split);
     all += p.dense + p.expert;
+    // Attention-DP: every GPU holds the whole attention.
+    if (s.dp_attention)
+      all += attention_params_per_gpu(m, kind.attention, 1) - attention_params_per_gpu(m, kind.attention, s.tp);
   }
   const double vocab_shard = static_cast<double>((m.vocab + s.tp - 1) / s.tp) * static_cast<double>(m.hidden);
   const double embed = vocab_shard * (m.tied_embeddings ? 1.0 : 2.0);
@@ -129,7 +142,8 @@ LayerDims serving_dims(const ModelArch& m, const ServingShape& s) {
   return layer_dims(m, shape);
 }
 
-/// The attention half of a serving layer, per kind.
+/// The attention half of a serving layer, per kind. Under attention-DP, called with one GPU's
+/// share of the mix and TP 1 (no all-reduce).
 void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s,
                        AttentionKind kind) {
   const auto d = serving_dims(m, s);
@@ -207,7 +221,10 @@ void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix,
                  FeedForwardKind kind) {
   const auto d = serving_dims(m, s);
   const double T = mix.tokens, h = d.hidden;
-  out.push_back(memory_op("mlp_norm", 4 * T * h));
+  // Under attention-DP each GPU norms its own tokens, then the group gathers all of them.
+  const double own = s.dp_attention ? T / s.tp : T;
+  out.push_back(memory_op("mlp_norm", 4 * own * h));
+  if (s.dp_attention && s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * 2));
   if (kind == FeedForwardKind::kDense) {
     gemm(out, "mlp_up", T, d.up, h, s);
     out.push_back(memory_op("mlp_act", 2 * T * (d.up + d.ffn)));
@@ -226,15 +243,23 @@ void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix,
     }
     out.push_back(memory_op("unpermute", 2 * T * h * (static_cast<double>(m.moe.top_k) + 1)));
   }
-  if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllReduce, T * h * 2));
-  out.push_back(memory_op("mlp_residual", 6 * T * h));
+  if (s.tp > 1)
+    out.push_back(tp_comm(s.dp_attention ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * 2));
+  out.push_back(memory_op("mlp_residual", 6 * own * h));
 }
 
 }  // namespace
 
 std::vector<Item> serving_layer(const ModelArch& m, const StepMix& mix, const ServingShape& s, LayerKind kind) {
   std::vector<Item> out;
-  serving_attention(out, m, mix, s, kind.attention);
+  if (s.dp_attention) {
+    ServingShape one = s;  // one GPU's attention: every head, its own sequences
+    one.tp = 1;
+    one.dp_attention = false;
+    serving_attention(out, m, mix.scaled(1.0 / s.tp), one, kind.attention);
+  } else {
+    serving_attention(out, m, mix, s, kind.attention);
+  }
   serving_ffn(out, m, mix, s, kind.ffn);
   return out;
 }
@@ -243,8 +268,13 @@ std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const Ser
   const double h = static_cast<double>(m.hidden);
   const double v = static_cast<double>((m.vocab + s.tp - 1) / s.tp);
   std::vector<Item> out;
-  out.push_back(memory_op("embedding", 4 * mix.tokens * h));
-  out.push_back(memory_op("final_norm", 4 * mix.sampled * h));
+  // Under attention-DP each GPU embeds and norms its own sequences' tokens; the vocab-parallel
+  // LM head then needs every sampled row (an all-gather of the normed hidden states).
+  const double own = s.dp_attention ? 1.0 / s.tp : 1.0;
+  out.push_back(memory_op("embedding", 4 * mix.tokens * own * h));
+  out.push_back(memory_op("final_norm", 4 * mix.sampled * own * h));
+  if (s.dp_attention && s.tp > 1 && mix.sampled > 0)
+    out.push_back(tp_comm(CollectiveOp::kAllGather, mix.sampled * h * 2));
   // The LM head stays in bf16 (engines keep it unquantised).
   if (mix.sampled > 0) {
     out.push_back({Op{"lm_head", OpKind::kGemm, mix.sampled, v, h, 2.0 * mix.sampled * v * h,

@@ -26,6 +26,8 @@ struct StepMix {
   void add_decode_context(double context);
   /// A prefill chunk of `chunk` tokens after `before` tokens already cached.
   void add_prefill_context(double before, double chunk);
+  /// The same mix with every sum times `f` (one attention-DP rank's share of a balanced batch).
+  [[nodiscard]] StepMix scaled(double f) const;
 };
 
 struct ServingShape {
@@ -36,6 +38,13 @@ struct ServingShape {
   int ep = 1;
   WeightFormat weights = WeightFormat::kBf16;
   double kv_bytes = 2;  ///< bytes per cached K or V element (bf16 2, fp8 1)
+  /// Attention data parallelism (SGLang's DP attention): each of the TP GPUs runs attention with
+  /// every head over its own sequences (1/TP of the batch) and holds their KV cache alone; before
+  /// the feed-forward the group all-gathers the tokens, after it reduce-scatters them back. The
+  /// attention weights are whole on every GPU; the feed-forward stays split (TP, or EP = TP).
+  bool dp_attention = false;
+  /// The TP degree attention runs at: 1 under attention-DP.
+  [[nodiscard]] int attention_tp() const { return dp_attention ? 1 : tp; }
 };
 
 /// One decoder layer of `kind` in a serving step, per GPU: GEMMs over the step's tokens with the
@@ -52,6 +61,7 @@ struct ServingShape {
 [[nodiscard]] std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const ServingShape& s);
 /// Bytes of KV cache per token on one GPU of a TP group (all layers, K and V; MLA layers their
 /// latent and rotary key, kv_lora_rank + qk_rope_head_dim values, replicated on every TP rank).
+/// Under attention-DP: per token of the GPU's own sequences, every head.
 /// Sliding-window layers are counted per token too; `kv_held_tokens` says how many tokens of a long
 /// sequence those layers keep (the KV blocks a sequence holds are counted with it).
 [[nodiscard]] double kv_bytes_per_token(const ModelArch& m, const ServingShape& s);

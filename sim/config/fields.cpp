@@ -630,6 +630,16 @@ std::vector<Field> serving_fields() {
        .flag = "--ep",
        .meaning = "MoE: 1 splits every expert TP ways; TP spreads whole experts over the replica's TP GPUs"},
       {.kind = kI,
+       .path = "/parallel/dp_attention",
+       .type = kBool,
+       .fallback = false,
+       .default_text = "false",
+       .flag = "--dp-attention",
+       .meaning =
+           "attention data-parallel over the replica's TP GPUs (SGLang's DP attention): each runs attention with "
+           "every head over its own sequences and holds their KV cache alone; the feed-forward stays split "
+           "(TP, or EP = TP), tokens all-gathered before it and reduce-scattered after"},
+      {.kind = kI,
        .path = "/quantization/weights",
        .type = kEnum,
        .choices = {"bf16", "fp8", "int8", "int4"},

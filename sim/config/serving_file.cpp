@@ -197,6 +197,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     pp = static_cast<int>(read_int(p, F("/parallel/pp")));
     s.replicas = static_cast<int>(read_int(p, F("/parallel/replicas")));
     s.ep = static_cast<int>(read_int(p, F("/parallel/ep")));
+    s.dp_attention = read_bool(p, F("/parallel/dp_attention"));
     p.finish();
   }
   if (auto q = r.opt_child("quantization")) {
@@ -336,7 +337,9 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     throw InputError(doc.path, "/parallel/ep", s.model.id + " is a dense model (no experts to spread); expected 1");
   if (s.ep > 1 && (s.ep != s.tp || s.prefill_tp > 0 || s.decode_tp > 0)) {
     infeasible(doc.path, "EP " + std::to_string(s.ep) + " spreads experts over a replica's TP GPUs; it must equal TP " +
-                             std::to_string(s.tp) + " (attention data-parallel serving is not modelled yet, issue 12)");
+                             std::to_string(s.tp) +
+                             " (with --dp-attention too; experts spread over several replicas are not modelled yet, "
+                             "issue 12)");
   }
   if (s.model.is_moe() && s.model.moe.experts % s.ep != 0) {
     infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +

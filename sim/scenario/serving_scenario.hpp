@@ -42,6 +42,9 @@ struct ServingScenario {
   int pp = 1;  ///< pipeline stages per replica (layers split evenly; P batches in flight)
   int replicas = 1;
   int ep = 1;  ///< MoE: whole experts over the TP GPUs (EP = TP), or each expert split TP ways (1)
+  /// Attention data parallelism: attention on each of a replica's TP GPUs over its own sequences
+  /// (every head, its own KV cache), the feed-forward split over the TP GPUs (models::ServingShape).
+  bool dp_attention = false;
   models::WeightFormat weights = models::WeightFormat::kBf16;
   double kv_bytes = 2;  ///< bf16 2, fp8 1
   Scheduler scheduler = Scheduler::kContinuous;

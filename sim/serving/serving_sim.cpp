@@ -186,6 +186,7 @@ class ServingRun final : public workload::TaskSource {
       mine.pp = s.replica_pp(i);
       r.shape.tp = mine.tp;
       r.shape.ep = mine.ep;
+      r.shape.dp_attention = s.dp_attention;
       r.shape.weights = s.weights;
       r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
@@ -574,8 +575,9 @@ class ServingRun final : public workload::TaskSource {
     for (const auto& it : items) {
       if (it.comm) {
         CS_ASSERT(it.comm->group == GroupKind::kTp &&
-                      (it.comm->op == coll::CollectiveOp::kAllReduce || it.comm->op == coll::CollectiveOp::kAllGather),
-                  "serving layers hold only TP all-reduces and all-gathers");
+                      (it.comm->op == coll::CollectiveOp::kAllReduce || it.comm->op == coll::CollectiveOp::kAllGather ||
+                       it.comm->op == coll::CollectiveOp::kReduceScatter),
+                  "serving layers hold only TP all-reduces, all-gathers and reduce-scatters");
         flush();
         Segment seg;
         seg.collective = true;
@@ -863,8 +865,10 @@ class ServingRun final : public workload::TaskSource {
     auto& to = replicas_[static_cast<std::size_t>(route(true))];
     r.replica = to.index;
     ++to.incoming;
+    // Every TP rank holds a shard of the sequence's cache; under attention-DP one GPU holds it all.
+    const double holders = from.shape.dp_attention ? 1.0 : from.shape.tp;
     const double bytes =
-        static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, from.shape) * from.shape.tp / kv_pairs_;
+        static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, from.shape) * holders / kv_pairs_;
     r.kv_parts_left = kv_pairs_;
     for (int t = 0; t < kv_pairs_; ++t) {
       const auto group = g_->add_group({from.stages.front().ranks[static_cast<std::size_t>(t)],
@@ -956,6 +960,7 @@ class ServingRun final : public workload::TaskSource {
     r.scheduler = s_.scheduler == Scheduler::kStatic ? "static" : "continuous";
     r.gpus = s_.gpus;
     r.tp = s_.tp;
+    r.dp_attention = s_.dp_attention;
     r.replicas = static_cast<int>(replicas_.size());
     r.requests = static_cast<std::int64_t>(reqs_.size());
     r.steps = steps_;
@@ -1089,6 +1094,7 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   models::ServingShape shape;
   shape.tp = s.tp;
   shape.ep = s.ep;
+  shape.dp_attention = s.dp_attention;
   shape.weights = s.weights;
   shape.kv_bytes = s.kv_bytes;
   ServingMemory m;
@@ -1121,21 +1127,29 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   m.kv_cache = free > 0 ? s.kv_fraction * free : 0.0;
   m.total = m.weights + m.activations + m.other + m.kv_cache;
   const double per_block = static_cast<double>(s.block_size) * models::kv_bytes_per_token(s.model, shape) * share;
-  if (kv_blocks) *kv_blocks = static_cast<std::int64_t>(std::floor(m.kv_cache / per_block));
+  // Under attention-DP each GPU's pool holds its own sequences: the replica has TP pools.
+  const std::int64_t pools = s.dp_attention ? s.tp : 1;
+  if (kv_blocks) *kv_blocks = static_cast<std::int64_t>(std::floor(m.kv_cache / per_block)) * pools;
   return m;
 }
 
 ServingResults simulate_serving(const ServingScenario& s, const ServingRunOptions& options) {
-  // The tightest replica decides whether a request fits (pools may have different TP).
+  // The tightest replica decides whether a request fits (pools may have different TP). A sequence
+  // lives in one pool: the replica's, or under attention-DP one GPU's (a TP-th of the replica's).
+  auto room_of = [&](const ServingScenario& x, std::int64_t* blocks) {
+    const auto m = serving_memory(x, blocks);
+    *blocks /= x.dp_attention ? x.tp : 1;
+    return m;
+  };
   std::int64_t blocks = 0;
-  auto mem = serving_memory(s, &blocks);
+  auto mem = room_of(s, &blocks);
   const int replicas = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
   for (int i = 0; i < replicas; ++i) {
     ServingScenario mine = s;
     mine.tp = s.replica_tp(i);
     mine.pp = s.replica_pp(i);
     std::int64_t b = 0;
-    const auto m = serving_memory(mine, &b);
+    const auto m = room_of(mine, &b);
     if (b < blocks) {
       blocks = b;
       mem = m;
@@ -1143,6 +1157,7 @@ ServingResults simulate_serving(const ServingScenario& s, const ServingRunOption
   }
   models::ServingShape shape;
   shape.tp = s.tp;
+  shape.dp_attention = s.dp_attention;
   shape.kv_bytes = s.kv_bytes;
   std::int64_t longest = s.input.hi + s.output.hi;
   for (const auto& t : s.trace) longest = std::max(longest, t.input + t.output);

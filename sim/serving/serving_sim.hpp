@@ -34,8 +34,9 @@ struct RequestSpan {
 struct ServingResults {
   std::string name, model, cluster, profile, profile_origin, weights, kv_dtype, scheduler;
   int gpus = 0, tp = 1, replicas = 1;
-  int nodes = 1;       ///< copies of the cluster
-  std::string fabric;  ///< joining them ("" on one node)
+  bool dp_attention = false;  ///< attention data-parallel over each replica's TP GPUs
+  int nodes = 1;              ///< copies of the cluster
+  std::string fabric;         ///< joining them ("" on one node)
   std::int64_t requests = 0, input_tokens = 0, output_tokens = 0, steps = 0, preemptions = 0;
   double makespan_s = 0;
   Percentiles ttft, tpot, e2e;

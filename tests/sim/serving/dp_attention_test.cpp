@@ -1,0 +1,106 @@
+// Attention data parallelism in serving (issue 12): each GPU of a replica runs attention over its
+// own sequences with every head; the feed-forward stays split over the replica's GPUs.
+#include <doctest/doctest.h>
+
+#include "models/ops/serving_ops.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/config/serving_file.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/serving/serving_sim.hpp"
+#include "tests/support/builders.hpp"
+
+using namespace cs;
+
+namespace {
+
+serving::ServingScenario deepseek(bool dp, int concurrency) {
+  const std::string text = R"({"kind": "infer", "model": "deepseek-r1", "cluster": "hgx-h200",
+      "parallel": {"tp": 8, "ep": 8, "dp_attention": )" +
+                           std::string(dp ? "true" : "false") +
+                           R"(}, "quantization": {"weights": "fp8"}, "engine": {"max_batch": 1024},
+      "workload": {"input_len": 1000, "output_len": 1000, "concurrency": )" +
+                           std::to_string(concurrency) + R"(, "requests": )" + std::to_string(4 * concurrency) + "}}";
+  return config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
+}
+
+struct CommTally {
+  double allreduce = 0, allgather = 0, reducescatter = 0;
+};
+
+CommTally comms(const std::vector<models::Item>& items) {
+  CommTally t;
+  for (const auto& it : items) {
+    if (!it.comm) continue;
+    if (it.comm->op == CollectiveOp::kAllReduce) t.allreduce += it.comm->bytes;
+    if (it.comm->op == CollectiveOp::kAllGather) t.allgather += it.comm->bytes;
+    if (it.comm->op == CollectiveOp::kReduceScatter) t.reducescatter += it.comm->bytes;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("attention-DP weights by hand: Llama-3.1-8B at TP 8 holds every layer's whole attention on each GPU") {
+  const auto m = test::shipped_model("llama3.1-8b");
+  models::ServingShape tp{.tp = 8};
+  models::ServingShape dp = tp;
+  dp.dp_attention = true;
+  // Per layer, q/k/v/o: 4096 x (4096 + 2 x 1024) + 4096 x 4096 = 41,943,040 parameters whole,
+  // 4096 x (512 + 2 x 128) + 512 x 4096 = 5,242,880 on one of 8 TP ranks; 32 layers, bf16.
+  const double extra = 32.0 * (41943040.0 - 5242880.0) * 2.0;
+  CHECK(models::serving_weight_bytes(m, dp) - models::serving_weight_bytes(m, tp) == doctest::Approx(extra));
+  // KV cache per token of a GPU's own sequences: all 8 KV heads of 128, K and V, 32 layers, bf16.
+  CHECK(models::kv_bytes_per_token(m, dp) == doctest::Approx(32.0 * 2 * 8 * 128 * 2));
+  CHECK(models::kv_bytes_per_token(m, tp) == doctest::Approx(32.0 * 2 * 1 * 128 * 2));
+}
+
+TEST_CASE(
+    "attention-DP layer program: the same FLOPs per GPU, the all-reduces become an all-gather and a "
+    "reduce-scatter of the same tokens") {
+  const auto m = test::shipped_model("deepseek-r1");
+  models::StepMix mix;
+  for (int i = 0; i < 64; ++i) mix.add_decode_context(1000);
+  mix.tokens = mix.sampled = 64;
+  models::ServingShape tp{.tp = 8, .ep = 8};
+  models::ServingShape dp = tp;
+  dp.dp_attention = true;
+  const models::LayerKind kind{models::AttentionKind::kMla, models::FeedForwardKind::kMoe};
+  const auto plain = models::serving_layer(m, mix, tp, kind);
+  const auto over = models::serving_layer(m, mix, dp, kind);
+  // MLA's down-projections are replicated over TP ranks without attention-DP: attention-DP does
+  // each token's once, so its FLOPs per GPU are at most the TP form's.
+  CHECK(models::model_flops(over) <= models::model_flops(plain));
+  const double hidden = 7168.0 * 2;
+  const auto a = comms(plain), b = comms(over);
+  CHECK(a.allreduce == doctest::Approx(2 * 64 * hidden));  // attention's and the MoE's
+  CHECK(b.allreduce == 0);
+  CHECK(b.allgather == doctest::Approx(64 * hidden));
+  CHECK(b.reducescatter == doctest::Approx(64 * hidden));
+  // Decode attention reads each GPU's own sequences' latent cache, not every sequence's.
+  double read_plain = 0, read_dp = 0;
+  for (const auto& it : plain)
+    if (it.op.name == "attention") read_plain = it.op.bytes;
+  for (const auto& it : over)
+    if (it.op.name == "attention") read_dp = it.op.bytes;
+  CHECK(read_dp < read_plain / 4);
+}
+
+TEST_CASE(
+    "attention-DP on DeepSeek-R1 (8x H200, FP8): MLA's cache is no longer replicated, so about TP times the "
+    "sequences fit, and a large batch runs faster") {
+  std::int64_t blocks_tp = 0, blocks_dp = 0;
+  const auto mem_tp = serving::serving_memory(deepseek(false, 64), &blocks_tp);
+  const auto mem_dp = serving::serving_memory(deepseek(true, 64), &blocks_dp);
+  CHECK(mem_dp.weights > mem_tp.weights);  // the whole attention on every GPU
+  CHECK(blocks_dp > 5 * blocks_tp);        // 8 pools of the latent cache, less the weights' room
+  CHECK(blocks_dp < 8 * blocks_tp);
+  const auto big_tp = serving::simulate_serving(deepseek(false, 1024));
+  const auto big_dp = serving::simulate_serving(deepseek(true, 1024));
+  CHECK(big_dp.output_tokens_per_s > 1.5 * big_tp.output_tokens_per_s);
+  CHECK(big_dp.preemptions == 0);
+  CHECK(big_tp.preemptions > 0);  // 1,024 sequences of 2,000 tokens do not fit the replicated cache
+  // A small batch is bound by weight reads, which attention-DP increases: not faster there.
+  const auto small_tp = serving::simulate_serving(deepseek(false, 8));
+  const auto small_dp = serving::simulate_serving(deepseek(true, 8));
+  CHECK(small_dp.output_tokens_per_s <= small_tp.output_tokens_per_s);
+}
