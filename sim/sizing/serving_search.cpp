@@ -50,6 +50,7 @@ std::string serving_plan_text(const ServingChoice& c) {
   std::string t = "TP" + std::to_string(c.tp);
   if (c.pp > 1) t += " PP" + std::to_string(c.pp);
   if (c.ep > 1) t += " EP" + std::to_string(c.ep);
+  if (c.dp_attention) t += " attn-DP";
   t += " x " + std::to_string(c.replicas) + (c.replicas == 1 ? " replica" : " replicas");
   return t + (c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes");
 }
@@ -60,6 +61,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   struct Shape {
     std::size_t offer;
     int tp, pp, ep, span;
+    bool dpa = false;
   };
   std::vector<Shape> shapes;
   std::vector<std::string> invalid_why(offers.size());  ///< the first reason a shape of the offer was refused
@@ -67,7 +69,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   const auto fits_alone = [&](const Shape& sh) {
     const int per_unit = offers[sh.offer].gpus_per_node * sh.span / (sh.tp * sh.pp);
     try {
-      const auto sc = make(sh.offer, ServingChoice{sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span}, job.rate, 200);
+      const auto sc =
+          make(sh.offer, ServingChoice{sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa}, job.rate, 200);
       std::int64_t blocks = 0;
       return fits(serving::serving_memory(sc, &blocks), blocks);
     } catch (const InputError& e) {
@@ -82,6 +85,10 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     if (options.moe && tp > 1 && (options.experts <= 0 || options.experts % tp == 0)) eps.push_back(tp);
     return eps;
   };
+  // Attention-DP (docs/serving.md) for MoE models: MLA's replicated cache is what it removes.
+  const auto dpas_of = [&](int tp) {
+    return options.moe && tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  };
   for (std::size_t oi = 0; oi < offers.size(); ++oi) {
     const auto& space = offers[oi];
     if (!space.unusable.empty()) continue;
@@ -92,8 +99,10 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
       for (int pp = 1; tp * pp <= g && pp <= options.max_pp; pp *= 2) {
         if (g % (tp * pp) != 0) continue;
         for (int ep : eps_of(tp)) {
-          shapes.push_back({oi, tp, pp, ep, 1});
-          any_fits = any_fits || fits_alone(shapes.back());
+          for (bool dpa : dpas_of(tp)) {
+            shapes.push_back({oi, tp, pp, ep, 1, dpa});
+            any_fits = any_fits || fits_alone(shapes.back());
+          }
         }
       }
     }
@@ -101,8 +110,10 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     const int max_nodes = space.node_counts.empty() ? 1 : space.node_counts.back();
     for (int span = 2; !any_fits && !space.fabric.empty() && span <= max_nodes; span *= 2) {
       for (int ep : eps_of(g)) {
-        shapes.push_back({oi, g, span, ep, span});
-        any_fits = any_fits || fits_alone(shapes.back());
+        for (bool dpa : dpas_of(g)) {
+          shapes.push_back({oi, g, span, ep, span, dpa});
+          any_fits = any_fits || fits_alone(shapes.back());
+        }
       }
     }
   }
@@ -122,7 +133,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         const int per_unit = space.gpus_per_node * sh.span / (sh.tp * sh.pp);
         auto trial = [&](int units) {
           Trial t;
-          const ServingChoice c{units * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span};
+          const ServingChoice c{units * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa};
           const double rate = job.rate / units;
           std::optional<serving::ServingScenario> s;
           try {
@@ -180,7 +191,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         ServingCandidate c;
         c.offer_index = sh.offer;
         c.offer = space.offer.id;
-        c.choice = {hi * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span};
+        c.choice = {hi * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa};
         c.gpus = hi * sh.span * space.gpus_per_node;
         c.ttft_p90_s = hit.r.ttft.p90;
         c.tpot_p90_s = hit.r.tpot.p90;

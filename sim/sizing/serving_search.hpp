@@ -28,7 +28,8 @@ struct ServingChoice {
   int replicas = 1;  ///< per unit
   int pp = 1;
   int ep = 1;
-  int span = 1;  ///< boxes per unit
+  int span = 1;               ///< boxes per unit
+  bool dp_attention = false;  ///< attention data-parallel over each replica's TP GPUs (MoE models)
   bool operator==(const ServingChoice&) const = default;
   [[nodiscard]] int units() const { return nodes / span; }
 };
@@ -44,9 +45,11 @@ using MakeServing = std::function<serving::ServingScenario(std::size_t offer, co
 struct ServingOptions {
   double budget = 0;  ///< per hour of serving; 0: none
   int top = 5;
-  int max_pp = 8;    ///< pipeline stages tried inside a box: 1, 2, 4, ... up to this
-  bool moe = false;  ///< EP = TP is tried beside EP 1 (experts whole on each GPU, or split TP ways)
-  int experts = 0;   ///< routed experts (EP must divide them)
+  int max_pp = 8;  ///< pipeline stages tried inside a box: 1, 2, 4, ... up to this
+  /// EP = TP is tried beside EP 1 (experts whole on each GPU, or split TP ways), each with and
+  /// without attention data parallelism.
+  bool moe = false;
+  int experts = 0;  ///< routed experts (EP must divide them)
   study::Progress* progress = nullptr;
 };
 
@@ -74,10 +77,10 @@ struct ServingResult {
   std::size_t plans = 0, invalid = 0, too_big = 0, simulated = 0;
 };
 
-/// Offers x shapes (TP x PP x EP per replica; replicas fill the box) x boxes: for each (offer,
-/// shape), the fewest boxes whose p90 TTFT (and TPOT) meet the objectives, found by doubling then
-/// bisection (docs/plan.md). When no shape of an offer fits one box, replicas whose stages span 2,
-/// 4, ... boxes (one TP-wide stage per box) are tried, over the offer's fabric.
+/// Offers x shapes (TP x PP x EP per replica, attention-DP or not for MoE; replicas fill the box) x boxes: for each
+/// (offer, shape), the fewest boxes whose p90 TTFT (and TPOT) meet the objectives, found by doubling then bisection
+/// (docs/plan.md). When no shape of an offer fits one box, replicas whose stages span 2, 4, ... boxes (one TP-wide
+/// stage per box) are tried, over the offer's fabric.
 [[nodiscard]] ServingResult search_serving(const std::vector<OfferSpace>& offers, const ServingJob& job,
                                            const MakeServing& make, const ServingOptions& options);
 

@@ -319,13 +319,22 @@ TEST_CASE("plan serve: a model one box cannot hold is served by replicas whose s
   const auto i = run_cli(
       "infer --model deepseek-r1 --cluster hgx-h100 --nodes 2 --fabric eth-100g --weights fp8 --tp 8 "
       "--pp 2 --ep " +
-      std::to_string(best["parallel"]["ep"].get<int>()) +
+      std::to_string(best["parallel"]["ep"].get<int>()) + (best["parallel"]["dp_attention"] ? " --dp-attention" : "") +
       " --input-len 1000 --output-len 200 --requests 200 --json --rate " + rate);
   REQUIRE(i.exit_code == 0);
   const auto ij = nlohmann::json::parse(i.out);
   CHECK(ij["ttft_s"]["p90"].get<double>() == doctest::Approx(best["ttft_p90_s"].get<double>()));
   // Two boxes are paid per unit.
   CHECK(best["job_cost"].get<double>() == doctest::Approx(250.0 * best["nodes"].get<int>()));
+  // A MoE model's shapes are tried with attention data parallelism too, and the plan says so.
+  const auto all = nlohmann::json::parse(run_cli(base.substr(0, base.find("--top")) + "--top 20 --json").out);
+  int dpa = 0;
+  for (const auto& c : all["candidates"]) {
+    const bool on = c["parallel"]["dp_attention"].get<bool>();
+    dpa += on ? 1 : 0;
+    CHECK(has(c["plan"].get<std::string>(), "attn-DP") == on);
+  }
+  CHECK(dpa > 0);
   // One box only (no fabric): nothing fits, and the reason says what would.
   const auto none = run_cli(base + "--fabric none");
   CHECK(none.exit_code == 4);
