@@ -865,14 +865,17 @@ class ServingRun final : public workload::TaskSource {
     auto& to = replicas_[static_cast<std::size_t>(route(true))];
     r.replica = to.index;
     ++to.incoming;
-    // Every TP rank holds a shard of the sequence's cache; under attention-DP one GPU holds it all.
-    const double holders = from.shape.dp_attention ? 1.0 : from.shape.tp;
+    // Every TP rank holds a shard of the sequence's cache and sends it to its peer; under
+    // attention-DP one GPU holds it all and sends it whole (the sequences' GPUs taken in turn).
+    const bool whole = from.shape.dp_attention;
+    const int parts = whole ? 1 : kv_pairs_;
+    const double holders = whole ? 1.0 : from.shape.tp;
     const double bytes =
-        static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, from.shape) * holders / kv_pairs_;
-    r.kv_parts_left = kv_pairs_;
-    for (int t = 0; t < kv_pairs_; ++t) {
-      const auto group = g_->add_group({from.stages.front().ranks[static_cast<std::size_t>(t)],
-                                        to.stages.front().ranks[static_cast<std::size_t>(t)]});
+        static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, from.shape) * holders / parts;
+    r.kv_parts_left = parts;
+    for (int t = 0; t < parts; ++t) {
+      const auto k = static_cast<std::size_t>(whole ? r.id % kv_pairs_ : t);
+      const auto group = g_->add_group({from.stages.front().ranks[k], to.stages.front().ranks[k]});
       const auto id = g_->add_collective(group, Stream::kNone, Category::kPpComm, "kv.transfer",
                                          coll::CollectiveOp::kSendRecv, bytes);
       tag(id, Purpose::kKvPart, static_cast<std::uint64_t>(r.id));
