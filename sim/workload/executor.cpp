@@ -71,7 +71,7 @@ struct Shared {
   std::vector<std::size_t> order_begin;
   std::vector<TaskId> order;
   std::vector<std::uint32_t> preds_left;
-  std::vector<std::uint32_t> arrived;
+  std::vector<std::uint32_t> arrived;  ///< per collective (by its `args` slot): ranks that reached it
   std::vector<std::size_t> head;
   std::vector<std::uint8_t> busy;  ///< bytes, not bits: streams of different nodes change concurrently
   std::vector<TaskSpan> spans;
@@ -228,7 +228,7 @@ class Partition final : public engine::EventHandler {
       schedule_end(t, engine_.now() + task.duration);
       return;
     }
-    if (++sh_.arrived[t] < sh_.g.groups()[task.group].size()) return;
+    if (++sh_.arrived[task.args] < sh_.g.groups()[task.group].size()) return;
     start_collective(id, task);
   }
 
@@ -236,7 +236,8 @@ class Partition final : public engine::EventHandler {
   void arrive(TaskId id) {
     const auto t = index(id);
     const Task& task = sh_.g.task(id);
-    if (++sh_.arrived[t] == sh_.g.groups()[task.group].size() && sh_.preds_left[t] == 0) start_collective(id, task);
+    if (++sh_.arrived[task.args] == sh_.g.groups()[task.group].size() && sh_.preds_left[t] == 0)
+      start_collective(id, task);
   }
 
   /// Fabric: one of task `id`'s dependencies (a kernel on a node) is done.
@@ -246,7 +247,7 @@ class Partition final : public engine::EventHandler {
     if (--sh_.preds_left[t] > 0) return;
     if (task.stream == Stream::kNone) {
       start_unordered(id);
-    } else if (sh_.arrived[t] == sh_.g.groups()[task.group].size()) {
+    } else if (sh_.arrived[task.args] == sh_.g.groups()[task.group].size()) {
       start_collective(id, task);
     }
   }
@@ -486,7 +487,7 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   const auto n = graph.tasks().size();
   // Per-task state, indexed in no local order: huge pages spare a TLB miss per access.
   assign_huge(sh.preds_left, n, std::uint32_t{0});
-  assign_huge(sh.arrived, n, std::uint32_t{0});
+  assign_huge(sh.arrived, graph.collective_slots(), std::uint32_t{0});
   assign_huge(sh.spans, n, TaskSpan{});
   assign_huge(sh.algorithms, n, coll::Algorithm::kDirect);
   sh.head.assign(graph.stream_count(), 0);
@@ -692,7 +693,6 @@ class OpenRun final : public OpenGraph {
       const std::size_t n = t + 1;
       state_.resize(n, kGone);
       sh_.preds_left.resize(n, 0);
-      sh_.arrived.resize(n, 0);
       sh_.spans.resize(n);
       sh_.algorithms.resize(n, coll::Algorithm::kDirect);
       sh_.late_succ.resize(n);
@@ -700,7 +700,10 @@ class OpenRun final : public OpenGraph {
     CS_ASSERT(state_[t] == kGone, "a reused slot held a task that ended");
     state_[t] = kNew;
     sh_.preds_left[t] = 0;
-    sh_.arrived[t] = 0;
+    if (const Task& task = g_.task(id); task.collective) {
+      if (task.args >= sh_.arrived.size()) sh_.arrived.resize(task.args + 1, 0);
+      sh_.arrived[task.args] = 0;
+    }
     sh_.spans[t] = TaskSpan{};
     sh_.algorithms[t] = coll::Algorithm::kDirect;
     added_.push_back(id);

@@ -94,6 +94,8 @@ class WorkloadGraph {
   [[nodiscard]] const Task& task(TaskId t) const { return tasks_[index(t)]; }
   /// What collective task `t` moves.
   [[nodiscard]] const CollectiveArgs& collective(const Task& t) const { return collectives_[t.args]; }
+  /// Slots of the collectives' table (a collective's `args` is below this).
+  [[nodiscard]] std::size_t collective_slots() const { return collectives_.size(); }
   [[nodiscard]] const std::vector<std::vector<int>>& groups() const { return groups_; }
   /// A task's traffic matrix (empty for index 0: uniform).
   [[nodiscard]] const std::vector<double>& traffic(std::uint32_t index) const { return traffic_[index]; }
