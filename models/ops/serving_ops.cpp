@@ -285,4 +285,15 @@ std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const Ser
   return out;
 }
 
+std::vector<Item> serving_mtp_module(const ModelArch& m, const StepMix& mix, const ServingShape& s) {
+  const double T = mix.tokens, h = static_cast<double>(m.hidden);
+  std::vector<Item> out;
+  if (T <= 0) return out;
+  out.push_back(memory_op("mtp.norms", 2 * 4 * T * h));
+  gemm(out, "mtp.proj", T, h, 2 * h, s);  // replicated on every TP rank (DeepSeek-V3's eh_proj)
+  for (auto& it : serving_layer(m, mix, s, m.layer_kind(m.layers - 1))) out.push_back(it);
+  for (auto& it : serving_head(m, mix, s)) out.push_back(it);
+  return out;
+}
+
 }  // namespace cs::models

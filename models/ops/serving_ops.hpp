@@ -59,6 +59,10 @@ struct ServingShape {
 [[nodiscard]] double experts_hit(const ModelArch& m, double tokens);
 /// Final norm, LM head over the sampled rows, and sampling.
 [[nodiscard]] std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const ServingShape& s);
+/// DeepSeek's multi-token-prediction module drafting one token per decoding sequence (`mix`: its
+/// positions): the next token's embedding and the last hidden state, each normed, concatenated and
+/// projected (2h -> h), one decoder layer of the model's last kind, and the shared LM head.
+[[nodiscard]] std::vector<Item> serving_mtp_module(const ModelArch& m, const StepMix& mix, const ServingShape& s);
 /// Bytes of KV cache per token on one GPU of a TP group (all layers, K and V; MLA layers their
 /// latent and rotary key, kv_lora_rank + qk_rope_head_dim values, replicated on every TP rank).
 /// Under attention-DP: per token of the GPU's own sequences, every head.

@@ -694,6 +694,18 @@ std::vector<Field> serving_fields() {
        .flag = "--chunked-prefill",
        .meaning = "chunk prompts: at most this many tokens of one prompt per step"},
       {.kind = kI,
+       .path = "/engine/mtp_acceptance",
+       .type = kNumber,
+       .unit = "probability",
+       .min = 0,
+       .max = 1,
+       .fallback = 0.0,
+       .default_text = "0 (off)",
+       .flag = "--mtp-acceptance",
+       .meaning = "MTP speculative decoding with the model's multi-token-prediction module as a one-token draft: the "
+                  "chance each draft token is accepted (DeepSeek-V3 reports 85-90%); every decode step verifies two "
+                  "tokens per sequence and runs the module once (needs num_nextn_predict_layers)"},
+      {.kind = kI,
        .path = "/engine/kv_fraction",
        .type = kNumber,
        .unit = "fraction",

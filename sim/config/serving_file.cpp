@@ -214,6 +214,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.max_batch = read_int(*e, F("/engine/max_batch"));
     s.max_tokens = read_int(*e, F("/engine/max_tokens"));
     s.chunked_prefill = read_int(*e, F("/engine/chunked_prefill"));
+    s.mtp_acceptance = read_number(*e, F("/engine/mtp_acceptance"));
     s.kv_fraction = read_number(*e, F("/engine/kv_fraction"));
     s.block_size = read_int(*e, F("/engine/block_size"));
     s.router = read_string(*e, F("/engine/router")) == "least_loaded" ? Router::kLeastLoaded : Router::kRoundRobin;
@@ -333,6 +334,12 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   if (pp > 1 && s.scheduler == Scheduler::kStatic) {
     infeasible(doc.path, "static batching with PP > 1 is not modelled; use continuous batching");
   }
+  if (s.mtp_acceptance > 0 && s.model.mtp_layers == 0) {
+    throw InputError(doc.path, "/engine/mtp_acceptance",
+                     s.model.id + " has no multi-token-prediction module (num_nextn_predict_layers 0); expected 0");
+  }
+  if (s.mtp_acceptance > 0 && s.scheduler == Scheduler::kStatic)
+    infeasible(doc.path, "MTP speculative decoding with static batching is not modelled; use continuous batching");
   if (s.ep > 1 && !s.model.is_moe())
     throw InputError(doc.path, "/parallel/ep", s.model.id + " is a dense model (no experts to spread); expected 1");
   if (s.ep > 1 && (s.ep != s.tp || s.prefill_tp > 0 || s.decode_tp > 0)) {

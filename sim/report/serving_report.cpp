@@ -40,6 +40,7 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   j["fabric"] = r.fabric.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.fabric);
   j["tp"] = r.tp;
   j["dp_attention"] = r.dp_attention;
+  j["mtp_acceptance"] = r.mtp_acceptance;
   j["replicas"] = r.replicas;
   j["weights"] = r.weights;
   j["kv_dtype"] = r.kv_dtype;
@@ -104,8 +105,10 @@ std::string serving_table(const ServingResults& r) {
   std::ostringstream o;
   o << r.model << " on " << r.gpus << " GPUs of "
     << (r.nodes > 1 ? std::to_string(r.nodes) + " x " + r.cluster + " over " + r.fabric : r.cluster) << " (TP " << r.tp
-    << (r.dp_attention ? " with attention-DP" : "") << ", " << r.replicas << " replica" << (r.replicas > 1 ? "s" : "")
-    << ", " << r.weights << " weights, " << r.kv_dtype << " KV, " << r.scheduler << " batching)\n\n";
+    << (r.dp_attention ? " with attention-DP" : "") << ", "
+    << (r.mtp_acceptance > 0 ? "MTP drafts accepted at " + fixed(r.mtp_acceptance * 100, 0) + "%, " : "") << r.replicas
+    << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype << " KV, "
+    << r.scheduler << " batching)\n\n";
   auto row = [&](const std::string& k, const std::string& v) { o << std::left << std::setw(30) << k << v << "\n"; };
   row("requests", std::to_string(r.requests) + " (" + std::to_string(r.input_tokens) + " input, " +
                       std::to_string(r.output_tokens) + " output tokens)");

@@ -54,6 +54,9 @@ struct ServingScenario {
   std::int64_t chunked_prefill = 0;  ///< 0: off; else the most prompt tokens of one sequence per step
   double kv_fraction = 0.9;
   std::int64_t block_size = 16;
+  /// MTP speculative decoding (DeepSeek-V3/R1's multi-token-prediction module as a one-token
+  /// draft): the chance the draft token is accepted; 0: off.
+  double mtp_acceptance = 0;
   bool cuda_graphs = true;
   Arrivals arrivals = Arrivals::kQueued;
   double rate = 0;  ///< requests/s (Poisson)

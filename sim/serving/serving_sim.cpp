@@ -173,6 +173,7 @@ class ServingRun final : public workload::TaskSource {
               s.cuda_graphs),
         other_(s.profile, calib::Dtype::kBf16, s.cuda_graphs),
         rng_(s.seed),
+        mtp_rng_(s.seed ^ 0x6d7470u),  // "mtp": a stream apart from the workload's draws
         step_overhead_(SimTime::from_seconds(s.profile.serving_step_overhead.value)) {
     const bool disagg = s.prefill_replicas > 0;
     const int n = disagg ? s.prefill_replicas + s.decode_replicas : s.replicas;
@@ -478,10 +479,8 @@ class ServingRun final : public workload::TaskSource {
       rep.free_blocks -= std::max<std::int64_t>(0, more);
       r.blocks += std::max<std::int64_t>(0, more);
       plan.push_back({id, 0});
-      mix.tokens += 1;
-      mix.sampled += 1;
-      mix.add_decode_context(static_cast<double>(kv_tokens));
-      budget -= 1;
+      add_decode(static_cast<double>(kv_tokens), mix);
+      budget -= decode_tokens();
     }
     while (!rep.waiting.empty() && static_cast<std::int64_t>(rep.running.size()) < s_.max_batch && budget > 0) {
       auto& r = reqs_[static_cast<std::size_t>(rep.waiting.front())];
@@ -496,16 +495,34 @@ class ServingRun final : public workload::TaskSource {
       if (has_kv) {
         // KV arrived from a prefill replica: decode straight away.
         plan.push_back({r.id, 0});
-        mix.tokens += 1;
-        mix.sampled += 1;
-        mix.add_decode_context(static_cast<double>(r.input + r.generated));
-        budget -= 1;
+        add_decode(static_cast<double>(r.input + r.generated), mix);
+        budget -= decode_tokens();
         continue;
       }
       const std::int64_t chunk = std::min({r.prompt - r.prefilled, budget, chunk_cap});
       add_prefill(r, chunk, plan, mix);
       budget -= chunk;
     }
+  }
+
+  /// Tokens a decoding sequence puts through the model per step: its last token, and under MTP
+  /// speculative decoding the draft token verified beside it.
+  [[nodiscard]] std::int64_t decode_tokens() const { return s_.mtp_acceptance > 0 ? 2 : 1; }
+
+  /// A decoding sequence whose cache holds `kv_tokens` tokens with this step's. Under MTP the draft
+  /// token is verified too (one more query, one more position), and the MTP module drafts the
+  /// next token from this step's last position (its own mix, run after the LM head).
+  void add_decode(double kv_tokens, models::StepMix& mix) {
+    mix.tokens += 1;
+    mix.sampled += 1;
+    mix.add_decode_context(kv_tokens);
+    if (s_.mtp_acceptance <= 0) return;
+    mix.tokens += 1;
+    mix.sampled += 1;
+    mix.add_decode_context(kv_tokens + 1);
+    mtp_mix_.tokens += 1;
+    mtp_mix_.sampled += 1;
+    mtp_mix_.add_decode_context(kv_tokens + 1);
   }
 
   void add_prefill(const Request& r, std::int64_t chunk, std::vector<Planned>& plan, models::StepMix& mix) {
@@ -730,6 +747,8 @@ class ServingRun final : public workload::TaskSource {
       plan_.clear();
       models::StepMix mix;
       mix.window = static_cast<double>(s_.model.sliding_window);
+      mtp_mix_ = models::StepMix{};
+      mtp_mix_.window = mix.window;
       if (s_.scheduler == Scheduler::kStatic)
         plan_static(rep, plan_, mix);
       else
@@ -798,6 +817,7 @@ class ServingRun final : public workload::TaskSource {
       }
     }
     to_segments(models::serving_head(s_.model, mix, rep.shape), head_);
+    if (mtp_mix_.tokens > 0) to_segments(models::serving_mtp_module(s_.model, mtp_mix_, rep.shape), head_);
     const auto& only = rep.stages.front();
     if (rep.pp() == 1 && (only.isolated || only.ranks.size() == 1)) {
       Batch& batch = batches_.at(b);
@@ -850,8 +870,12 @@ class ServingRun final : public workload::TaskSource {
           continue;
         }
       } else {
-        ++r.generated;
-        ++produced;
+        // Under MTP the draft token is kept with the acceptance probability (its own stream of
+        // draws, so arrivals and lengths are those of the run without MTP).
+        const std::int64_t accepted = s_.mtp_acceptance > 0 && unit(mtp_rng_) < s_.mtp_acceptance ? 1 : 0;
+        const std::int64_t n = std::min<std::int64_t>(1 + accepted, r.output - r.generated);
+        r.generated += n;
+        produced += n;
       }
       if (r.generated >= r.output) complete(rep, r);
     }
@@ -964,6 +988,7 @@ class ServingRun final : public workload::TaskSource {
     r.gpus = s_.gpus;
     r.tp = s_.tp;
     r.dp_attention = s_.dp_attention;
+    r.mtp_acceptance = s_.mtp_acceptance;
     r.replicas = static_cast<int>(replicas_.size());
     r.requests = static_cast<std::int64_t>(reqs_.size());
     r.steps = steps_;
@@ -1048,6 +1073,8 @@ class ServingRun final : public workload::TaskSource {
   ServingMemory memory_;
   std::int64_t blocks_ = 0;
   std::mt19937_64 rng_;
+  std::mt19937_64 mtp_rng_;
+  models::StepMix mtp_mix_;           ///< the MTP module's work in the batch being planned (its drafting positions)
   SimTime step_overhead_;             ///< the profile's per-step host overhead, on the first stage
   workload::OpenGraph* g_ = nullptr;  ///< the running graph (set by each call of the executor)
   std::vector<Request> reqs_;
@@ -1111,6 +1138,10 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   const double tables = vocab * (s.model.tied_embeddings ? 1.0 : 2.0);
   const double whole = models::serving_weight_bytes(s.model, shape);
   m.weights = s.pp > 1 ? (whole - tables) * share + vocab : whole;
+  // MTP speculative decoding loads the multi-token-prediction module (DeepSeek-V3: 14B parameters,
+  // its layer split as the model's are); counted on every GPU (it sits on the last stage).
+  if (s.mtp_acceptance > 0)
+    m.weights += static_cast<double>(s.model.params_mtp()) / s.tp * models::weight_format_bytes(s.weights);
   // Activation workspace at the largest step: hidden, QKV, MLP tensors of max_tokens tokens in
   // bf16, and fp32 logits for max_batch sequences.
   models::StepShape one;

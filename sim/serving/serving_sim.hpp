@@ -35,6 +35,7 @@ struct ServingResults {
   std::string name, model, cluster, profile, profile_origin, weights, kv_dtype, scheduler;
   int gpus = 0, tp = 1, replicas = 1;
   bool dp_attention = false;  ///< attention data-parallel over each replica's TP GPUs
+  double mtp_acceptance = 0;  ///< MTP speculative decoding's draft acceptance (0: off)
   int nodes = 1;              ///< copies of the cluster
   std::string fabric;         ///< joining them ("" on one node)
   std::int64_t requests = 0, input_tokens = 0, output_tokens = 0, steps = 0, preemptions = 0;
