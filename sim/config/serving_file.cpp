@@ -29,7 +29,6 @@ namespace {
 
 /// An integer length, or a "lo-hi" range as a string.
 LengthDist read_length(config::Reader& r, const std::string& key) {
-  LengthDist d;
   const auto* v = r.raw(key);
   const std::string expected = "expected a positive integer or a range \"lo-hi\" of positive integers, at most " +
                                std::to_string(kMaxRequestTokens);

@@ -52,7 +52,8 @@ std::string serving_plan_text(const ServingChoice& c) {
   if (c.ep > 1) t += " EP" + std::to_string(c.ep);
   if (c.dp_attention) t += " attn-DP";
   t += " x " + std::to_string(c.replicas) + (c.replicas == 1 ? " replica" : " replicas");
-  return t + (c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes");
+  t += c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes";
+  return t + ", batch " + std::to_string(c.max_batch);
 }
 
 ServingResult search_serving(const std::vector<OfferSpace>& offers, const ServingJob& job, const MakeServing& make,
@@ -62,23 +63,49 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     std::size_t offer;
     int tp, pp, ep, span;
     bool dpa = false;
+    std::int64_t max_batch = 256;
   };
   std::vector<Shape> shapes;
   std::vector<std::string> invalid_why(offers.size());  ///< the first reason a shape of the offer was refused
-  // Whether a shape's replica fits its GPUs (memory does not depend on the rate or the boxes).
-  const auto fits_alone = [&](const Shape& sh) {
+  // How many of the job's sequences (at full length) a shape's replica holds in its KV cache; 0
+  // when it does not fit its GPUs (memory does not depend on the rate or the boxes).
+  const auto held_alone = [&](const Shape& sh) -> std::int64_t {
     const int per_unit = offers[sh.offer].gpus_per_node * sh.span / (sh.tp * sh.pp);
     try {
       const auto sc =
-          make(sh.offer, ServingChoice{sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa}, job.rate, 200);
+          make(sh.offer, ServingChoice{sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa, sh.max_batch}, job.rate,
+               200);
       std::int64_t blocks = 0;
-      return fits(serving::serving_memory(sc, &blocks), blocks);
+      // Sized first: `fits(serving_memory(sc, &blocks), blocks)` may read `blocks` before the call
+      // writes it (argument order is unspecified), which made every shape look too big here.
+      const auto memory = serving::serving_memory(sc, &blocks);
+      if (!fits(memory, blocks)) return 0;
+      const std::int64_t per_sequence = (job.isl + job.osl + sc.block_size - 1) / sc.block_size;
+      return std::max<std::int64_t>(1, blocks / std::max<std::int64_t>(1, per_sequence));
     } catch (const InputError& e) {
       if (invalid_why[sh.offer].empty()) invalid_why[sh.offer] = e.what();
     } catch (const InfeasibleError& e) {
       if (invalid_why[sh.offer].empty()) invalid_why[sh.offer] = e.what();
     }
-    return false;
+    return 0;
+  };
+  // A shape at each max batch: a larger one only where the KV cache holds more sequences than the
+  // smaller one admits (below that the two runs are the same but for a little activation memory).
+  const auto add_shape = [&](Shape sh) {
+    std::int64_t previous = 0;
+    bool fits_any = false;
+    for (auto mb : options.max_batches) {
+      sh.max_batch = mb;
+      if (previous > 0) {
+        Shape smaller = sh;
+        smaller.max_batch = previous;
+        if (held_alone(smaller) <= previous) break;
+      }
+      shapes.push_back(sh);
+      fits_any = held_alone(sh) > 0 || fits_any;
+      previous = mb;
+    }
+    return fits_any;
   };
   const auto eps_of = [&](int tp) {
     std::vector<int> eps{1};
@@ -99,10 +126,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
       for (int pp = 1; tp * pp <= g && pp <= options.max_pp; pp *= 2) {
         if (g % (tp * pp) != 0) continue;
         for (int ep : eps_of(tp)) {
-          for (bool dpa : dpas_of(tp)) {
-            shapes.push_back({oi, tp, pp, ep, 1, dpa});
-            any_fits = any_fits || fits_alone(shapes.back());
-          }
+          for (bool dpa : dpas_of(tp)) any_fits = add_shape({oi, tp, pp, ep, 1, dpa}) || any_fits;
         }
       }
     }
@@ -110,10 +134,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     const int max_nodes = space.node_counts.empty() ? 1 : space.node_counts.back();
     for (int span = 2; !any_fits && !space.fabric.empty() && span <= max_nodes; span *= 2) {
       for (int ep : eps_of(g)) {
-        for (bool dpa : dpas_of(g)) {
-          shapes.push_back({oi, g, span, ep, span, dpa});
-          any_fits = any_fits || fits_alone(shapes.back());
-        }
+        for (bool dpa : dpas_of(g)) any_fits = add_shape({oi, g, span, ep, span, dpa}) || any_fits;
       }
     }
   }
@@ -133,7 +154,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         const int per_unit = space.gpus_per_node * sh.span / (sh.tp * sh.pp);
         auto trial = [&](int units) {
           Trial t;
-          const ServingChoice c{units * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa};
+          const ServingChoice c{units * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa, sh.max_batch};
           const double rate = job.rate / units;
           std::optional<serving::ServingScenario> s;
           try {
@@ -191,7 +212,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         ServingCandidate c;
         c.offer_index = sh.offer;
         c.offer = space.offer.id;
-        c.choice = {hi * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa};
+        c.choice = {hi * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa, sh.max_batch};
         c.gpus = hi * sh.span * space.gpus_per_node;
         c.ttft_p90_s = hit.r.ttft.p90;
         c.tpot_p90_s = hit.r.tpot.p90;
@@ -199,6 +220,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         c.memory_per_gpu_gib = hit.r.memory.total / kGiB;
         c.capacity_gib = hit.r.memory.capacity / kGiB;
         c.kv_utilisation_max = hit.r.kv_utilisation_max;
+        c.max_batch = sh.max_batch;
         c.cost_terms = cheapest_term(space.offer);
         c.cost_per_hour = per_box_hour(space.offer, c.cost_terms) * hi * sh.span;
         if (space.offer.has_range())
@@ -225,6 +247,18 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   std::vector<ServingCandidate> all;
   for (const auto& f : found)
     if (f.best && (options.budget <= 0 || f.best->cost_per_hour <= options.budget)) all.push_back(*f.best);
+  // A larger max batch that changed nothing (the same boxes and p90s as a smaller one on the same
+  // shape: the batch never grew past the smaller cap) is not a plan of its own.
+  const auto same_but_batch = [](const ServingCandidate& a, const ServingCandidate& b) {
+    auto x = a.choice, y = b.choice;
+    x.max_batch = y.max_batch = 0;
+    return a.offer_index == b.offer_index && x == y && a.ttft_p90_s == b.ttft_p90_s && a.tpot_p90_s == b.tpot_p90_s;
+  };
+  std::erase_if(all, [&](const ServingCandidate& c) {
+    return std::any_of(all.begin(), all.end(), [&](const ServingCandidate& d) {
+      return d.choice.max_batch < c.choice.max_batch && same_but_batch(c, d);
+    });
+  });
   std::stable_sort(all.begin(), all.end(), [](const ServingCandidate& a, const ServingCandidate& b) {
     if (a.cost_per_hour != b.cost_per_hour) return a.cost_per_hour < b.cost_per_hour;
     if (a.ttft_p90_s != b.ttft_p90_s) return a.ttft_p90_s < b.ttft_p90_s;

@@ -28,8 +28,9 @@ struct ServingChoice {
   int replicas = 1;  ///< per unit
   int pp = 1;
   int ep = 1;
-  int span = 1;               ///< boxes per unit
-  bool dp_attention = false;  ///< attention data-parallel over each replica's TP GPUs (MoE models)
+  int span = 1;                  ///< boxes per unit
+  bool dp_attention = false;     ///< attention data-parallel over each replica's TP GPUs (MoE models)
+  std::int64_t max_batch = 256;  ///< the engine's most sequences per step (docs/serving.md)
   bool operator==(const ServingChoice&) const = default;
   [[nodiscard]] int units() const { return nodes / span; }
 };
@@ -50,6 +51,9 @@ struct ServingOptions {
   /// without attention data parallelism.
   bool moe = false;
   int experts = 0;  ///< routed experts (EP must divide them)
+  /// The engines' max batch values tried for every shape: the default 256 (vLLM's max_num_seqs),
+  /// and a larger one for boxes whose KV cache holds more sequences than that.
+  std::vector<std::int64_t> max_batches{256, 1024};
   study::Progress* progress = nullptr;
 };
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -254,14 +255,16 @@ TEST_CASE("plan exits 4 with the numbers when nothing fits, or nothing is within
 namespace {
 
 /// p90 TTFT and TPOT of one box as `infer` reports them, at the rate and request count plan uses.
-std::pair<double, double> infer_p90(const std::string& cluster, int tp, int replicas, double rate, int pp = 1) {
+std::pair<double, double> infer_p90(const std::string& cluster, int tp, int replicas, double rate, int pp,
+                                    int max_batch) {
   const auto requests = std::max<long>(200, std::min<long>(2000, static_cast<long>(std::ceil(rate * 30.0))));
   char rate_text[64];
   std::snprintf(rate_text, sizeof rate_text, "%.17g", rate);
-  const auto r = run_cli("infer --model llama3.1-8b --cluster " + cluster + " --tp " + std::to_string(tp) + " --pp " +
-                         std::to_string(pp) + " --replicas " + std::to_string(replicas) + " --gpus " +
-                         std::to_string(tp * pp * replicas) + " --input-len 1024 --output-len 256 --rate " + rate_text +
-                         " --requests " + std::to_string(requests) + " --json");
+  const auto r =
+      run_cli("infer --model llama3.1-8b --cluster " + cluster + " --tp " + std::to_string(tp) + " --pp " +
+              std::to_string(pp) + " --replicas " + std::to_string(replicas) + " --gpus " +
+              std::to_string(tp * pp * replicas) + " --input-len 1024 --output-len 256 --rate " + rate_text +
+              " --requests " + std::to_string(requests) + " --max-batch " + std::to_string(max_batch) + " --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   return {j["ttft_s"]["p90"].get<double>(), j["tpot_s"]["p90"].get<double>()};
@@ -281,22 +284,59 @@ TEST_CASE("plan serve: the fewest boxes that meet the objectives, as infer simul
     CHECK(c[i - 1]["job_cost"].get<double>() <= c[i]["job_cost"].get<double>());
   const auto& best = c[0];
   const int nodes = best["nodes"], tp = best["parallel"]["tp"], replicas = best["parallel"]["replicas_per_box"];
-  const int pp = best["parallel"]["pp"];
+  const int pp = best["parallel"]["pp"], max_batch = best["parallel"]["max_batch"];
+  CHECK((max_batch == 256 || max_batch == 1024));
   // The box as infer runs it at RATE / boxes: the same p90s, within the objectives.
-  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / nodes, pp);
+  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / nodes, pp, max_batch);
   CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
   CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
   CHECK(ttft <= 1.0);
   CHECK(tpot <= 0.040);
   // One box fewer misses an objective.
   if (nodes > 1) {
-    const auto [t2, p2] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / (nodes - 1), pp);
+    const auto [t2, p2] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / (nodes - 1), pp, max_batch);
     CHECK((t2 > 1.0 || p2 > 0.040));
   }
+  // Every candidate names its max batch in the plan.
+  for (const auto& x : c)
+    CHECK(has(x["plan"].get<std::string>(), "batch " + std::to_string(x["parallel"]["max_batch"].get<int>())));
   // By hand: 28,000 CNY per box-month (720 h) x boxes; per million output tokens at 50 x 256 tokens/s.
   const double per_hour = 28000.0 / 720.0 * nodes;
   CHECK(best["job_cost"].get<double>() == doctest::Approx(per_hour));
   CHECK(best["cost_per_mtok"].get<double>() == doctest::Approx(per_hour / (50.0 * 256.0 * 3600.0) * 1e6));
+}
+
+TEST_CASE(
+    "plan serve: a larger max batch where the KV cache holds more sequences, kept only where it changes the "
+    "outcome, and replicas span boxes only when no box holds one") {
+  // Llama-3.1-8B fits one H100 many times over: no candidate spans boxes (a shape that fits one box
+  // was once taken for one that does not, and the spanning shapes were searched too).
+  const auto small = nlohmann::json::parse(
+      run_cli("plan --model llama3.1-8b --job serve:50:1024:256 --slo-ttft 1s --slo-tpot 40ms --offers "
+              "hk-2x-h100-nvlink --top 50 --json")
+          .out);
+  REQUIRE(small["candidates"].size() >= 1);
+  for (const auto& x : small["candidates"]) CHECK(x["parallel"]["boxes_per_unit"] == 1);
+  // At 400 requests/s a box's batch grows past 256: some plans need the larger cap.
+  const auto busy = nlohmann::json::parse(
+      run_cli("plan --model llama3.1-8b --job serve:400:1024:256 --slo-ttft 2s --offers cn-8x-h100-sxm --top 50 --json")
+          .out);
+  int larger = 0;
+  const auto& all = busy["candidates"];
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i]["parallel"]["max_batch"] == 1024) ++larger;
+    // No twin: the same shape at both caps with the same boxes and p90s is listed once (at 256).
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      if (k == i) continue;
+      auto a = all[i]["parallel"], b = all[k]["parallel"];
+      a.erase("max_batch");
+      b.erase("max_batch");
+      const bool twin = a == b && all[i]["nodes"] == all[k]["nodes"] && all[i]["ttft_p90_s"] == all[k]["ttft_p90_s"] &&
+                        all[i]["tpot_p90_s"] == all[k]["tpot_p90_s"];
+      CHECK_FALSE(twin);
+    }
+  }
+  CHECK(larger > 0);
 }
 
 TEST_CASE("plan serve: a model one box cannot hold is served by replicas whose stages span boxes") {
@@ -320,6 +360,7 @@ TEST_CASE("plan serve: a model one box cannot hold is served by replicas whose s
       "infer --model deepseek-r1 --cluster hgx-h100 --nodes 2 --fabric eth-100g --weights fp8 --tp 8 "
       "--pp 2 --ep " +
       std::to_string(best["parallel"]["ep"].get<int>()) + (best["parallel"]["dp_attention"] ? " --dp-attention" : "") +
+      " --max-batch " + std::to_string(best["parallel"]["max_batch"].get<int>()) +
       " --input-len 1000 --output-len 200 --requests 200 --json --rate " + rate);
   REQUIRE(i.exit_code == 0);
   const auto ij = nlohmann::json::parse(i.out);

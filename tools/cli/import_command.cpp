@@ -69,7 +69,7 @@ Action add_import(CLI::App& app, const Globals& g) {
   topo->add_option("--pcie-gen", o->pcie_gen,
                    "PCIe generation of the GPU links: 4 or 5 (default: 5 for Hopper profiles, else 4)");
   topo->add_option("--out", o->out, "cluster JSON to write")->required();
-  return [o, nccl, topo, &g]() -> int {
+  return [o, nccl, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
     if (nccl->parsed()) {
       if (!o->op.empty()) {

@@ -215,6 +215,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     set("/parallel/pp", std::to_string(c.pp));
     set("/parallel/ep", std::to_string(c.ep));
     set("/parallel/dp_attention", c.dp_attention ? "true" : "false");
+    set("/engine/max_batch", std::to_string(c.max_batch));
     set("/parallel/replicas", std::to_string(c.replicas));
     if (c.span > 1) {  // one unit: `span` boxes joined by the offer's fabric
       set("/nodes", std::to_string(c.span));
@@ -237,7 +238,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   auto progress = batch_progress("plan: serving shapes", 64);
   so.progress = progress.get();
   const auto r = sizing::search_serving(spaces, sj, make, so);
-  std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP, attention-DP) shapes (" << r.invalid
+  std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP, attention-DP, max batch) shapes (" << r.invalid
             << " invalid, " << r.too_big << " do not fit), " << r.simulated << " serving simulations in "
             << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
   if (r.candidates.empty()) {
@@ -279,8 +280,8 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
         "each GPU serves. Up and right is better; the red line joins the candidates no other beats on "
         "both (the Pareto front among those ranked).";
     for (const auto& rej : r.rejected) p.rejected.emplace_back(rej.offer, rej.reason);
-    p.notes.push_back("Searched " + std::to_string(r.plans) + " (offer, TP x PP x EP, attention-DP) shapes, " +
-                      std::to_string(r.simulated) +
+    p.notes.push_back("Searched " + std::to_string(r.plans) +
+                      " (offer, TP x PP x EP, attention-DP, max batch) shapes, " + std::to_string(r.simulated) +
                       " serving simulations. Cost per hour is the cheapest term per box-hour of continuous serving x "
                       "boxes (a month = 720 h). docs/plan.md");
     if (!o.report.empty()) {
@@ -309,6 +310,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                        {"pp", c.choice.pp},
                        {"ep", c.choice.ep},
                        {"dp_attention", c.choice.dp_attention},
+                       {"max_batch", c.choice.max_batch},
                        {"replicas_per_box", c.choice.span == 1 ? nlohmann::ordered_json(c.choice.replicas)
                                                                : nlohmann::ordered_json(nullptr)},
                        {"boxes_per_unit", c.choice.span},
@@ -345,7 +347,8 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   print_rows(rows);
   for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
   std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
-               "Serving limits: engine defaults (max batch 256, max tokens 8192; docs/serving.md). docs/plan.md\n";
+               "Serving limits: the max batch each plan names (256 and 1024 tried), the engine's other defaults (max "
+               "tokens 8192; docs/serving.md). docs/plan.md\n";
   return 0;
 }
 
