@@ -92,17 +92,14 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   // A shape at each max batch: a larger one only where the KV cache holds more sequences than the
   // smaller one admits (below that the two runs are the same but for a little activation memory).
   const auto add_shape = [&](Shape sh) {
-    std::int64_t previous = 0;
+    std::int64_t previous = 0, held = 0;  // the last cap tried, and what its replica's cache holds
     bool fits_any = false;
     for (auto mb : options.max_batches) {
+      if (previous > 0 && held <= previous) break;
       sh.max_batch = mb;
-      if (previous > 0) {
-        Shape smaller = sh;
-        smaller.max_batch = previous;
-        if (held_alone(smaller) <= previous) break;
-      }
       shapes.push_back(sh);
-      fits_any = held_alone(sh) > 0 || fits_any;
+      held = held_alone(sh);
+      fits_any = fits_any || held > 0;
       previous = mb;
     }
     return fits_any;

@@ -94,9 +94,7 @@ struct Overlaps {
 Overlaps overlaps_of(const scenario::Scenario& s) {
   Overlaps o;
   o.tbo = s.two_batch_overlap && s.plan.ep > 1;
-  // A derived run (the one-GPU baseline) may have TP 1: nothing to overlap there.
-  if (s.tp_comm_overlap && s.plan.tp > 1 && s.plan.sp)
-    o.tp = models::TpOverlap{.tp = s.plan.tp, .comm_sm_fraction = s.tp_overlap_comm_sm_fraction};
+  o.tp = tp_overlap_of(s, s.plan.tp, s.plan.sp);
   return o;
 }
 
@@ -287,6 +285,11 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
     first_layer += n;
   }
   return programs;
+}
+
+std::optional<models::TpOverlap> tp_overlap_of(const scenario::Scenario& s, int tp, bool sp) {
+  if (!s.tp_comm_overlap || tp <= 1 || !sp) return std::nullopt;
+  return models::TpOverlap{.tp = tp, .comm_sm_fraction = s.tp_overlap_comm_sm_fraction};
 }
 
 MicroBatchFlops micro_batch_flops(const scenario::Scenario& s) {

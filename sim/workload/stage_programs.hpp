@@ -1,10 +1,12 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/memory/training_memory.hpp"
 #include "models/ops/layer_ops.hpp"
+#include "models/ops/tp_overlap.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/workload/compute_model.hpp"
 #include "sim/workload/expert_placement.hpp"
@@ -66,6 +68,10 @@ struct StageParams {
 /// The micro-batch shape every program of this step is built for (MoE: the routing's most loaded
 /// GPU sets expert_load; `balanced` forces 1, what MFU counts).
 [[nodiscard]] models::StepShape step_shape(const scenario::Scenario& s, bool balanced = false);
+
+/// TP communication overlap as a run of `tp` ranks (with sequence parallelism `sp` or not) applies
+/// it: only with TP > 1 and SP, so a derived run (the one-GPU baseline) has none.
+[[nodiscard]] std::optional<models::TpOverlap> tp_overlap_of(const scenario::Scenario& s, int tp, bool sp);
 
 /// Where the step's MoE layers send their tokens (a MoE model only).
 [[nodiscard]] ExpertPlacement expert_placement(const scenario::Scenario& s);

@@ -27,8 +27,7 @@ models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
                                  : V > 1 ? std::min(micro * V, (P - st - 1) * 2 + (V - 1) * P + 1) / V
                                          : std::min(micro, P - st);
     in.runtime_reserved = s.profile.runtime_reserved.value;
-    if (s.tp_comm_overlap && s.plan.tp > 1 && s.plan.sp)
-      in.comm_buffers = models::tp_overlap_buffer_bytes(s.model, shape);
+    if (tp_overlap_of(s, s.plan.tp, s.plan.sp)) in.comm_buffers = models::tp_overlap_buffer_bytes(s.model, shape);
     in.capacity = s.profile.hbm_capacity.value;
     in.stage_layers = layers[static_cast<std::size_t>(st)];
     in.first_layer = first_layer;

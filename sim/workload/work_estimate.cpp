@@ -5,6 +5,7 @@
 #include "models/memory/training_memory.hpp"
 #include "models/ops/layer_ops.hpp"
 #include "models/ops/tp_overlap.hpp"
+#include "sim/workload/stage_programs.hpp"
 
 namespace cs::workload {
 
@@ -44,10 +45,9 @@ double micro_batch_tasks(const scenario::Scenario& s, int tp, bool sp, int cp) {
   shape.cp_ring = s.cp_ring;
   auto layer_f = models::layer_forward(m, shape);
   auto layer_b = models::layer_backward(m, shape);
-  if (s.tp_comm_overlap && tp > 1 && sp) {  // its chunks and pieces are tasks too
-    const models::TpOverlap o{.tp = tp, .comm_sm_fraction = s.tp_overlap_comm_sm_fraction};
-    layer_f = models::tp_comm_overlap(layer_f, o);
-    layer_b = models::tp_comm_overlap(layer_b, o);
+  if (const auto o = tp_overlap_of(s, tp, sp)) {  // its chunks and pieces are tasks too
+    layer_f = models::tp_comm_overlap(layer_f, *o);
+    layer_b = models::tp_comm_overlap(layer_b, *o);
   }
   double per_layer = list_tasks(layer_f, tp) + list_tasks(layer_b, tp);
   if (s.plan.recompute == plan::Recompute::kFull) per_layer += list_tasks(layer_f, tp);
