@@ -53,28 +53,40 @@ std::string serving_plan_text(const ServingChoice& c) {
   if (c.dp_attention) t += " attn-DP";
   t += " x " + std::to_string(c.replicas) + (c.replicas == 1 ? " replica" : " replicas");
   t += c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes";
-  return t + ", batch " + std::to_string(c.max_batch);
+  if (c.prefill_replicas > 0)
+    t += " (" + std::to_string(c.prefill_replicas) + " prefill + " + std::to_string(c.replicas - c.prefill_replicas) +
+         " decode)";
+  t += ", batch " + std::to_string(c.max_batch);
+  if (c.max_tokens > 0) t += ", max tokens " + std::to_string(c.max_tokens) + " chunked";
+  return t;
 }
 
 ServingResult search_serving(const std::vector<OfferSpace>& offers, const ServingJob& job, const MakeServing& make,
                              const ServingOptions& options) {
   ServingResult result;
+  constexpr std::size_t kNoSeed = static_cast<std::size_t>(-1);
   struct Shape {
     std::size_t offer;
     int tp, pp, ep, span;
     bool dpa = false;
     std::int64_t max_batch = 256;
+    int prefill = 0;              ///< disaggregated: prefill replicas per unit
+    std::int64_t max_tokens = 0;  ///< 0: the engine's default
+    std::size_t seed = kNoSeed;   ///< a variant: the shape it varies (searched up to that shape's units)
+    int cap = 0;                  ///< a variant: the most units tried
   };
   std::vector<Shape> shapes;
   std::vector<std::string> invalid_why(offers.size());  ///< the first reason a shape of the offer was refused
+  const auto choice_of = [&](const Shape& sh, int units) {
+    const int per_unit = offers[sh.offer].gpus_per_node * sh.span / (sh.tp * sh.pp);
+    return ServingChoice{units * sh.span, sh.tp,  per_unit,     sh.pp,      sh.ep,
+                         sh.span,         sh.dpa, sh.max_batch, sh.prefill, sh.max_tokens};
+  };
   // How many of the job's sequences (at full length) a shape's replica holds in its KV cache; 0
   // when it does not fit its GPUs (memory does not depend on the rate or the boxes).
   const auto held_alone = [&](const Shape& sh) -> std::int64_t {
-    const int per_unit = offers[sh.offer].gpus_per_node * sh.span / (sh.tp * sh.pp);
     try {
-      const auto sc =
-          make(sh.offer, ServingChoice{sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa, sh.max_batch}, job.rate,
-               200);
+      const auto sc = make(sh.offer, choice_of(sh, 1), job.rate, 200);
       std::int64_t blocks = 0;
       // Sized first: `fits(serving_memory(sc, &blocks), blocks)` may read `blocks` before the call
       // writes it (argument order is unspecified), which made every shape look too big here.
@@ -141,97 +153,172 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     std::size_t sims = 0;
     double miss_ttft = -1, miss_tpot = -1;  ///< at the most boxes tried, when none met the objectives
   };
+  // The fewest units of one shape that meet the objectives. A shape doubles its units from one,
+  // then bisects between the last miss and the first hit; a variant bisects over 1 to its cap.
+  const auto search_shape = [&](const Shape& sh, Found& f) {
+    const auto& space = offers[sh.offer];
+    auto trial = [&](int units) {
+      Trial t;
+      const ServingChoice c = choice_of(sh, units);
+      const double rate = job.rate / units;
+      std::optional<serving::ServingScenario> s;
+      try {
+        s.emplace(make(sh.offer, c, rate, requests_for(rate)));
+      } catch (const InputError&) {
+        return t;
+      } catch (const InfeasibleError&) {
+        return t;
+      }
+      t.valid = true;
+      std::int64_t blocks = 0;
+      const auto m = serving::serving_memory(*s, &blocks);
+      t.need_gib = m.total / kGiB;
+      t.have_gib = m.capacity / kGiB;
+      if (!fits(m, blocks)) return t;
+      t.fits = true;
+      t.r = serving::simulate_serving(*s, false);
+      ++f.sims;
+      t.meets = t.r.ttft.p90 <= job.slo_ttft_s && (job.slo_tpot_s <= 0 || t.r.tpot.p90 <= job.slo_tpot_s);
+      return t;
+    };
+    const auto& nodes_list = space.node_counts;
+    if (nodes_list.empty()) return;
+    const int max_units = nodes_list.back() / sh.span;  // units of `span` boxes
+    if (max_units < 1) return;
+    int lo = 0, hi = 0;  // lo misses (0 trivially), hi meets once `met`
+    bool met = false;
+    Trial hit;
+    if (sh.seed == kNoSeed) {
+      for (int n = 1; n <= max_units; n = n * 2 > max_units && n < max_units ? max_units : n * 2) {
+        auto t = trial(n);
+        f.valid = f.valid || t.valid;
+        f.fits = f.fits || t.fits;
+        if (!t.fits) return;  // memory does not depend on the boxes; invalid sizes neither
+        if (t.meets) {
+          hi = n;
+          met = true;
+          hit = std::move(t);
+          break;
+        }
+        f.miss_ttft = t.r.ttft.p90;
+        f.miss_tpot = t.r.tpot.p90;
+        lo = n;
+        if (n == max_units) break;
+      }
+      if (!met) return;
+    } else {
+      hi = std::min(sh.cap, max_units) + 1;  // not known to meet
+    }
+    while (hi - lo > 1) {
+      const int mid = lo + (hi - lo) / 2;
+      auto t = trial(mid);
+      f.valid = f.valid || t.valid;
+      f.fits = f.fits || t.fits;
+      if (!t.fits) return;
+      if (t.meets) {
+        hi = mid;
+        met = true;
+        hit = std::move(t);
+      } else {
+        lo = mid;
+      }
+    }
+    if (!met) return;
+    ServingCandidate c;
+    c.offer_index = sh.offer;
+    c.offer = space.offer.id;
+    c.choice = choice_of(sh, hi);
+    c.gpus = hi * sh.span * space.gpus_per_node;
+    c.ttft_p90_s = hit.r.ttft.p90;
+    c.tpot_p90_s = hit.r.tpot.p90;
+    c.output_tokens_per_s_per_gpu = hit.r.output_tokens_per_s_per_gpu;
+    c.memory_per_gpu_gib = hit.r.memory.total / kGiB;
+    c.capacity_gib = hit.r.memory.capacity / kGiB;
+    c.kv_utilisation_max = hit.r.kv_utilisation_max;
+    c.max_batch = hit.r.limits.max_batch;
+    c.max_tokens = hit.r.limits.max_tokens;
+    c.chunked_prefill = hit.r.limits.chunked_prefill;
+    c.cost_terms = cheapest_term(space.offer);
+    c.cost_per_hour = per_box_hour(space.offer, c.cost_terms) * hi * sh.span;
+    if (space.offer.has_range()) c.cost_per_hour_max = per_box_hour(space.offer.high(), c.cost_terms) * hi * sh.span;
+    c.currency = space.offer.currency;
+    c.cost_per_mtok = c.cost_per_hour / (job.rate * static_cast<double>(job.osl) * 3600.0) * 1e6;
+    const double ttft_share = c.ttft_p90_s / job.slo_ttft_s;
+    const double tpot_share = job.slo_tpot_s > 0 ? c.tpot_p90_s / job.slo_tpot_s : 0;
+    c.bottleneck = c.kv_utilisation_max > 0.95 ? "KV capacity"
+                   : ttft_share >= tpot_share
+                       ? "TTFT (prefill and queueing) at " + fixed(ttft_share * 100, 0) + "% of its objective"
+                       : "TPOT (decode) at " + fixed(tpot_share * 100, 0) + "% of its objective";
+    f.best = c;
+  };
   std::vector<Found> found(shapes.size());
   study::run_batch(
-      shapes.size(),
-      [&](std::size_t i) {
-        const auto& sh = shapes[i];
-        const auto& space = offers[sh.offer];
-        auto& f = found[i];
-        const int per_unit = space.gpus_per_node * sh.span / (sh.tp * sh.pp);
-        auto trial = [&](int units) {
-          Trial t;
-          const ServingChoice c{units * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa, sh.max_batch};
-          const double rate = job.rate / units;
-          std::optional<serving::ServingScenario> s;
-          try {
-            s.emplace(make(sh.offer, c, rate, requests_for(rate)));
-          } catch (const InputError&) {
-            return t;
-          } catch (const InfeasibleError&) {
-            return t;
-          }
-          t.valid = true;
-          std::int64_t blocks = 0;
-          const auto m = serving::serving_memory(*s, &blocks);
-          t.need_gib = m.total / kGiB;
-          t.have_gib = m.capacity / kGiB;
-          if (!fits(m, blocks)) return t;
-          t.fits = true;
-          t.r = serving::simulate_serving(*s, false);
-          ++f.sims;
-          t.meets = t.r.ttft.p90 <= job.slo_ttft_s && (job.slo_tpot_s <= 0 || t.r.tpot.p90 <= job.slo_tpot_s);
-          return t;
-        };
-        const auto& nodes_list = space.node_counts;
-        if (nodes_list.empty()) return;
-        const int max_nodes = nodes_list.back() / sh.span;  // units of `span` boxes
-        if (max_nodes < 1) return;
-        // Doubling, then bisection between the last miss and the first hit: the fewest units.
-        int lo = 0, hi = -1;
-        Trial hit;
-        for (int n = 1; n <= max_nodes; n = n * 2 > max_nodes && n < max_nodes ? max_nodes : n * 2) {
-          auto t = trial(n);
-          f.valid = f.valid || t.valid;
-          f.fits = f.fits || t.fits;
-          if (!t.fits) return;  // memory does not depend on the boxes; invalid sizes neither
-          if (t.meets) {
-            hi = n;
-            hit = std::move(t);
-            break;
-          }
-          f.miss_ttft = t.r.ttft.p90;
-          f.miss_tpot = t.r.tpot.p90;
-          lo = n;
-          if (n == max_nodes) break;
+      shapes.size(), [&](std::size_t i) { search_shape(shapes[i], found[i]); }, options.progress);
+  // Variants of each offer's best shapes: its cheapest plans (cost, then TTFT), or where none met
+  // the objectives its nearest misses. A variant can only rank above its seed with fewer units, or
+  // tie it, so it is searched up to the seed's units (the offer's most when the seed missed).
+  const auto miss_of = [&](const Found& f) {
+    return std::max(f.miss_ttft / job.slo_ttft_s, job.slo_tpot_s > 0 ? f.miss_tpot / job.slo_tpot_s : 0.0);
+  };
+  const std::size_t base_shapes = shapes.size();
+  for (std::size_t oi = 0; oi < offers.size(); ++oi) {
+    std::vector<std::size_t> met, missed;
+    for (std::size_t i = 0; i < base_shapes; ++i) {
+      if (shapes[i].offer != oi || shapes[i].span != 1) continue;
+      if (found[i].best)
+        met.push_back(i);
+      else if (found[i].fits && found[i].miss_ttft >= 0)
+        missed.push_back(i);
+    }
+    std::stable_sort(met.begin(), met.end(), [&](std::size_t a, std::size_t b) {
+      const auto &x = *found[a].best, &y = *found[b].best;
+      return x.cost_per_hour != y.cost_per_hour ? x.cost_per_hour < y.cost_per_hour : x.ttft_p90_s < y.ttft_p90_s;
+    });
+    std::stable_sort(missed.begin(), missed.end(),
+                     [&](std::size_t a, std::size_t b) { return miss_of(found[a]) < miss_of(found[b]); });
+    // Distinct shapes: a shape's two max batches count once (its better one).
+    std::vector<std::size_t> seeds;
+    for (std::size_t i : met.empty() ? missed : met) {
+      if (seeds.size() >= static_cast<std::size_t>(std::max(options.variant_seeds, 0))) break;
+      const auto& a = shapes[i];
+      const bool twin = std::any_of(seeds.begin(), seeds.end(), [&](std::size_t k) {
+        const auto& b = shapes[k];
+        return a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.dpa == b.dpa;
+      });
+      if (!twin) seeds.push_back(i);
+    }
+    for (std::size_t i : seeds) {
+      Shape v = shapes[i];
+      v.seed = i;
+      v.cap = found[i].best ? found[i].best->choice.units() : offers[oi].node_counts.back();
+      const int replicas = choice_of(v, 1).replicas;
+      // Attention-DP's exchange inside a replica and disaggregation's KV moves are not modelled together.
+      if (!v.dpa && replicas >= 2) {
+        std::vector<int> prefills;
+        for (double share : options.prefill_shares) {
+          const double p = share * replicas;
+          const int whole = static_cast<int>(std::lround(p));
+          if (std::abs(p - whole) < 1e-9 && whole >= 1 && whole < replicas &&
+              std::find(prefills.begin(), prefills.end(), whole) == prefills.end())
+            prefills.push_back(whole);
         }
-        if (hi < 0) return;
-        while (hi - lo > 1) {
-          const int mid = lo + (hi - lo) / 2;
-          auto t = trial(mid);
-          if (t.meets) {
-            hi = mid;
-            hit = std::move(t);
-          } else {
-            lo = mid;
-          }
+        for (int p : prefills) {
+          Shape d = v;
+          d.prefill = p;
+          shapes.push_back(d);
         }
-        ServingCandidate c;
-        c.offer_index = sh.offer;
-        c.offer = space.offer.id;
-        c.choice = {hi * sh.span, sh.tp, per_unit, sh.pp, sh.ep, sh.span, sh.dpa, sh.max_batch};
-        c.gpus = hi * sh.span * space.gpus_per_node;
-        c.ttft_p90_s = hit.r.ttft.p90;
-        c.tpot_p90_s = hit.r.tpot.p90;
-        c.output_tokens_per_s_per_gpu = hit.r.output_tokens_per_s_per_gpu;
-        c.memory_per_gpu_gib = hit.r.memory.total / kGiB;
-        c.capacity_gib = hit.r.memory.capacity / kGiB;
-        c.kv_utilisation_max = hit.r.kv_utilisation_max;
-        c.max_batch = sh.max_batch;
-        c.cost_terms = cheapest_term(space.offer);
-        c.cost_per_hour = per_box_hour(space.offer, c.cost_terms) * hi * sh.span;
-        if (space.offer.has_range())
-          c.cost_per_hour_max = per_box_hour(space.offer.high(), c.cost_terms) * hi * sh.span;
-        c.currency = space.offer.currency;
-        c.cost_per_mtok = c.cost_per_hour / (job.rate * static_cast<double>(job.osl) * 3600.0) * 1e6;
-        const double ttft_share = c.ttft_p90_s / job.slo_ttft_s;
-        const double tpot_share = job.slo_tpot_s > 0 ? c.tpot_p90_s / job.slo_tpot_s : 0;
-        c.bottleneck = c.kv_utilisation_max > 0.95 ? "KV capacity"
-                       : ttft_share >= tpot_share
-                           ? "TTFT (prefill and queueing) at " + fixed(ttft_share * 100, 0) + "% of its objective"
-                           : "TPOT (decode) at " + fixed(tpot_share * 100, 0) + "% of its objective";
-        f.best = c;
-      },
+      }
+      if (job.slo_tpot_s > 0 && options.small_max_tokens > 0) {
+        Shape d = v;
+        d.max_tokens = options.small_max_tokens;
+        shapes.push_back(d);
+      }
+    }
+  }
+  result.variants = shapes.size() - base_shapes;
+  found.resize(shapes.size());
+  study::run_batch(
+      result.variants, [&](std::size_t k) { search_shape(shapes[base_shapes + k], found[base_shapes + k]); },
       options.progress);
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     result.simulated += found[i].sims;
@@ -241,21 +328,31 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     else if (!found[i].fits)
       ++result.too_big;
   }
-  std::vector<ServingCandidate> all;
-  for (const auto& f : found)
-    if (f.best && (options.budget <= 0 || f.best->cost_per_hour <= options.budget)) all.push_back(*f.best);
-  // A larger max batch that changed nothing (the same boxes and p90s as a smaller one on the same
-  // shape: the batch never grew past the smaller cap) is not a plan of its own.
+  // What is listed: every shape's best plan within budget, less
+  // - a larger max batch that changed nothing (the same boxes and p90s as a smaller one on the same
+  //   shape: the batch never grew past the smaller cap), and
+  // - a variant no better than its seed (as many boxes or more, neither p90 lower).
   const auto same_but_batch = [](const ServingCandidate& a, const ServingCandidate& b) {
     auto x = a.choice, y = b.choice;
     x.max_batch = y.max_batch = 0;
     return a.offer_index == b.offer_index && x == y && a.ttft_p90_s == b.ttft_p90_s && a.tpot_p90_s == b.tpot_p90_s;
   };
-  std::erase_if(all, [&](const ServingCandidate& c) {
-    return std::any_of(all.begin(), all.end(), [&](const ServingCandidate& d) {
-      return d.choice.max_batch < c.choice.max_batch && same_but_batch(c, d);
-    });
-  });
+  const auto listed = [&](std::size_t i) {
+    const auto& c = found[i].best;
+    if (!c || (options.budget > 0 && c->cost_per_hour > options.budget)) return false;
+    for (const auto& f : found)
+      if (f.best && f.best->choice.max_batch < c->choice.max_batch && same_but_batch(*c, *f.best)) return false;
+    const std::size_t seed = shapes[i].seed;
+    if (seed != kNoSeed && found[seed].best) {
+      const auto& s0 = *found[seed].best;
+      if (s0.cost_per_hour <= c->cost_per_hour && s0.ttft_p90_s <= c->ttft_p90_s && s0.tpot_p90_s <= c->tpot_p90_s)
+        return false;
+    }
+    return true;
+  };
+  std::vector<ServingCandidate> all;
+  for (std::size_t i = 0; i < found.size(); ++i)
+    if (listed(i)) all.push_back(*found[i].best);
   std::stable_sort(all.begin(), all.end(), [](const ServingCandidate& a, const ServingCandidate& b) {
     if (a.cost_per_hour != b.cost_per_hour) return a.cost_per_hour < b.cost_per_hour;
     if (a.ttft_p90_s != b.ttft_p90_s) return a.ttft_p90_s < b.ttft_p90_s;
@@ -268,9 +365,6 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     if (why.empty()) {
       bool valid = false, fits = false, met = false;
       const Found* closest = nullptr;  // the shape whose miss came nearest its objectives
-      auto miss_of = [&](const Found& f) {
-        return std::max(f.miss_ttft / job.slo_ttft_s, job.slo_tpot_s > 0 ? f.miss_tpot / job.slo_tpot_s : 0.0);
-      };
       for (std::size_t i = 0; i < shapes.size(); ++i) {
         if (shapes[i].offer != oi) continue;
         valid = valid || found[i].valid;

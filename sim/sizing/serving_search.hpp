@@ -31,6 +31,12 @@ struct ServingChoice {
   int span = 1;                  ///< boxes per unit
   bool dp_attention = false;     ///< attention data-parallel over each replica's TP GPUs (MoE models)
   std::int64_t max_batch = 256;  ///< the engine's most sequences per step (docs/serving.md)
+  /// Disaggregation: of a unit's `replicas`, this many run prompts only and the rest decode only
+  /// (docs/serving.md); 0: every replica does both.
+  int prefill_replicas = 0;
+  /// The engine's most tokens per step, with chunked prefill at the same size; 0: the engine's
+  /// default (8192, no chunking).
+  std::int64_t max_tokens = 0;
   bool operator==(const ServingChoice&) const = default;
   [[nodiscard]] int units() const { return nodes / span; }
 };
@@ -54,6 +60,14 @@ struct ServingOptions {
   /// The engines' max batch values tried for every shape: the default 256 (vLLM's max_num_seqs),
   /// and a larger one for boxes whose KV cache holds more sequences than that.
   std::vector<std::int64_t> max_batches{256, 1024};
+  /// Variants searched after the shapes, of each offer's best `variant_seeds` shapes (those with
+  /// the cheapest plans, or, where none met the objectives, the nearest misses), each bounded by
+  /// its seed's boxes: disaggregated prefill and decode pools at these shares of the replicas
+  /// (the ones that give whole pools), and, with a TPOT objective, a smaller token budget per step
+  /// with chunked prefill (`small_max_tokens`), which bounds how much prompt work a decode step carries.
+  int variant_seeds = 2;
+  std::vector<double> prefill_shares{0.25, 0.5, 0.75};
+  std::int64_t small_max_tokens = 2048;
   study::Progress* progress = nullptr;
 };
 
@@ -65,7 +79,7 @@ struct ServingCandidate {
   double ttft_p90_s = 0, tpot_p90_s = 0;
   double output_tokens_per_s_per_gpu = 0;
   double memory_per_gpu_gib = 0, capacity_gib = 0;
-  std::int64_t max_batch = 0;
+  std::int64_t max_batch = 0, max_tokens = 0, chunked_prefill = 0;  ///< the engine limits in force
   double kv_utilisation_max = 0;
   double cost_per_hour = 0;  ///< the cheapest term per hour of continuous serving
   std::string cost_terms;
@@ -79,12 +93,14 @@ struct ServingResult {
   std::vector<ServingCandidate> candidates;  ///< by cost per hour, then TTFT
   std::vector<Rejection> rejected;
   std::size_t plans = 0, invalid = 0, too_big = 0, simulated = 0;
+  std::size_t variants = 0;  ///< of those plans, the variants (disaggregation, max tokens) of the best shapes
 };
 
 /// Offers x shapes (TP x PP x EP per replica, attention-DP or not for MoE; replicas fill the box) x boxes: for each
 /// (offer, shape), the fewest boxes whose p90 TTFT (and TPOT) meet the objectives, found by doubling then bisection
 /// (docs/plan.md). When no shape of an offer fits one box, replicas whose stages span 2, 4, ... boxes (one TP-wide
-/// stage per box) are tried, over the offer's fabric.
+/// stage per box) are tried, over the offer's fabric. Then the variants of each offer's best shapes
+/// (ServingOptions::variant_seeds), by bisection up to their seed's boxes.
 [[nodiscard]] ServingResult search_serving(const std::vector<OfferSpace>& offers, const ServingJob& job,
                                            const MakeServing& make, const ServingOptions& options);
 

@@ -65,10 +65,10 @@ using RunSimulations = std::function<void(std::size_t n, const std::function<Sim
 struct Options {
   double budget = 0;  ///< 0: none; in each offer's own currency
   int top = 10;       ///< candidates reported; the flow model re-simulates each of them
-  std::vector<std::int64_t> micro_batches{1, 2};
+  std::vector<std::int64_t> micro_batches{1, 2, 4};
   /// Model chunks per stage tried when PP > 1 (the interleaved schedule shrinks the bubble by VPP,
   /// at the cost of VPP x the pipeline sends and more activations in flight on the first stage).
-  std::vector<int> vpps{1, 2};
+  std::vector<int> vpps{1, 2, 4};
   /// Context parallelism tried (1, 2, 4 ... up to max_cp) when the sequence is at least
   /// cp_min_seq tokens: below that Megatron's recipes do not use it (attention is a small share).
   int max_cp = 4;

@@ -255,16 +255,17 @@ TEST_CASE("plan exits 4 with the numbers when nothing fits, or nothing is within
 namespace {
 
 /// p90 TTFT and TPOT of one box as `infer` reports them, at the rate and request count plan uses.
+/// `extra`: more infer flags (--disaggregate, --max-tokens); isl and osl: the job's lengths.
 std::pair<double, double> infer_p90(const std::string& cluster, int tp, int replicas, double rate, int pp,
-                                    int max_batch) {
+                                    int max_batch, const std::string& extra = "", int isl = 1024, int osl = 256) {
   const auto requests = std::max<long>(200, std::min<long>(2000, static_cast<long>(std::ceil(rate * 30.0))));
   char rate_text[64];
   std::snprintf(rate_text, sizeof rate_text, "%.17g", rate);
-  const auto r =
-      run_cli("infer --model llama3.1-8b --cluster " + cluster + " --tp " + std::to_string(tp) + " --pp " +
-              std::to_string(pp) + " --replicas " + std::to_string(replicas) + " --gpus " +
-              std::to_string(tp * pp * replicas) + " --input-len 1024 --output-len 256 --rate " + rate_text +
-              " --requests " + std::to_string(requests) + " --max-batch " + std::to_string(max_batch) + " --json");
+  const auto r = run_cli("infer --model llama3.1-8b --cluster " + cluster + " --tp " + std::to_string(tp) + " --pp " +
+                         std::to_string(pp) + " --replicas " + std::to_string(replicas) + " --gpus " +
+                         std::to_string(tp * pp * replicas) + " --input-len " + std::to_string(isl) + " --output-len " +
+                         std::to_string(osl) + " --rate " + rate_text + " --requests " + std::to_string(requests) +
+                         " --max-batch " + std::to_string(max_batch) + " " + extra + " --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   return {j["ttft_s"]["p90"].get<double>(), j["tpot_s"]["p90"].get<double>()};
@@ -337,6 +338,71 @@ TEST_CASE(
     }
   }
   CHECK(larger > 0);
+}
+
+TEST_CASE(
+    "plan serve: disaggregated pools and a smaller chunked token budget are searched for the best shapes, each "
+    "listed only where it beats its seed, as infer simulates it") {
+  // Long prompts against a tight TPOT: a replica that also prefills 8,000-token prompts cannot keep
+  // its decode steps short, so a box of one prefill and one decode replica needs fewer boxes.
+  const auto d = run_cli(
+      "plan --model llama3.1-8b --job serve:20:8000:128 --slo-ttft 2s --slo-tpot 20ms --offers hk-2x-h100-nvlink "
+      "--top 50 --json");
+  REQUIRE(d.exit_code == 0);
+  const auto dj = nlohmann::json::parse(d.out);
+  const auto& best = dj["candidates"][0];
+  const auto& par = best["parallel"];
+  REQUIRE(par["prefill_replicas_per_unit"] == 1);
+  CHECK(par["decode_replicas_per_unit"] == 1);
+  CHECK(has(best["plan"].get<std::string>(), "(1 prefill + 1 decode)"));
+  const int nodes = best["nodes"];
+  for (const auto& x : dj["candidates"]) {
+    if (x["parallel"]["prefill_replicas_per_unit"] == 0 && x["engine"]["max_tokens"] == 8192)
+      CHECK(x["nodes"].get<int>() > nodes);  // every plain shape needs more boxes
+  }
+  // The box as infer runs it: the same p90s; one box fewer misses.
+  const int tp = par["tp"];
+  const auto [ttft, tpot] =
+      infer_p90("pcie-h100x2-nvlink", tp, 2, 20.0 / nodes, 1, par["max_batch"], "--disaggregate 1:1", 8000, 128);
+  CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
+  CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
+  const auto [t2, p2] =
+      infer_p90("pcie-h100x2-nvlink", tp, 2, 20.0 / (nodes - 1), 1, par["max_batch"], "--disaggregate 1:1", 8000, 128);
+  CHECK((t2 > 2.0 || p2 > 0.020));
+
+  // Shorter prompts, a tighter TPOT: at most 2,048 tokens a step (prompts in chunks) saves a box.
+  const auto c = run_cli(
+      "plan --model llama3.1-8b --job serve:20:4096:256 --slo-ttft 2s --slo-tpot 12ms --offers hk-2x-h100-nvlink "
+      "--top 50 --json");
+  REQUIRE(c.exit_code == 0);
+  const auto cj = nlohmann::json::parse(c.out);
+  const auto& chunked = cj["candidates"][0];
+  REQUIRE(chunked["engine"]["max_tokens"] == 2048);
+  CHECK(chunked["engine"]["chunked_prefill"] == 2048);
+  CHECK(has(chunked["plan"].get<std::string>(), "max tokens 2048 chunked"));
+  const auto& cp = chunked["parallel"];
+  const int cn = chunked["nodes"];
+  const auto [ct, cpo] = infer_p90("pcie-h100x2-nvlink", cp["tp"], cp["replicas_per_box"], 20.0 / cn, 1,
+                                   cp["max_batch"], "--max-tokens 2048 --chunked-prefill 2048", 4096, 256);
+  CHECK(ct == doctest::Approx(chunked["ttft_p90_s"].get<double>()));
+  CHECK(cpo == doctest::Approx(chunked["tpot_p90_s"].get<double>()));
+  // Its seed (the same shape at the default budget) is listed too, with more boxes.
+  bool seed_listed = false;
+  for (const auto& x : cj["candidates"]) {
+    if (x["engine"]["max_tokens"] == 8192 && x["parallel"]["tp"] == cp["tp"] &&
+        x["parallel"]["prefill_replicas_per_unit"] == 0 && x["parallel"]["max_batch"] == cp["max_batch"]) {
+      seed_listed = true;
+      CHECK(x["nodes"].get<int>() > cn);
+    }
+  }
+  CHECK(seed_listed);
+
+  // Without a TPOT objective the token budget is not varied: a smaller one trades time to first token
+  // for steadier decode steps, which only a TPOT objective asks for.
+  const auto n = run_cli(
+      "plan --model llama3.1-8b --job serve:20:4096:256 --slo-ttft 2s --offers hk-2x-h100-nvlink --top 50 --json");
+  REQUIRE(n.exit_code == 0);
+  for (const auto& x : nlohmann::json::parse(n.out)["candidates"]) CHECK(x["engine"]["max_tokens"] == 8192);
 }
 
 TEST_CASE("plan serve: a model one box cannot hold is served by replicas whose stages span boxes") {

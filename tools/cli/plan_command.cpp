@@ -217,6 +217,14 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     set("/parallel/dp_attention", c.dp_attention ? "true" : "false");
     set("/engine/max_batch", std::to_string(c.max_batch));
     set("/parallel/replicas", std::to_string(c.replicas));
+    if (c.prefill_replicas > 0) {
+      set("/disaggregate/prefill", std::to_string(c.prefill_replicas));
+      set("/disaggregate/decode", std::to_string(c.replicas - c.prefill_replicas));
+    }
+    if (c.max_tokens > 0) {
+      set("/engine/max_tokens", std::to_string(c.max_tokens));
+      set("/engine/chunked_prefill", std::to_string(c.max_tokens));
+    }
     if (c.span > 1) {  // one unit: `span` boxes joined by the offer's fabric
       set("/nodes", std::to_string(c.span));
       set("/fabric", offer_fabric[oi]->id);
@@ -238,8 +246,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   auto progress = batch_progress("plan: serving shapes", 64);
   so.progress = progress.get();
   const auto r = sizing::search_serving(spaces, sj, make, so);
-  std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP, attention-DP, max batch) shapes (" << r.invalid
-            << " invalid, " << r.too_big << " do not fit), " << r.simulated << " serving simulations in "
+  std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP, attention-DP, max batch) shapes, " << r.variants
+            << " of them variants of the best (disaggregated, max tokens " << so.small_max_tokens << " chunked) ("
+            << r.invalid << " invalid, " << r.too_big << " do not fit), " << r.simulated << " serving simulations in "
             << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
   if (r.candidates.empty()) {
     std::string m = "no candidate: no offer serves " + o.model + " at " + shortest(job.rate) +
@@ -281,7 +290,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
         "both (the Pareto front among those ranked).";
     for (const auto& rej : r.rejected) p.rejected.emplace_back(rej.offer, rej.reason);
     p.notes.push_back("Searched " + std::to_string(r.plans) +
-                      " (offer, TP x PP x EP, attention-DP, max batch) shapes, " + std::to_string(r.simulated) +
+                      " (offer, TP x PP x EP, attention-DP, max batch) shapes and variants of the best "
+                      "(disaggregated prefill and decode, a smaller chunked token budget), " +
+                      std::to_string(r.simulated) +
                       " serving simulations. Cost per hour is the cheapest term per box-hour of continuous serving x "
                       "boxes (a month = 720 h). docs/plan.md");
     if (!o.report.empty()) {
@@ -314,7 +325,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                        {"replicas_per_box", c.choice.span == 1 ? nlohmann::ordered_json(c.choice.replicas)
                                                                : nlohmann::ordered_json(nullptr)},
                        {"boxes_per_unit", c.choice.span},
-                       {"replicas_per_unit", c.choice.replicas}};
+                       {"replicas_per_unit", c.choice.replicas},
+                       {"prefill_replicas_per_unit", c.choice.prefill_replicas},
+                       {"decode_replicas_per_unit",
+                        c.choice.prefill_replicas > 0 ? c.choice.replicas - c.choice.prefill_replicas : 0}};
+      x["engine"] = {{"max_batch", c.max_batch}, {"max_tokens", c.max_tokens}, {"chunked_prefill", c.chunked_prefill}};
       x["job_time_s"] = 3600.0;
       x["job_cost"] = c.cost_per_hour;
       x["cost_per_hour"] = c.cost_per_hour;
@@ -347,8 +362,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   print_rows(rows);
   for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
   std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
-               "Serving limits: the max batch each plan names (256 and 1024 tried), the engine's other defaults (max "
-               "tokens 8192; docs/serving.md). docs/plan.md\n";
+               "Serving limits: the max batch each plan names (256 and 1024 tried), max tokens 8192 unless the plan "
+               "names a smaller chunked budget, the engine's other defaults (docs/serving.md). Plans with \"prefill + "
+               "decode\" run disaggregated pools (the KV cache sent over the box's links). docs/plan.md\n";
   return 0;
 }
 
