@@ -48,8 +48,8 @@ std::vector<GpuTimePs> gpu_times(const workload::WorkloadGraph& g, const workloa
   // block of GPUs' intervals however large the run.
   const auto n = static_cast<std::size_t>(g.gpus());
   std::vector<std::vector<std::uint32_t>> unordered(n);
-  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
-    const auto& t = g.tasks()[i];
+  for (std::size_t i = 0; i < g.task_count(); ++i) {
+    const auto t = g.task(static_cast<workload::TaskId>(i));
     if (t.stream != workload::Stream::kNone) continue;
     if (t.collective) {
       for (int r : g.groups()[t.group]) unordered[static_cast<std::size_t>(r)].push_back(static_cast<std::uint32_t>(i));
@@ -63,7 +63,7 @@ std::vector<GpuTimePs> gpu_times(const workload::WorkloadGraph& g, const workloa
     std::vector<Interval> compute, comm, both;
     auto add = [&](std::uint32_t i) {
       const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
-      (g.tasks()[i].collective ? comm : compute).push_back(iv);
+      (g.task(static_cast<workload::TaskId>(i)).collective ? comm : compute).push_back(iv);
     };
     for (std::size_t ru = blk * kBlock; ru < std::min(n, (blk + 1) * kBlock); ++ru) {
       if (g.stream_order(ru * workload::kStreamsPerGpu).empty()) continue;  // not simulated (symmetry)

@@ -48,8 +48,8 @@ std::vector<CollectiveSummary> summarize_collectives(const workload::WorkloadGra
   };
   std::map<std::string, Sum> by_label;
   const int active = simulated_gpus(g);
-  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
-    const auto& t = g.tasks()[i];
+  for (std::size_t i = 0; i < g.task_count(); ++i) {
+    const auto t = g.task(static_cast<workload::TaskId>(i));
     if (!t.collective) continue;
     auto& s = by_label[std::string(t.label)];
     s.algorithm = coll::algorithm_name(log.algorithms[i]);

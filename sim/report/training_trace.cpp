@@ -82,8 +82,8 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
   }
   SimTime first_start{std::numeric_limits<std::int64_t>::max()};
   SimTime last_end{};
-  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
-    const auto& t = g.tasks()[i];
+  for (std::size_t i = 0; i < g.task_count(); ++i) {
+    const auto t = g.task(static_cast<workload::TaskId>(i));
     const auto& s = log.spans[i];
     if (by_micro && (t.micro < sel.first_micro || t.micro > sel.last_micro)) continue;
     if (s.end < sel.from || s.start > sel.to) continue;

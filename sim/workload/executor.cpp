@@ -138,7 +138,7 @@ class Partition final : public engine::EventHandler {
 
   /// Open runs: a task just added (with its edges) starts if its stream and dependencies allow.
   void admit(TaskId id) {
-    const Task& task = sh_.g.task(id);
+    const Task task = sh_.g.task(id);
     if (task.stream == Stream::kNone) {
       if (sh_.preds_left[index(id)] == 0) start_unordered(id);
     } else if (task.collective) {
@@ -194,7 +194,7 @@ class Partition final : public engine::EventHandler {
   void ends_at(std::uint32_t t, SimTime at) {
     schedule_end(t, at);
     if (!is_fabric()) return;
-    const Task& task = sh_.g.task(static_cast<TaskId>(t));
+    const Task task = sh_.g.task(static_cast<TaskId>(t));
     std::vector<std::uint32_t> nodes;
     if (task.stream != Stream::kNone) {
       for (int r : sh_.g.groups()[task.group]) nodes.push_back(sh_.node_partition(static_cast<std::uint32_t>(r)));
@@ -214,7 +214,7 @@ class Partition final : public engine::EventHandler {
     if (sh_.head[s] == order.size()) return;
     const TaskId id = order[sh_.head[s]];
     const auto t = index(id);
-    const Task& task = sh_.g.task(id);
+    const Task task = sh_.g.task(id);
     if (sh_.owner(task) != self_) {
       // A fabric collective: this stream waits in it; the fabric counts arrivals and dependencies.
       sh_.busy[s] = true;
@@ -235,7 +235,7 @@ class Partition final : public engine::EventHandler {
   /// Fabric: a rank's stream reached collective `id`.
   void arrive(TaskId id) {
     const auto t = index(id);
-    const Task& task = sh_.g.task(id);
+    const Task task = sh_.g.task(id);
     if (++sh_.arrived[task.args] == sh_.g.groups()[task.group].size() && sh_.preds_left[t] == 0)
       start_collective(id, task);
   }
@@ -243,7 +243,7 @@ class Partition final : public engine::EventHandler {
   /// Fabric: one of task `id`'s dependencies (a kernel on a node) is done.
   void release(TaskId id) {
     const auto t = index(id);
-    const Task& task = sh_.g.task(id);
+    const Task task = sh_.g.task(id);
     if (--sh_.preds_left[t] > 0) return;
     if (task.stream == Stream::kNone) {
       start_unordered(id);
@@ -254,7 +254,7 @@ class Partition final : public engine::EventHandler {
 
   /// A task outside every stream starts as soon as its dependencies are done.
   void start_unordered(TaskId id) {
-    const Task& task = sh_.g.task(id);
+    const Task task = sh_.g.task(id);
     if (task.collective) {
       start_collective(id, task);
     } else {
@@ -352,7 +352,7 @@ class Partition final : public engine::EventHandler {
   /// owns (telling the fabric of the others); starts whatever is now ready.
   void complete(TaskId id, bool here) {
     const auto t = index(id);
-    const Task& task = sh_.g.task(id);
+    const Task task = sh_.g.task(id);
     auto& touched = touched_;
     touched.clear();
     if (task.stream != Stream::kNone) {
@@ -375,7 +375,7 @@ class Partition final : public engine::EventHandler {
       }
     }
     const auto release_successor = [&](TaskId succ) {
-      const Task& st = sh_.g.task(succ);
+      const Task st = sh_.g.task(succ);
       const auto o = sh_.owner(st);
       if (o != self_) {
         // Only a node's own task reaches here with a successor elsewhere: the fabric's (checked
@@ -484,7 +484,7 @@ double partition(Shared& sh) {
 
 RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const ExecutorOptions& options) {
   Shared sh(graph, topo, options);
-  const auto n = graph.tasks().size();
+  const auto n = graph.task_count();
   // Per-task state, indexed in no local order: huge pages spare a TLB miss per access.
   assign_huge(sh.preds_left, n, std::uint32_t{0});
   assign_huge(sh.arrived, graph.collective_slots(), std::uint32_t{0});
@@ -524,7 +524,8 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
     // a GPU reaching its NIC through a PCIe switch): those belong to a node's partition.
     auto& fabric = *parts.back();
     bool disjoint = true;
-    for (const auto& t : graph.tasks()) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const Task t = graph.task(static_cast<TaskId>(k));
       if (!t.collective || sh.owner(t) != sh.fabric) continue;
       const auto& cached = fabric.plan_for(t);
       lookahead = std::min(lookahead, cached.plan.latency_s);
@@ -543,10 +544,10 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
     parts.push_back(std::make_unique<Partition>(sh, kSerial, 0, static_cast<std::uint32_t>(graph.gpus())));
 
   RunLog log;
-  const auto& tasks = graph.tasks();
-  for (std::size_t t = 0; t < tasks.size(); ++t) {
-    if (tasks[t].stream == Stream::kNone && sh.preds_left[t] == 0)
-      parts[sh.owner(tasks[t])]->prime_unordered(static_cast<TaskId>(t));
+  for (std::size_t t = 0; t < n; ++t) {
+    const Task task = graph.task(static_cast<TaskId>(t));
+    if (task.stream == Stream::kNone && sh.preds_left[t] == 0)
+      parts[sh.owner(task)]->prime_unordered(static_cast<TaskId>(t));
   }
   for (auto& p : parts) p->prime();
   std::vector<std::uint64_t> events(parts.size(), 0);
@@ -700,7 +701,7 @@ class OpenRun final : public OpenGraph {
     CS_ASSERT(state_[t] == kGone, "a reused slot held a task that ended");
     state_[t] = kNew;
     sh_.preds_left[t] = 0;
-    if (const Task& task = g_.task(id); task.collective) {
+    if (const Task task = g_.task(id); task.collective) {
       if (task.args >= sh_.arrived.size()) sh_.arrived.resize(task.args + 1, 0);
       sh_.arrived[task.args] = 0;
     }

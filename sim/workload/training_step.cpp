@@ -119,10 +119,11 @@ std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& ite
                                      const std::vector<int>& ranks, std::map<GroupKind, StageGroups>& groups,
                                      TrafficCache& traffic, WorkloadGraph& g) {
   std::vector<TaskId> ids(ranks.size());
+  // One prototype for the item's tasks on every rank (8 bytes a task rather than 40).
   if (!item.comm) {
-    for (std::size_t k = 0; k < ranks.size(); ++k)
-      ids[k] = g.add_compute(ranks[k], Stream::kCompute, item.category, item.label, item.layer, micro,
-                             SimTime::from_seconds(item.seconds));
+    const auto proto = g.add_proto(Stream::kCompute, item.category, item.label, item.layer, micro,
+                                   SimTime::from_seconds(item.seconds));
+    for (std::size_t k = 0; k < ranks.size(); ++k) ids[k] = g.add_compute(ranks[k], proto);
     return ids;
   }
   auto found = groups.find(item.group);
@@ -130,6 +131,8 @@ std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& ite
   const auto& sg = found->second;
   std::vector<TaskId> slot_task(sg.gids.size());
   std::vector<bool> made(sg.gids.size(), false);
+  const auto proto =
+      item.dest_share ? 0 : g.add_proto(item.stream, item.category, item.label, item.layer, micro, SimTime{}, true);
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const auto slot = sg.slot_of[k];
     if (!made[slot]) {
@@ -139,8 +142,7 @@ std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& ite
               ? g.add_alltoall(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro,
                                traffic_of(item, g.groups()[flow_gid].size(), traffic, g),
                                item.rail_forwarded ? coll::Algorithm::kHierarchical : coll::Algorithm::kAuto)
-              : g.add_collective_on(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro, item.op,
-                                    item.bytes);
+              : g.add_collective_on(proto, gid, flow_gid, item.op, item.bytes);
       made[slot] = true;
     }
     ids[k] = slot_task[slot];
@@ -219,6 +221,11 @@ void add_pipeline_transfers(const StepLayout& L, const BlockTasks& bt, WorkloadG
   if (L.P == 1) return;
   const auto shape = step_shape(L.s, true);
   const double bytes = static_cast<double>(L.s.micro_batch * L.s.seq * L.s.model.hidden) * shape.act_bytes / L.plan.tp;
+  std::vector<std::uint32_t> fwd_proto, bwd_proto;  // per micro-batch, shared by every stage and rank
+  for (int mb = 0; mb < static_cast<int>(L.micro); ++mb) {
+    fwd_proto.push_back(g.add_proto(Stream::kNone, Category::kPpComm, "pp.send_activation", -1, mb, SimTime{}, true));
+    bwd_proto.push_back(g.add_proto(Stream::kNone, Category::kPpComm, "pp.send_gradient", -1, mb, SimTime{}, true));
+  }
   for (int vs = 0; vs + 1 < L.P * L.V; ++vs) {
     const int st = vs % L.P, next = (vs + 1) % L.P, ca = vs / L.P, cb = (vs + 1) / L.P;
     for (int d = 0; d < L.sim_groups; ++d) {
@@ -227,12 +234,11 @@ void add_pipeline_transfers(const StepLayout& L, const BlockTasks& bt, WorkloadG
         const auto fwd_group = g.add_group({a, b});
         const auto bwd_group = g.add_group({b, a});
         for (int mb = 0; mb < static_cast<int>(L.micro); ++mb) {
-          const auto xf = g.add_collective(fwd_group, Stream::kNone, Category::kPpComm, "pp.send_activation", -1, mb,
-                                           coll::CollectiveOp::kSendRecv, bytes);
+          const auto m = static_cast<std::size_t>(mb);
+          const auto xf = g.add_collective_on(fwd_proto[m], fwd_group, fwd_group, coll::CollectiveOp::kSendRecv, bytes);
           g.depend(bt.last[bt.key(a, true, mb, ca)], xf);
           g.depend(xf, bt.first[bt.key(b, true, mb, cb)]);
-          const auto xb = g.add_collective(bwd_group, Stream::kNone, Category::kPpComm, "pp.send_gradient", -1, mb,
-                                           coll::CollectiveOp::kSendRecv, bytes);
+          const auto xb = g.add_collective_on(bwd_proto[m], bwd_group, bwd_group, coll::CollectiveOp::kSendRecv, bytes);
           g.depend(bt.last[bt.key(b, false, mb, cb)], xb);
           g.depend(xb, bt.first[bt.key(a, false, mb, ca)]);
         }

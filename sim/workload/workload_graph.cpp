@@ -32,17 +32,32 @@ std::uint32_t WorkloadGraph::add_group(const std::vector<int>& ranks) {
 
 TaskId WorkloadGraph::add_compute(int gpu, Stream stream, Category category, const char* label, int layer, int micro,
                                   SimTime duration) {
+  return add_compute(gpu, place_proto({.label = label,
+                                       .duration = duration,
+                                       .layer = layer,
+                                       .micro = micro,
+                                       .category = category,
+                                       .stream = stream}));
+}
+
+std::uint32_t WorkloadGraph::add_proto(Stream stream, Category category, const char* label, int layer, int micro,
+                                       SimTime duration, bool collective) {
+  protos_.push_back({.label = label,
+                     .duration = duration,
+                     .layer = layer,
+                     .micro = micro,
+                     .category = category,
+                     .stream = stream,
+                     .collective = collective,
+                     .shared = true});
+  return static_cast<std::uint32_t>(protos_.size() - 1);
+}
+
+TaskId WorkloadGraph::add_compute(int gpu, std::uint32_t proto) {
   CS_ASSERT(gpu >= 0 && gpu < gpus_, "compute task on an existing GPU");
-  Task t;
-  t.label = label;
-  t.category = category;
-  t.stream = stream;
-  t.layer = layer;
-  t.micro = micro;
-  t.gpu = static_cast<std::uint32_t>(gpu);
-  t.duration = duration;
-  const auto id = place(t);
-  if (stream != Stream::kNone)
+  CS_ASSERT(proto < protos_.size() && !protos_[proto].collective, "a kernel's prototype");
+  const auto id = place({proto, static_cast<std::uint32_t>(gpu)});
+  if (const auto stream = protos_[proto].stream; stream != Stream::kNone)
     streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
   return id;
 }
@@ -51,29 +66,35 @@ TaskId WorkloadGraph::add_collective(std::uint32_t group, Stream stream, Categor
                                      int layer, int micro, coll::CollectiveOp op, double bytes,
                                      coll::Algorithm algorithm) {
   CS_ASSERT(group < groups_.size(), "collective over a known group");
-  Task t;
-  t.label = label;
-  t.category = category;
-  t.stream = stream;
-  t.collective = true;
-  t.layer = layer;
-  t.micro = micro;
-  t.group = group;
-  t.gpu = static_cast<std::uint32_t>(groups_[group].front());
-  t.args = place_args({.bytes = bytes, .flow_group = group, .traffic = 0, .op = op, .algorithm = algorithm});
-  const auto id = place(t);
-  if (stream != Stream::kNone) {
-    for (int r : groups_[group])
-      streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
-  }
-  return id;
+  const auto proto = place_proto(
+      {.label = label, .layer = layer, .micro = micro, .category = category, .stream = stream, .collective = true});
+  return place_collective(proto,
+                          {.bytes = bytes, .group = group, .flow_group = group, .op = op, .algorithm = algorithm});
 }
 
 TaskId WorkloadGraph::add_collective_on(std::uint32_t group, std::uint32_t flow_group, Stream stream, Category category,
                                         const char* label, int layer, int micro, coll::CollectiveOp op, double bytes) {
   CS_ASSERT(flow_group < groups_.size(), "collective flows over a known group");
   const auto id = add_collective(group, stream, category, label, layer, micro, op, bytes);
-  collectives_[tasks_[index(id)].args].flow_group = flow_group;
+  collectives_[tasks_[index(id)].where].flow_group = flow_group;
+  return id;
+}
+
+TaskId WorkloadGraph::add_collective_on(std::uint32_t proto, std::uint32_t group, std::uint32_t flow_group,
+                                        coll::CollectiveOp op, double bytes) {
+  CS_ASSERT(group < groups_.size() && flow_group < groups_.size(), "collective over known groups");
+  CS_ASSERT(proto < protos_.size() && protos_[proto].collective, "a collective's prototype");
+  return place_collective(proto, {.bytes = bytes, .group = group, .flow_group = flow_group, .op = op});
+}
+
+TaskId WorkloadGraph::place_collective(std::uint32_t proto, const CollectiveArgs& a) {
+  CollectiveArgs args = a;
+  args.gpu = static_cast<std::uint32_t>(groups_[a.group].front());
+  const auto id = place({proto, place_args(args)});
+  if (const auto stream = protos_[proto].stream; stream != Stream::kNone) {
+    for (int r : groups_[a.group])
+      streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+  }
   return id;
 }
 
@@ -82,17 +103,32 @@ void WorkloadGraph::reserve(std::size_t tasks, std::size_t collectives) {
   reserve_huge(collectives_, collectives);
 }
 
-TaskId WorkloadGraph::place(const Task& t) {
+TaskId WorkloadGraph::place(Slot t) {
   if (!free_.empty()) {
     const auto id = free_.back();
     free_.pop_back();
     auto& slot = tasks_[index(id)];
-    if (slot.collective) free_args_.push_back(slot.args);  // its arguments' slot is free too
+    // The recycled task's own prototype, and its arguments' slot if a collective, are free too.
+    const auto& old = protos_[slot.proto];
+    CS_ASSERT(!old.shared, "a recycled task had a prototype of its own");
+    if (old.collective) free_args_.push_back(slot.where);
+    free_protos_.push_back(slot.proto);
     slot = t;
     return id;
   }
   tasks_.push_back(t);
   return static_cast<TaskId>(tasks_.size() - 1);
+}
+
+std::uint32_t WorkloadGraph::place_proto(const TaskProto& p) {
+  if (!free_protos_.empty()) {
+    const auto k = free_protos_.back();
+    free_protos_.pop_back();
+    protos_[k] = p;
+    return k;
+  }
+  protos_.push_back(p);
+  return static_cast<std::uint32_t>(protos_.size() - 1);
 }
 
 std::uint32_t WorkloadGraph::place_args(const CollectiveArgs& a) {
@@ -135,7 +171,7 @@ TaskId WorkloadGraph::add_alltoall(std::uint32_t group, std::uint32_t flow_group
   for (double b : pair_bytes) total += b;
   const auto id = add_collective_on(group, flow_group, stream, category, label, layer, micro,
                                     coll::CollectiveOp::kAllToAll, total / static_cast<double>(n));
-  auto& args = collectives_[tasks_[index(id)].args];
+  auto& args = collectives_[tasks_[index(id)].where];
   args.traffic = traffic;
   args.algorithm = algorithm;
   return id;

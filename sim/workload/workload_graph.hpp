@@ -27,18 +27,34 @@ enum class Category : std::uint8_t { kForward, kBackward, kOptimizer, kTpComm, k
 /// What a collective moves (WorkloadGraph::collective): kept apart from its task, since nine
 /// tasks in ten are kernels.
 struct CollectiveArgs {
-  double bytes = 0;  ///< collective size (nccl-tests convention)
-  /// The ranks its flows join (index into groups()); differs from the task's `group` only when
-  /// data-parallel symmetry simulates one replica whose collectives still span every replica.
+  double bytes = 0;         ///< collective size (nccl-tests convention)
+  std::uint32_t group = 0;  ///< the ranks that run it (index into groups())
+  std::uint32_t gpu = 0;    ///< its group's first rank
+  /// The ranks its flows join (index into groups()); differs from `group` only when data-parallel
+  /// symmetry simulates one replica whose collectives still span every replica.
   std::uint32_t flow_group = 0;
   std::uint32_t traffic = 0;  ///< its traffic matrix (index into traffic(); 0: uniform)
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   coll::Algorithm algorithm = coll::Algorithm::kAuto;
 };
 
-/// A vertex of the workload graph: a kernel on one GPU, or a collective over a group of GPUs.
-/// Kept small (40 bytes): a 16,384-GPU step has tens of millions of them. Edges and what a
-/// collective moves live apart.
+/// What a task does, kept once for all the tasks that do the same (WorkloadGraph::add_proto): the
+/// TP ranks of a pipeline stage run the same kernels, and so do the data-parallel replicas, so a
+/// 16,384-GPU step's ~35M tasks share ~40k prototypes.
+struct TaskProto {
+  const char* label = "";   ///< static text ("layer.fwd", "tp.allreduce", "dp.grad_allreduce"...)
+  SimTime duration{};       ///< compute: kernel time
+  std::int32_t layer = -1;  ///< decoder layer, or -1
+  std::int32_t micro = -1;  ///< micro-batch, or -1
+  Category category = Category::kForward;
+  Stream stream = Stream::kCompute;
+  bool collective = false;
+  bool shared = false;  ///< made by add_proto (several tasks); otherwise one task's own
+};
+
+/// A vertex of the workload graph as read back (WorkloadGraph::task): a kernel on one GPU, or a
+/// collective over a group of GPUs. The graph stores 8 bytes a task (its prototype and its GPU or
+/// collective arguments) and assembles this on demand.
 struct Task {
   const char* label = "";   ///< static text ("layer.fwd", "tp.allreduce", "dp.grad_allreduce"...)
   SimTime duration{};       ///< compute: kernel time
@@ -68,6 +84,16 @@ class WorkloadGraph {
   /// `label` must be static text (a literal): tasks keep the pointer.
   TaskId add_compute(int gpu, Stream stream, Category category, const char* label, int layer, int micro,
                      SimTime duration);
+  /// A prototype for many tasks (the same kernel on every TP rank and replica of a stage, or the
+  /// same collective over each of their groups): the tasks made from it below store 8 bytes each.
+  /// `label` must be static text. Not for open runs (their tasks' slots are reused).
+  std::uint32_t add_proto(Stream stream, Category category, const char* label, int layer, int micro,
+                          SimTime duration = {}, bool collective = false);
+  /// A kernel of prototype `proto` (made with collective = false) on `gpu`.
+  TaskId add_compute(int gpu, std::uint32_t proto);
+  /// A collective of prototype `proto` (made with collective = true), as add_collective_on.
+  TaskId add_collective_on(std::uint32_t proto, std::uint32_t group, std::uint32_t flow_group, coll::CollectiveOp op,
+                           double bytes);
   TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label, int layer, int micro,
                         coll::CollectiveOp op, double bytes, coll::Algorithm algorithm = coll::Algorithm::kAuto);
   /// A collective run by `group` whose traffic is that of `flow_group` (a superset): the other
@@ -90,8 +116,30 @@ class WorkloadGraph {
   void depend(TaskId before, TaskId after);
 
   [[nodiscard]] int gpus() const { return gpus_; }
-  [[nodiscard]] const std::vector<Task>& tasks() const { return tasks_; }
-  [[nodiscard]] const Task& task(TaskId t) const { return tasks_[index(t)]; }
+  [[nodiscard]] std::size_t task_count() const { return tasks_.size(); }
+  /// Task `id` assembled from its prototype (and, for a collective, its arguments).
+  [[nodiscard]] Task task(TaskId id) const {
+    const Slot& slot = tasks_[index(id)];
+    const TaskProto& p = protos_[slot.proto];
+    Task t{.label = p.label,
+           .duration = p.duration,
+           .layer = p.layer,
+           .micro = p.micro,
+           .category = p.category,
+           .stream = p.stream,
+           .collective = p.collective};
+    if (p.collective) {
+      const CollectiveArgs& a = collectives_[slot.where];
+      t.gpu = a.gpu;
+      t.group = a.group;
+      t.args = slot.where;
+    } else {
+      t.gpu = slot.where;
+    }
+    return t;
+  }
+  /// The prototypes' table (shared ones and tasks' own), by index.
+  [[nodiscard]] std::size_t proto_count() const { return protos_.size(); }
   /// What collective task `t` moves.
   [[nodiscard]] const CollectiveArgs& collective(const Task& t) const { return collectives_[t.args]; }
   /// Slots of the collectives' table (a collective's `args` is below this).
@@ -105,6 +153,8 @@ class WorkloadGraph {
   /// Room for `tasks` tasks, `collectives` of them collectives (building a large step without
   /// reallocating), in huge pages.
   void reserve(std::size_t tasks, std::size_t collectives);
+  /// Room for `n` tasks in stream `stream_index`'s order.
+  void reserve_stream(std::size_t stream_index, std::size_t n) { streams_[stream_index].reserve(n); }
   /// Tasks of one stream in program order; streams are indexed gpu * kStreamsPerGpu + stream.
   [[nodiscard]] const std::vector<TaskId>& stream_order(std::size_t stream_index) const {
     return streams_[stream_index];
@@ -119,12 +169,22 @@ class WorkloadGraph {
   void drop_stream_front(std::size_t stream_index, std::size_t n);
 
  private:
-  TaskId place(const Task& t);
+  /// A task as stored: its prototype, and its GPU (a kernel) or its arguments' slot (a collective).
+  struct Slot {
+    std::uint32_t proto = 0;
+    std::uint32_t where = 0;
+  };
+  TaskId place(Slot s);
+  /// A prototype of one task's own (a recycled one first).
+  std::uint32_t place_proto(const TaskProto& p);
+  /// Adds a collective task of prototype `proto` to the graph and its ranks' streams.
+  TaskId place_collective(std::uint32_t proto, const CollectiveArgs& a);
   /// A slot in collectives_ for a new collective task (a recycled one first).
   std::uint32_t place_args(const CollectiveArgs& a);
 
   int gpus_;
-  std::vector<Task> tasks_;
+  std::vector<Slot> tasks_;
+  std::vector<TaskProto> protos_;
   std::vector<CollectiveArgs> collectives_;
   std::vector<Edge> edges_;
   std::vector<std::vector<int>> groups_;
@@ -132,8 +192,9 @@ class WorkloadGraph {
   std::vector<double> node_copies_{1.0};         ///< per traffic matrix
   std::map<std::vector<int>, std::uint32_t> group_index_;
   std::vector<std::vector<TaskId>> streams_;
-  std::vector<TaskId> free_;              ///< recycled slots (open runs), reused last-in first-out
-  std::vector<std::uint32_t> free_args_;  ///< collectives_ slots of recycled collectives
+  std::vector<TaskId> free_;                ///< recycled slots (open runs), reused last-in first-out
+  std::vector<std::uint32_t> free_args_;    ///< collectives_ slots of recycled collectives
+  std::vector<std::uint32_t> free_protos_;  ///< protos_ slots of recycled tasks' own prototypes
 };
 
 }  // namespace cs::workload

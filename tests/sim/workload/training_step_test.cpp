@@ -29,7 +29,8 @@ TEST_CASE("on one GPU a step is exactly the sum of its kernels: no communication
   const workload::ComputeModel compute(s.profile, s.dtype);
   const auto step = workload::build_training_step(s, compute);
   std::int64_t sum = 0;
-  for (const auto& t : step.graph.tasks()) {
+  for (std::size_t i = 0; i < step.graph.task_count(); ++i) {
+    const auto t = step.graph.task(static_cast<workload::TaskId>(i));
     CHECK_FALSE(t.collective);
     sum += t.duration.ps;
   }

@@ -22,7 +22,7 @@ TEST_CASE("the training work estimate is within 10% of the tasks the builder mak
     CAPTURE(plan);
     const auto s = test::scenario_from_json(R"({"model": "llama3.1-8b", "cluster": "hgx-h100", )" + plan + "}");
     const workload::ComputeModel compute(s.profile, s.dtype);
-    const double built = static_cast<double>(workload::build_training_step(s, compute).graph.tasks().size());
+    const double built = static_cast<double>(workload::build_training_step(s, compute).graph.task_count());
     const auto w = workload::estimate_training_work(s, false);
     CHECK(w.step_tasks == doctest::Approx(built).epsilon(0.10));
     CHECK(w.baseline_tasks == 0);
@@ -37,7 +37,7 @@ TEST_CASE("the one-GPU baseline's tasks are counted when it runs, from the whole
   one.gpus_per_node = 1;
   one.plan = plan::ParallelPlan{};
   const workload::ComputeModel compute(s.profile, s.dtype);
-  const double built = static_cast<double>(workload::build_training_step(one, compute).graph.tasks().size());
+  const double built = static_cast<double>(workload::build_training_step(one, compute).graph.task_count());
   const auto w = workload::estimate_training_work(s, true);
   CHECK(w.baseline_tasks == doctest::Approx(built).epsilon(0.10));
   CHECK(w.total() > w.step_tasks + w.baseline_tasks);
