@@ -62,8 +62,10 @@ std::vector<GpuTimePs> gpu_times(const workload::WorkloadGraph& g, const workloa
   parallel_for_each((n + kBlock - 1) / kBlock, [&](std::size_t blk) {
     std::vector<Interval> compute, comm, both;
     auto add = [&](std::uint32_t i) {
-      const Interval iv{log.spans[i].start.ps, log.spans[i].end.ps};
-      (g.task(static_cast<workload::TaskId>(i)).collective ? comm : compute).push_back(iv);
+      const auto id = static_cast<workload::TaskId>(i);
+      const auto t = g.task(id);
+      const auto span = log.span(id, t);
+      (t.collective ? comm : compute).push_back({span.start.ps, span.end.ps});
     };
     for (std::size_t ru = blk * kBlock; ru < std::min(n, (blk + 1) * kBlock); ++ru) {
       if (g.stream_order(ru * workload::kStreamsPerGpu).empty()) continue;  // not simulated (symmetry)

@@ -52,11 +52,12 @@ std::vector<CollectiveSummary> summarize_collectives(const workload::WorkloadGra
     const auto t = g.task(static_cast<workload::TaskId>(i));
     if (!t.collective) continue;
     auto& s = by_label[std::string(t.label)];
-    s.algorithm = coll::algorithm_name(log.algorithms[i]);
+    s.algorithm = coll::algorithm_name(log.algorithm(t));
     const double share = static_cast<double>(g.groups()[t.group].size()) / active;
     s.calls += share;
     s.bytes += g.collective(t).bytes * share;
-    s.seconds += (log.spans[i].end - log.spans[i].start).seconds() * share;
+    const auto span = log.span(static_cast<workload::TaskId>(i), t);
+    s.seconds += (span.end - span.start).seconds() * share;
   }
   std::vector<CollectiveSummary> out;
   for (const auto& [label, s] : by_label) {

@@ -84,7 +84,7 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
   SimTime last_end{};
   for (std::size_t i = 0; i < g.task_count(); ++i) {
     const auto t = g.task(static_cast<workload::TaskId>(i));
-    const auto& s = log.spans[i];
+    const auto s = log.span(static_cast<workload::TaskId>(i), t);
     if (by_micro && (t.micro < sel.first_micro || t.micro > sel.last_micro)) continue;
     if (s.end < sel.from || s.start > sel.to) continue;
     // Only the arguments that apply: a step-level task has no layer or micro-batch.
@@ -94,7 +94,7 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
     if (t.micro >= 0) args[n++] = TraceArg::of("micro_batch", std::int64_t{t.micro});
     if (t.collective) {
       args[n++] = TraceArg::of("bytes", static_cast<std::int64_t>(std::llround(g.collective(t).bytes)));
-      args[n++] = TraceArg::of("algorithm", std::string_view(coll::algorithm_name(log.algorithms[i])));
+      args[n++] = TraceArg::of("algorithm", std::string_view(coll::algorithm_name(log.algorithm(t))));
     }
     const auto emit = [&](int pid) {
       w.span(t.label, workload::category_name(t.category), s.start, s.end, pid, static_cast<int>(t.stream),

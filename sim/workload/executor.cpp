@@ -73,12 +73,13 @@ struct Shared {
   std::vector<std::uint32_t> preds_left;
   std::vector<std::uint32_t> arrived;  ///< per collective (by its `args` slot): ranks that reached it
   std::vector<std::size_t> head;
-  std::vector<std::uint8_t> busy;  ///< bytes, not bits: streams of different nodes change concurrently
-  std::vector<TaskSpan> spans;
-  std::vector<coll::Algorithm> algorithms;
-  std::vector<std::uint32_t> group_owner;  ///< per group: its node's partition, or the fabric's
-  std::uint32_t fabric = 0;                ///< the fabric partition's index (== nodes)
-  std::uint32_t gpus_per_partition = 0;    ///< node partitions hold consecutive GPU ranks
+  std::vector<std::uint8_t> busy;           ///< bytes, not bits: streams of different nodes change concurrently
+  std::vector<SimTime> starts;              ///< per task
+  std::vector<SimTime> collective_ends;     ///< per collective (by its `args` slot)
+  std::vector<coll::Algorithm> algorithms;  ///< per collective (by its `args` slot)
+  std::vector<std::uint32_t> group_owner;   ///< per group: its node's partition, or the fabric's
+  std::uint32_t fabric = 0;                 ///< the fabric partition's index (== nodes)
+  std::uint32_t gpus_per_partition = 0;     ///< node partitions hold consecutive GPU ranks
   bool partitioned = false;
   net::LinkState links;
   // Open runs (simulate_open): the graph grows while it runs; the successors of tasks added then,
@@ -224,7 +225,7 @@ class Partition final : public engine::EventHandler {
     if (sh_.preds_left[t] > 0) return;
     sh_.busy[s] = true;  // a collective's kernel occupies the stream while it waits for its peers
     if (!task.collective) {
-      sh_.spans[t].start = engine_.now();
+      sh_.starts[t] = engine_.now();
       schedule_end(t, engine_.now() + task.duration);
       return;
     }
@@ -258,17 +259,17 @@ class Partition final : public engine::EventHandler {
     if (task.collective) {
       start_collective(id, task);
     } else {
-      sh_.spans[index(id)].start = engine_.now();
+      sh_.starts[index(id)] = engine_.now();
       schedule_end(index(id), engine_.now() + task.duration);
     }
   }
 
   void start_collective(TaskId id, const Task& task) {
     const auto t = index(id);
-    sh_.spans[t].start = engine_.now();
+    sh_.starts[t] = engine_.now();
     const auto& cached = plan_for(task);
     const auto& plan = cached.plan;
-    sh_.algorithms[t] = plan.algorithm;
+    sh_.algorithms[task.args] = plan.algorithm;
     if (plan.flows.empty()) {
       ends_at(t, engine_.now() + SimTime::from_seconds(plan.latency_s));
       return;
@@ -407,7 +408,8 @@ class Partition final : public engine::EventHandler {
   }
 
   void finish(TaskId id) {
-    sh_.spans[index(id)].end = engine_.now();
+    // A kernel's end is its start plus its duration: only a collective's is kept.
+    if (const Task task = sh_.g.task(id); task.collective) sh_.collective_ends[task.args] = engine_.now();
     complete(id, true);
     if (sh_.on_end) sh_.on_end(id);
   }
@@ -488,8 +490,9 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   // Per-task state, indexed in no local order: huge pages spare a TLB miss per access.
   assign_huge(sh.preds_left, n, std::uint32_t{0});
   assign_huge(sh.arrived, graph.collective_slots(), std::uint32_t{0});
-  assign_huge(sh.spans, n, TaskSpan{});
-  assign_huge(sh.algorithms, n, coll::Algorithm::kDirect);
+  assign_huge(sh.starts, n, SimTime{});
+  assign_huge(sh.collective_ends, graph.collective_slots(), SimTime{});
+  assign_huge(sh.algorithms, graph.collective_slots(), coll::Algorithm::kDirect);
   sh.head.assign(graph.stream_count(), 0);
   sh.busy.assign(graph.stream_count(), 0);
   // Successors in compressed rows (a stable counting sort keeps each task's edges in the order
@@ -633,7 +636,8 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   for (std::size_t s = 0; s < graph.stream_count(); ++s) {
     CS_ASSERT(sh.head[s] == graph.stream_order(s).size(), "every task ran (no deadlock in the workload graph)");
   }
-  log.spans = std::move(sh.spans);
+  log.starts = std::move(sh.starts);
+  log.collective_ends = std::move(sh.collective_ends);
   log.algorithms = std::move(sh.algorithms);
   log.partitions = static_cast<std::uint32_t>(parts.size());
   log.windows = windows;
@@ -680,7 +684,9 @@ class OpenRun final : public OpenGraph {
     const auto t = index(id);
     state_[t] = kGone;
     sh_.late_succ[t].clear();
-    source_.ended(id, sh_.spans[t], *this);
+    const Task task = g_.task(id);
+    source_.ended(id, {sh_.starts[t], task.collective ? sh_.collective_ends[task.args] : sh_.starts[t] + task.duration},
+                  *this);
     g_.recycle(id);
     admit_new();
   }
@@ -694,19 +700,23 @@ class OpenRun final : public OpenGraph {
       const std::size_t n = t + 1;
       state_.resize(n, kGone);
       sh_.preds_left.resize(n, 0);
-      sh_.spans.resize(n);
-      sh_.algorithms.resize(n, coll::Algorithm::kDirect);
+      sh_.starts.resize(n);
       sh_.late_succ.resize(n);
     }
     CS_ASSERT(state_[t] == kGone, "a reused slot held a task that ended");
     state_[t] = kNew;
     sh_.preds_left[t] = 0;
     if (const Task task = g_.task(id); task.collective) {
-      if (task.args >= sh_.arrived.size()) sh_.arrived.resize(task.args + 1, 0);
+      if (task.args >= sh_.arrived.size()) {
+        sh_.arrived.resize(task.args + 1, 0);
+        sh_.collective_ends.resize(task.args + 1);
+        sh_.algorithms.resize(task.args + 1, coll::Algorithm::kDirect);
+      }
       sh_.arrived[task.args] = 0;
+      sh_.collective_ends[task.args] = SimTime{};
+      sh_.algorithms[task.args] = coll::Algorithm::kDirect;
     }
-    sh_.spans[t] = TaskSpan{};
-    sh_.algorithms[t] = coll::Algorithm::kDirect;
+    sh_.starts[t] = SimTime{};
     added_.push_back(id);
     return id;
   }

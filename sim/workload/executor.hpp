@@ -26,10 +26,12 @@ struct LinkSample {
 
 /// Everything a simulation produced (stage 5 output).
 struct RunLog {
-  std::vector<TaskSpan> spans;  ///< indexed by TaskId
-  /// Indexed by TaskId: the algorithm each collective ran (kDirect for kernels). Apart from the
-  /// spans: 16 bytes per task rather than 24, for tens of millions of tasks.
-  std::vector<coll::Algorithm> algorithms;
+  /// When each task started, by TaskId. A kernel ends its duration later; a collective's end and
+  /// the algorithm it ran are kept by its arguments' slot (Task::args), nine tasks in ten being
+  /// kernels: 8 bytes a task rather than 17, for tens of millions of tasks. `span` puts them together.
+  std::vector<SimTime> starts;
+  std::vector<SimTime> collective_ends;     ///< by collective slot
+  std::vector<coll::Algorithm> algorithms;  ///< by collective slot
   SimTime makespan{};
   std::uint64_t events = 0;
   std::uint64_t flows = 0;
@@ -37,6 +39,14 @@ struct RunLog {
   std::uint32_t partitions = 1;  ///< parallel engine: logical partitions (nodes + fabric), 1 = serial
   std::uint64_t windows = 0;     ///< conservative time windows run
   double lookahead_s = 0;        ///< their width: the smallest fabric-task latency
+
+  /// When task `id` (`t`, as the graph gives it) ran.
+  [[nodiscard]] TaskSpan span(TaskId id, const Task& t) const {
+    const SimTime start = starts[index(id)];
+    return {start, t.collective ? collective_ends[t.args] : start + t.duration};
+  }
+  /// The algorithm collective `t` ran.
+  [[nodiscard]] coll::Algorithm algorithm(const Task& t) const { return algorithms[t.args]; }
 };
 
 struct ExecutorOptions {

@@ -87,7 +87,10 @@ TEST_CASE("an open run equals the same graph built up front: tasks added when ot
   // Every span of the up-front graph appears in the open run (ends are reported in time order).
   auto key = [](const TaskSpan& s) { return std::make_pair(s.end.ps, s.start.ps); };
   std::vector<std::pair<std::int64_t, std::int64_t>> a, b;
-  for (const auto& s : closed.spans) a.push_back(key(s));
+  for (std::size_t i = 0; i < g.task_count(); ++i) {
+    const auto id = static_cast<TaskId>(i);
+    a.push_back(key(closed.span(id, g.task(id))));
+  }
   for (const auto& s : steps.spans) b.push_back(key(s));
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
