@@ -192,20 +192,27 @@ void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix
   out.push_back(memory_op("attn_residual", 6 * T * h));
 }
 
-/// The routed experts of a serving step on one GPU: the pairs spread evenly over the TP group,
-/// each hit expert's weights read once (EP: whole experts on their GPU; EP 1: 1/TP of each).
+/// The routed experts of a serving step on the GPU that sets the pace: each hit expert's weights
+/// read once (EP: whole experts on their GPU; EP 1: 1/TP of each). Balanced, the pairs spread
+/// evenly over the TP group; under EP the step's routing gives the most loaded GPU's pairs and the
+/// experts it hits (StepRouting).
 void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s) {
   const double T = mix.tokens, h = static_cast<double>(m.hidden);
   const double k = static_cast<double>(m.moe.top_k), f = static_cast<double>(m.moe.expert_ffn);
   const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
-  const double hit = experts_hit(m, T);
+  const bool routed = s.routing.hit >= 0;
+  const bool whole = s.ep > 1;  // whole experts on each GPU: the most loaded one sets the pace
+  const double hit = routed ? s.routing.hit : experts_hit(m, T);
   if (hit <= 0) return;
-  const double pairs = T * k / s.tp;  // per GPU, on average
+  double pairs = T * k / s.tp;  // per GPU, on average
+  if (whole) pairs *= s.routing.load;
   const double wb = weight_format_bytes(s.weights);
-  const double local = hit / s.tp;  // hit experts' weight per GPU, in whole experts
+  // Hit experts' weight on that GPU, in whole experts, and the rows of each.
+  const double local = routed && whole ? hit : hit / s.tp;
+  const double rows = routed ? pairs / local : T * k / hit;
   auto grouped = [&](std::string_view name, double n, double kk) {
     const double flops = 2.0 * pairs * n * kk;
-    Op op{name, OpKind::kGemm, T * k / hit, n, kk, flops, pairs * (n + kk) * 2.0 + local * n * kk * wb};
+    Op op{name, OpKind::kGemm, rows, n, kk, flops, pairs * (n + kk) * 2.0 + local * n * kk * wb};
     op.groups = local;  // one grouped kernel over this GPU's share of the hit experts
     op.routed = true;
     out.push_back({op});
@@ -249,6 +256,12 @@ void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix,
 }
 
 }  // namespace
+
+std::vector<Item> serving_routed_experts(const ModelArch& m, const StepMix& mix, const ServingShape& s) {
+  std::vector<Item> out;
+  serving_experts(out, m, mix, s);
+  return out;
+}
 
 std::vector<Item> serving_layer(const ModelArch& m, const StepMix& mix, const ServingShape& s, LayerKind kind) {
   std::vector<Item> out;

@@ -30,6 +30,17 @@ struct StepMix {
   [[nodiscard]] StepMix scaled(double f) const;
 };
 
+/// Where one step's routed token-expert pairs fall (set per step by the serving simulation from
+/// the run's routing; the defaults are the balanced expectation).
+struct StepRouting {
+  /// The most loaded GPU's pairs over the mean (EP > 1; 1: balanced). It sets the MoE layer's pace.
+  double load = 1;
+  /// Distinct experts the step hits: under EP > 1 on the most loaded GPU, whole experts; under EP 1
+  /// over the whole model (each GPU holds 1/TP of each). Below 0: uniform top-k's expectation
+  /// (experts_hit) spread evenly.
+  double hit = -1;
+};
+
 struct ServingShape {
   int tp = 1;
   /// MoE: routed experts spread whole over EP of the replica's TP GPUs (EP = TP), or split inside
@@ -43,6 +54,7 @@ struct ServingShape {
   /// the feed-forward the group all-gathers the tokens, after it reduce-scatters them back. The
   /// attention weights are whole on every GPU; the feed-forward stays split (TP, or EP = TP).
   bool dp_attention = false;
+  StepRouting routing = {};
   /// The TP degree attention runs at: 1 under attention-DP.
   [[nodiscard]] int attention_tp() const { return dp_attention ? 1 : tp; }
 };
@@ -55,6 +67,10 @@ struct ServingShape {
 /// reads only the experts the step's tokens hit (expected distinct experts of T tokens' top-k).
 [[nodiscard]] std::vector<Item> serving_layer(const ModelArch& m, const StepMix& mix, const ServingShape& s,
                                               LayerKind kind = {});
+/// The routed experts of a MoE layer in a serving step on one GPU (part of serving_layer): the
+/// grouped up and down GEMMs over its pairs (the step's routing, `s.routing`), reading each expert
+/// it hits once, and the activation between them.
+[[nodiscard]] std::vector<Item> serving_routed_experts(const ModelArch& m, const StepMix& mix, const ServingShape& s);
 /// Expected distinct experts `tokens` tokens hit with uniform top-k routing: E (1 - (1 - k/E)^T).
 [[nodiscard]] double experts_hit(const ModelArch& m, double tokens);
 /// Final norm, LM head over the sampled rows, and sampling.

@@ -1,5 +1,7 @@
 #include "sim/config/serving_file.hpp"
 
+#include "sim/config/routing_file.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include "sim/config/fields.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
+#include "sim/config/routing_file.hpp"
 #include "sim/config/scenario_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
@@ -199,6 +202,13 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.dp_attention = read_bool(p, F("/parallel/dp_attention"));
     p.finish();
   }
+  std::string routing = "balanced";
+  std::int64_t routing_seed = 1;
+  if (auto moe = r.opt_child("moe")) {
+    routing = read_string(*moe, F("/moe/routing"));
+    routing_seed = read_int(*moe, F("/moe/seed"));
+    moe->finish();
+  }
   if (auto q = r.opt_child("quantization")) {
     const auto w = read_string(*q, F("/quantization/weights"));
     s.weights = w == "fp8"    ? models::WeightFormat::kFp8
@@ -346,6 +356,13 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                              std::to_string(s.tp) +
                              " (with --dp-attention too; experts spread over several replicas are not modelled yet, "
                              "issue 12)");
+  }
+  if (routing != "balanced" && !s.model.is_moe())
+    throw InputError(doc.path, "/moe/routing",
+                     s.model.id + " is a dense model (no experts to route); expected balanced");
+  if (s.model.is_moe()) {
+    s.routing = parse_routing(routing, s.model, doc.path, "/moe/routing");
+    s.routing.seed = static_cast<std::uint64_t>(routing_seed);
   }
   if (s.model.is_moe() && s.model.moe.experts % s.ep != 0) {
     infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +

@@ -81,6 +81,14 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
                          {"total", r.memory.total},     {"capacity", r.memory.capacity}};
   j["kv_blocks"] = r.kv_blocks;
   j["kv_utilisation"] = {{"mean", r.kv_utilisation_mean}, {"max", r.kv_utilisation_max}};
+  if (r.moe) {
+    j["moe"] = {{"routing", r.moe->routing},
+                {"ep", r.moe->ep},
+                {"load_imbalance_mean", r.moe->load_imbalance_mean},
+                {"load_imbalance_max", r.moe->load_imbalance_max}};
+  } else {
+    j["moe"] = nullptr;
+  }
   j["steps"] = r.steps;
   j["preemptions"] = r.preemptions;
   if (r.cost) {
@@ -147,6 +155,14 @@ std::string serving_table(const ServingResults& r) {
           std::to_string(r.limits.block_size) + "-token blocks");
   row("KV cache utilisation",
       fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");
+  if (r.moe) {
+    row("MoE routing",
+        r.moe->routing + (r.moe->ep > 1 ? "; the most loaded of EP " + std::to_string(r.moe->ep) + " GPUs has " +
+                                              fixed(r.moe->load_imbalance_mean, 3) +
+                                              "x the mean GPU's routed tokens (mean over steps; worst step " +
+                                              fixed(r.moe->load_imbalance_max, 3) + "x) and sets the pace"
+                                        : "; experts split TP ways, so every GPU has the same share"));
+  }
   row("memory per GPU", "weights " + gib(r.memory.weights) + ", activations " + gib(r.memory.activations) +
                             ", runtime " + gib(r.memory.other) + ", KV cache " + gib(r.memory.kv_cache) + " of " +
                             gib(r.memory.capacity));

@@ -45,6 +45,8 @@ struct ServingScenario {
   /// Attention data parallelism: attention on each of a replica's TP GPUs over its own sequences
   /// (every head, its own KV cache), the feed-forward split over the TP GPUs (models::ServingShape).
   bool dp_attention = false;
+  /// MoE: how each step's tokens pick their experts (balanced by default; `moe.routing`).
+  scenario::MoeRouting routing;
   models::WeightFormat weights = models::WeightFormat::kBf16;
   double kv_bytes = 2;  ///< bf16 2, fp8 1
   Scheduler scheduler = Scheduler::kContinuous;

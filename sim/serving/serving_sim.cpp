@@ -17,6 +17,7 @@
 #include "sim/network/topology.hpp"
 #include "sim/workload/compute_model.hpp"
 #include "sim/workload/executor.hpp"
+#include "sim/workload/expert_placement.hpp"
 
 namespace cs::serving {
 
@@ -803,21 +804,91 @@ class ServingRun final : public workload::TaskSource {
 
   /// The batch's tasks: each stage's layers (the first with the step overhead, the last with the
   /// LM head), stages joined by send/recv of the activations; its end is the last stage's end.
+  /// Where a step of `tokens` routed tokens puts its pairs (cached per token count): balanced, the
+  /// expectation (defaults); otherwise the routing's per-expert shares (uniform: a seeded sample of
+  /// the step's tokens' top-k), the EP GPUs holding E / EP consecutive experts each. Under EP 1 the
+  /// experts the step hits; under EP each GPU's pairs and hit experts, and the GPU whose routed
+  /// experts take longest sets the pace (in decode it can be one with few pairs over many experts,
+  /// whose weights it reads). `imbalance`: the most loaded GPU's pairs over the mean.
+  struct RoutedStep {
+    models::StepRouting pace;
+    double imbalance = 1;
+  };
+  RoutedStep routing_for(const models::ServingShape& shape, double tokens) {
+    using Kind = scenario::MoeRouting::Kind;
+    if (!s_.model.is_moe() || s_.routing.kind == Kind::kBalanced || tokens <= 0) return {};
+    const auto t = static_cast<std::int64_t>(std::llround(tokens));
+    if (auto it = routing_memo_.find(t); it != routing_memo_.end()) return it->second;
+    const int ep = std::max(1, shape.ep);
+    const auto share = workload::place_experts(s_.model, s_.routing, ep, static_cast<double>(t)).expert_share;
+    const double k = static_cast<double>(s_.model.moe.top_k);
+    // The chance the step hits expert e: sampled (uniform), else each token picks it with chance
+    // k x its share of the pairs.
+    const auto p_hit = [&](std::size_t e) {
+      if (s_.routing.kind == Kind::kUniform) return share[e] > 0 ? 1.0 : 0.0;
+      return 1.0 - std::pow(1.0 - std::min(1.0, k * share[e]), static_cast<double>(t));
+    };
+    const std::size_t per = share.size() / static_cast<std::size_t>(ep);
+    RoutedStep out;
+    if (ep == 1) {
+      out.pace.hit = 0;
+      for (std::size_t e = 0; e < share.size(); ++e) out.pace.hit += p_hit(e);
+    } else {
+      models::StepMix mix;
+      mix.tokens = static_cast<double>(t);
+      double slowest = -1;
+      for (std::size_t g = 0; g < static_cast<std::size_t>(ep); ++g) {
+        models::StepRouting r;
+        double pairs = 0;
+        r.hit = 0;
+        for (std::size_t e = g * per; e < (g + 1) * per; ++e) {
+          pairs += share[e];
+          r.hit += p_hit(e);
+        }
+        r.load = pairs * ep;
+        out.imbalance = std::max(out.imbalance, r.load);
+        models::ServingShape one = shape;
+        one.routing = r;
+        double seconds = 0;
+        for (const auto& it : models::serving_routed_experts(s_.model, mix, one))
+          seconds += it.op.kind == models::OpKind::kGemm ? gemm_seconds(it.op) : other_.seconds(it.op);
+        if (seconds > slowest) {
+          slowest = seconds;
+          out.pace = r;
+        }
+      }
+    }
+    routing_memo_.emplace(t, out);
+    return out;
+  }
+
   void add_batch(const Replica& rep, const models::StepMix& mix, std::uint64_t b) {
     layer_.clear();
     head_.clear();
+    models::ServingShape shape = rep.shape;
+    const auto routed = routing_for(rep.shape, mix.tokens);
+    shape.routing = routed.pace;
+    if (s_.model.is_moe() && rep.shape.ep > 1) {
+      load_sum_ += routed.imbalance;
+      load_max_ = std::max(load_max_, routed.imbalance);
+      ++load_steps_;
+    }
     if (s_.model.kinds.empty()) {
-      to_segments(models::serving_layer(s_.model, mix, rep.shape), layer_);
+      to_segments(models::serving_layer(s_.model, mix, shape), layer_);
     } else {
       kind_layer_.clear();
       for (std::int64_t l = 0; l < s_.model.layers; ++l) {
         const auto kind = s_.model.layer_kind(l);
         if (!kind_layer_.contains(kind))
-          to_segments(models::serving_layer(s_.model, mix, rep.shape, kind), kind_layer_[kind]);
+          to_segments(models::serving_layer(s_.model, mix, shape, kind), kind_layer_[kind]);
       }
     }
-    to_segments(models::serving_head(s_.model, mix, rep.shape), head_);
-    if (mtp_mix_.tokens > 0) to_segments(models::serving_mtp_module(s_.model, mtp_mix_, rep.shape), head_);
+    to_segments(models::serving_head(s_.model, mix, shape), head_);
+    if (mtp_mix_.tokens > 0) {
+      models::ServingShape mtp = rep.shape;
+      mtp.routing = routing_for(rep.shape, mtp_mix_.tokens).pace;
+      to_segments(models::serving_mtp_module(s_.model, mtp_mix_, mtp), head_);
+    }
     const auto& only = rep.stages.front();
     if (rep.pp() == 1 && (only.isolated || only.ranks.size() == 1)) {
       Batch& batch = batches_.at(b);
@@ -1043,6 +1114,14 @@ class ServingRun final : public workload::TaskSource {
     for (double a : kv_area_) area += a;
     r.kv_utilisation_mean = area / std::max(1e-12, span * static_cast<double>(replicas_.size()));
     r.kv_utilisation_max = kv_max_;
+    if (s_.model.is_moe()) {
+      ServingResults::Moe moe;
+      moe.routing = s_.routing.text;
+      moe.ep = std::max(1, s_.ep);
+      moe.load_imbalance_mean = load_steps_ > 0 ? load_sum_ / static_cast<double>(load_steps_) : 1.0;
+      moe.load_imbalance_max = load_steps_ > 0 ? load_max_ : 1.0;
+      r.moe = moe;
+    }
     if (s_.offer) {
       ServingResults::Cost c;
       c.offer = s_.offer->id;
@@ -1110,6 +1189,9 @@ class ServingRun final : public workload::TaskSource {
   StageProgram program_;
   std::vector<double> kv_area_;
   double kv_max_ = 0;
+  std::map<std::int64_t, RoutedStep> routing_memo_;  ///< per routed token count
+  double load_sum_ = 0, load_max_ = 0;               ///< EP: the most loaded GPU over the mean, per step
+  std::int64_t load_steps_ = 0;
   std::int64_t steps_ = 0, preemptions_ = 0;
   std::vector<std::pair<SimTime, std::int64_t>> tokens_out_;  ///< (step end, output tokens it produced)
   std::vector<std::int64_t> peak_running_;                    ///< per replica: the most requests in its batch at once

@@ -65,6 +65,14 @@ struct ServingResults {
   bool fits = true;
   ServingMemory memory;
   double kv_utilisation_mean = 0, kv_utilisation_max = 0;
+  /// MoE models: the routing, and under EP the most loaded GPU's routed pairs over the mean GPU's
+  /// (it sets the pace of each MoE layer), averaged over the steps and at its worst.
+  struct Moe {
+    std::string routing;
+    int ep = 1;
+    double load_imbalance_mean = 1, load_imbalance_max = 1;
+  };
+  std::optional<Moe> moe;
   struct Cost {
     std::string offer, currency;
     double price_per_hour = 0, per_million_output_tokens = 0, per_million_tokens = 0;
