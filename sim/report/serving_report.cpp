@@ -155,7 +155,7 @@ std::string serving_table(const ServingResults& r) {
           std::to_string(r.limits.block_size) + "-token blocks");
   row("KV cache utilisation",
       fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");
-  if (r.moe) {
+  if (r.moe && (r.moe->routing != "balanced" || r.moe->ep > 1)) {  // the default says nothing new
     row("MoE routing",
         r.moe->routing + (r.moe->ep > 1 ? "; the most loaded of EP " + std::to_string(r.moe->ep) + " GPUs has " +
                                               fixed(r.moe->load_imbalance_mean, 3) +
