@@ -1,6 +1,7 @@
 #include "sim/workload/executor.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <limits>
 #include <map>
@@ -59,19 +60,57 @@ std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::Collec
   return out;
 }
 
+/// The tasks that have explicit edges (a few in a hundred of a step's: transfers, gradient
+/// buckets and the kernels they wait for), numbered densely in id order: their dependency counts
+/// and successor rows take 2 bits a task (a bit and a share of a count per 64 tasks) rather than 8
+/// bytes for every task. An open run numbers every task as itself.
+class LinkedTasks {
+ public:
+  /// `n` tasks, none linked yet.
+  void assign(std::size_t n) {
+    bits_.assign((n + 63) / 64, 0);
+    below_.clear();
+  }
+  void insert(std::uint32_t t) { bits_[t / 64] |= std::uint64_t{1} << (t % 64); }
+  /// After the last insert: the counts behind rank().
+  void finish() {
+    below_.resize(bits_.size() + 1);
+    below_[0] = 0;
+    for (std::size_t w = 0; w < bits_.size(); ++w)
+      below_[w + 1] = below_[w] + static_cast<std::uint32_t>(std::popcount(bits_[w]));
+  }
+  /// Every task is linked, as itself (open runs, whose tasks come and go).
+  void all() { all_ = true; }
+  [[nodiscard]] bool contains(std::uint32_t t) const { return all_ || ((bits_[t / 64] >> (t % 64)) & 1) != 0; }
+  /// A linked task's number.
+  [[nodiscard]] std::uint32_t rank(std::uint32_t t) const {
+    if (all_) return t;
+    const std::uint64_t below = bits_[t / 64] & ((std::uint64_t{1} << (t % 64)) - 1);
+    return below_[t / 64] + static_cast<std::uint32_t>(std::popcount(below));
+  }
+  [[nodiscard]] std::uint32_t size() const { return below_.empty() ? 0 : below_.back(); }
+
+ private:
+  std::vector<std::uint64_t> bits_;
+  std::vector<std::uint32_t> below_;  ///< per 64-task word: linked tasks before it
+  bool all_ = false;
+};
+
 struct Shared {
   const WorkloadGraph& g;
   const net::Topology& topo;
   const ExecutorOptions& opt;
-  std::vector<std::uint32_t> succ_begin;  ///< task t's successors: succ[succ_begin[t] .. succ_begin[t + 1])
+  LinkedTasks linked;
+  /// Linked task r's successors: succ[succ_begin[r] .. succ_begin[r + 1]) (a built graph's).
+  std::vector<std::uint32_t> succ_begin;
   std::vector<TaskId> succ;
   /// A built graph's stream orders in one array (stream s: order[order_begin[s] .. order_begin[s + 1])),
   /// in huge pages: each stream's next task is read at random, tens of millions of times. Open
   /// runs, whose streams change while they run, read the graph's.
   std::vector<std::size_t> order_begin;
   std::vector<TaskId> order;
-  std::vector<std::uint32_t> preds_left;
-  std::vector<std::uint32_t> arrived;  ///< per collective (by its `args` slot): ranks that reached it
+  std::vector<std::uint32_t> preds_left;  ///< by linked rank: dependencies not yet done
+  std::vector<std::uint32_t> arrived;     ///< per collective (by its `args` slot): ranks that reached it
   std::vector<std::size_t> head;
   std::vector<std::uint8_t> busy;           ///< bytes, not bits: streams of different nodes change concurrently
   std::vector<SimTime> starts;              ///< per task
@@ -100,6 +139,18 @@ struct Shared {
     if (!t.collective) return node_partition(t.gpu);
     const auto a = group_owner[t.group], b = group_owner[g.collective(t).flow_group];
     return a == b ? a : fabric;
+  }
+  /// Task t's dependencies not yet done.
+  [[nodiscard]] std::uint32_t pending(std::uint32_t t) const {
+    return linked.contains(t) ? preds_left[linked.rank(t)] : 0;
+  }
+  /// One of linked task t's dependencies is done: how many are left.
+  std::uint32_t release(std::uint32_t t) { return --preds_left[linked.rank(t)]; }
+  /// A built graph's task t's successors.
+  [[nodiscard]] std::span<const TaskId> successors(std::uint32_t t) const {
+    if (!linked.contains(t)) return {};
+    const auto r = linked.rank(t);
+    return {succ.data() + succ_begin[r], succ.data() + succ_begin[r + 1]};
   }
   [[nodiscard]] std::span<const TaskId> stream_order(std::size_t s) const {
     if (open) return g.stream_order(s);
@@ -141,7 +192,7 @@ class Partition final : public engine::EventHandler {
   void admit(TaskId id) {
     const Task task = sh_.g.task(id);
     if (task.stream == Stream::kNone) {
-      if (sh_.preds_left[index(id)] == 0) start_unordered(id);
+      if (sh_.pending(index(id)) == 0) start_unordered(id);
     } else if (task.collective) {
       for (int r : sh_.g.groups()[task.group]) try_start(sh_.stream_index(static_cast<std::uint32_t>(r), task.stream));
     } else {
@@ -200,8 +251,8 @@ class Partition final : public engine::EventHandler {
     if (task.stream != Stream::kNone) {
       for (int r : sh_.g.groups()[task.group]) nodes.push_back(sh_.node_partition(static_cast<std::uint32_t>(r)));
     }
-    for (auto k = sh_.succ_begin[t]; k < sh_.succ_begin[t + 1]; ++k) {
-      const auto o = sh_.owner(sh_.g.task(sh_.succ[k]));
+    for (auto succ : sh_.successors(t)) {
+      const auto o = sh_.owner(sh_.g.task(succ));
       if (o != self_) nodes.push_back(o);
     }
     std::sort(nodes.begin(), nodes.end());
@@ -222,7 +273,7 @@ class Partition final : public engine::EventHandler {
       outbox_.push_back({engine_.now(), sh_.fabric, kArrive, t});
       return;
     }
-    if (sh_.preds_left[t] > 0) return;
+    if (sh_.pending(t) > 0) return;
     sh_.busy[s] = true;  // a collective's kernel occupies the stream while it waits for its peers
     if (!task.collective) {
       sh_.starts[t] = engine_.now();
@@ -237,7 +288,7 @@ class Partition final : public engine::EventHandler {
   void arrive(TaskId id) {
     const auto t = index(id);
     const Task task = sh_.g.task(id);
-    if (++sh_.arrived[task.args] == sh_.g.groups()[task.group].size() && sh_.preds_left[t] == 0)
+    if (++sh_.arrived[task.args] == sh_.g.groups()[task.group].size() && sh_.pending(t) == 0)
       start_collective(id, task);
   }
 
@@ -245,7 +296,7 @@ class Partition final : public engine::EventHandler {
   void release(TaskId id) {
     const auto t = index(id);
     const Task task = sh_.g.task(id);
-    if (--sh_.preds_left[t] > 0) return;
+    if (sh_.release(t) > 0) return;
     if (task.stream == Stream::kNone) {
       start_unordered(id);
     } else if (sh_.arrived[task.args] == sh_.g.groups()[task.group].size()) {
@@ -384,7 +435,7 @@ class Partition final : public engine::EventHandler {
         if (here && !is_fabric()) outbox_.push_back({engine_.now(), o, kRelease, index(succ)});
         return;
       }
-      if (--sh_.preds_left[index(succ)] > 0) return;
+      if (sh_.release(index(succ)) > 0) return;
       if (st.stream == Stream::kNone) {
         start_unordered(succ);
       } else if (st.collective) {
@@ -400,7 +451,7 @@ class Partition final : public engine::EventHandler {
     if (sh_.open) {
       for (auto succ : sh_.late_succ[t]) release_successor(succ);
     } else {
-      for (auto k = sh_.succ_begin[t]; k < sh_.succ_begin[t + 1]; ++k) release_successor(sh_.succ[k]);
+      for (auto succ : sh_.successors(t)) release_successor(succ);
     }
     if (is_fabric()) return;  // the fabric holds no streams
     // try_start never re-enters complete (ends are events), so the scratch list is stable here.
@@ -488,25 +539,32 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   Shared sh(graph, topo, options);
   const auto n = graph.task_count();
   // Per-task state, indexed in no local order: huge pages spare a TLB miss per access.
-  assign_huge(sh.preds_left, n, std::uint32_t{0});
   assign_huge(sh.arrived, graph.collective_slots(), std::uint32_t{0});
   assign_huge(sh.starts, n, SimTime{});
   assign_huge(sh.collective_ends, graph.collective_slots(), SimTime{});
   assign_huge(sh.algorithms, graph.collective_slots(), coll::Algorithm::kDirect);
   sh.head.assign(graph.stream_count(), 0);
   sh.busy.assign(graph.stream_count(), 0);
-  // Successors in compressed rows (a stable counting sort keeps each task's edges in the order
-  // they were added, so the run does not depend on how edges are stored).
-  assign_huge(sh.succ_begin, n + 1, std::uint32_t{0});
+  // Successors in compressed rows over the linked tasks (a stable counting sort keeps each task's
+  // edges in the order they were added, so the run does not depend on how edges are stored).
+  sh.linked.assign(n);
   for (const auto& e : graph.edges()) {
-    ++sh.succ_begin[index(e.before) + 1];
-    ++sh.preds_left[index(e.after)];
+    sh.linked.insert(index(e.before));
+    sh.linked.insert(index(e.after));
   }
-  for (std::size_t i = 0; i < n; ++i) sh.succ_begin[i + 1] += sh.succ_begin[i];
+  sh.linked.finish();
+  const auto linked = sh.linked.size();
+  assign_huge(sh.preds_left, linked, std::uint32_t{0});
+  assign_huge(sh.succ_begin, std::size_t{linked} + 1, std::uint32_t{0});
+  for (const auto& e : graph.edges()) {
+    ++sh.succ_begin[sh.linked.rank(index(e.before)) + 1];
+    ++sh.preds_left[sh.linked.rank(index(e.after))];
+  }
+  for (std::size_t i = 0; i < linked; ++i) sh.succ_begin[i + 1] += sh.succ_begin[i];
   sh.succ.resize(graph.edges().size());
   {
     std::vector<std::uint32_t> fill(sh.succ_begin.begin(), sh.succ_begin.end() - 1);
-    for (const auto& e : graph.edges()) sh.succ[fill[index(e.before)]++] = e.after;
+    for (const auto& e : graph.edges()) sh.succ[fill[sh.linked.rank(index(e.before))]++] = e.after;
   }
 
   sh.order_begin.assign(graph.stream_count() + 1, 0);
@@ -549,7 +607,7 @@ RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const Exe
   RunLog log;
   for (std::size_t t = 0; t < n; ++t) {
     const Task task = graph.task(static_cast<TaskId>(t));
-    if (task.stream == Stream::kNone && sh.preds_left[t] == 0)
+    if (task.stream == Stream::kNone && sh.pending(static_cast<std::uint32_t>(t)) == 0)
       parts[sh.owner(task)]->prime_unordered(static_cast<TaskId>(t));
   }
   for (auto& p : parts) p->prime();
@@ -744,7 +802,7 @@ RunLog simulate_open(int gpus, const net::Topology& topo, const ExecutorOptions&
   sh.open = &graph;
   sh.head.assign(graph.stream_count(), 0);
   sh.busy.assign(graph.stream_count(), 0);
-  sh.succ_begin.assign(1, 0);
+  sh.linked.all();  // preds_left by task id, successors in late_succ
   Partition part(sh, kSerial, 0, static_cast<std::uint32_t>(gpus));
   OpenRun run(graph, sh, part, source);
   sh.on_end = [&run](TaskId id) { run.ended(id); };
