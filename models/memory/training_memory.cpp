@@ -180,7 +180,9 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
         layer_linear = std::max(layer_linear, lp.dense + lp.expert - norms);
       }
     }
-    b.weights = in.zero >= 3 ? p * wb / dp + 2 * (per_layer * wb + layer_linear * cache) : p * wb + layers_here * cache;
+    // ZeRO-3 shards dense weights over DP x CP and routed experts over expert-DP.
+    b.weights = in.zero >= 3 ? (p - expert) * wb / dp + expert * wb / edp + 2 * (per_layer * wb + layer_linear * cache)
+                             : p * wb + layers_here * cache;
     // Dense parameters are sharded over DP x CP, routed experts over expert-DP.
     b.gradients = in.zero >= 2 ? (p - expert) * in.grad_bytes / dp + expert * in.grad_bytes / edp : p * in.grad_bytes;
     b.optimizer = (p - expert) * 12.0 / (in.zero >= 1 ? dp : 1) + expert * 12.0 / (in.zero >= 1 ? edp : 1);

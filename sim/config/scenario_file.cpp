@@ -270,8 +270,6 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
     throw InputError(file, "/moe/two_batch_overlap", "two-batch overlap hides EP all-to-alls; expected EP > 1");
   if (spec.redundant_experts > 0 && spec.ep == 1)
     throw InputError(file, "/moe/redundant_experts", "redundant experts balance EP ranks; expected EP > 1");
-  if (s.plan.zero == 3)
-    infeasible(file, "ZeRO-3 with MoE layers is not modelled (issue 12); use ZeRO-1 (distributed optimizer)");
   if (spec.lora_rank > 0)
     infeasible(file, "LoRA on MoE models is not modelled (issue 12): adapters per expert are not counted");
   s.routing = parse_routing(spec.routing, m, file, "/moe/routing");

@@ -264,37 +264,63 @@ ReductionGroup reduction_group(const StepLayout& L, GroupKind kind, int rank, Wo
   return out;
 }
 
+/// The reduce-scatters of ZeRO-3 that the optimizer waits for.
+struct Zero3Tasks {
+  std::vector<std::vector<TaskId>> dense;     ///< per tensor rank
+  std::map<int, std::vector<TaskId>> expert;  ///< per simulated rank (MoE with expert-DP > 1)
+};
+
 /// ZeRO-3 (FSDP): every layer's weights are all-gathered over DP x CP before its forward and its
 /// backward (on the communication stream, in schedule order, so the next layer's gather overlaps
-/// this layer's compute), and its gradients reduce-scattered after each backward. Returns the
-/// reduce-scatters per tensor rank (the optimizer waits for them).
-std::vector<std::vector<TaskId>> add_zero3(const StepLayout& L, const BlockTasks& bt, int layers_on_stage,
-                                           WorkloadGraph& g) {
-  std::vector<std::vector<TaskId>> rs_tasks(static_cast<std::size_t>(L.plan.tp));
-  if (!L.zero3) return rs_tasks;
+/// this layer's compute), and its gradients reduce-scattered after each backward. In a MoE layer
+/// the dense part (attention, router, shared experts, norms) goes over DP x CP and the routed
+/// experts a GPU holds over expert-DP (the GPUs holding the same experts), as Megatron shards them.
+Zero3Tasks add_zero3(const StepLayout& L, const BlockTasks& bt, int layers_on_stage, WorkloadGraph& g) {
+  Zero3Tasks out;
+  out.dense.resize(static_cast<std::size_t>(L.plan.tp));
+  if (!L.zero3) return out;
   const auto params = stage_params(L.s);
-  const double layer_bytes =
-      params.per_layer * step_shape(L.s, true).act_bytes;       // the whole layer's 16-bit weights, gathered
-  const double grad_bytes = params.per_layer * L.s.grad_bytes;  // its main gradients, scattered
-  for (int t = 0; t < L.plan.tp; ++t) {
-    const auto grp = reduction_group(L, GroupKind::kDpCp, L.plan.rank(0, 0, t), g);
-    for (const auto& blk : schedule(L.plan.schedule, 0, 1, static_cast<int>(L.micro))) {
+  const double act_bytes = step_shape(L.s, true).act_bytes;
+  // A layer's parameters on one GPU: dense and routed experts (dense models: the dense layer).
+  const bool moe = L.s.model.is_moe();
+  const auto layer_params = [&](int l) {
+    return moe ? params.by_kind.at(L.s.model.layer_kind(l)) : models::LayerParams{params.per_layer, 0.0};
+  };
+  const auto blocks = schedule(L.plan.schedule, 0, 1, static_cast<int>(L.micro));
+  // One group's gathers and scatters for `part` of each layer (weights in 16 bits gathered, main
+  // gradients scattered); `rs` collects the scatters.
+  const auto add = [&](const ReductionGroup& grp, bool experts, std::vector<TaskId>& rs_out) {
+    for (const auto& blk : blocks) {
       for (int i = 0; i < layers_on_stage; ++i) {
         const int l = blk.forward ? i : layers_on_stage - 1 - i;
-        const auto ag =
-            g.add_collective_on(grp.gid, grp.flow_gid, Stream::kComm, Category::kDpComm, "dp.param_allgather", l,
-                                blk.micro, coll::CollectiveOp::kAllGather, layer_bytes);
+        const auto lp = layer_params(l);
+        const double part = experts ? lp.expert : lp.dense;
+        if (part <= 0) continue;
+        const auto ag = g.add_collective_on(grp.gid, grp.flow_gid, Stream::kComm, Category::kDpComm,
+                                            experts ? "edp.param_allgather" : "dp.param_allgather", l, blk.micro,
+                                            coll::CollectiveOp::kAllGather, part * act_bytes);
         for (int r : grp.sim) g.depend(ag, bt.layer_span.at({r, blk.forward, blk.micro, l}).first);
         if (blk.forward) continue;
-        const auto rs =
-            g.add_collective_on(grp.gid, grp.flow_gid, Stream::kNone, Category::kDpComm, "dp.grad_reducescatter", l,
-                                blk.micro, coll::CollectiveOp::kReduceScatter, grad_bytes);
+        const auto rs = g.add_collective_on(grp.gid, grp.flow_gid, Stream::kNone, Category::kDpComm,
+                                            experts ? "edp.grad_reducescatter" : "dp.grad_reducescatter", l, blk.micro,
+                                            coll::CollectiveOp::kReduceScatter, part * L.s.grad_bytes);
         for (int r : grp.sim) g.depend(bt.layer_span.at({r, false, blk.micro, l}).last, rs);
-        rs_tasks[static_cast<std::size_t>(t)].push_back(rs);
+        rs_out.push_back(rs);
       }
     }
+  };
+  for (int t = 0; t < L.plan.tp; ++t)
+    add(reduction_group(L, GroupKind::kDpCp, L.plan.rank(0, 0, t), g), false, out.dense[static_cast<std::size_t>(t)]);
+  if (moe && L.plan.edp() > 1) {
+    for (int r : L.stage_ranks(0)) {
+      if (out.expert.contains(r)) continue;
+      const auto grp = reduction_group(L, GroupKind::kExpertDp, r, g);
+      std::vector<TaskId> rs;
+      add(grp, true, rs);
+      for (int x : grp.sim) out.expert[x] = rs;
+    }
   }
-  return rs_tasks;
+  return out;
 }
 
 /// Data parallelism: the gradients of a stage's last backward items, reduced over DP x CP in
@@ -348,7 +374,7 @@ ExpertReductions add_expert_reductions(const StepLayout& L, int stage, const std
 /// parameter (docs/metrics.md), over the shard ZeRO leaves it; ZeRO-1/2 then all-gathers the
 /// updated weights.
 void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& programs, const BlockTasks& bt,
-                   const std::vector<std::vector<TaskId>>& zero3_rs, const ComputeModel& compute, WorkloadGraph& g) {
+                   const Zero3Tasks& zero3, const ComputeModel& compute, WorkloadGraph& g) {
   const double act_bytes = step_shape(L.s, true).act_bytes;
   for (int st = 0; st < L.P; ++st) {
     std::vector<ProgramItem> last_items;  // the stage's last backwards, in schedule order
@@ -362,14 +388,15 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
       stage_params += programs[static_cast<std::size_t>(L.vstage(st, c))].params;
       expert_params += programs[static_cast<std::size_t>(L.vstage(st, c))].expert_params;
     }
-    const auto expert_tasks = add_expert_reductions(L, st, last_items, expert_params, bt, g);
+    auto expert_tasks = L.zero3 ? ExpertReductions{} : add_expert_reductions(L, st, last_items, expert_params, bt, g);
+    if (L.zero3) expert_tasks.tasks = zero3.expert;
     for (int t = 0; t < L.plan.tp; ++t) {
       const auto grp = reduction_group(L, GroupKind::kDpCp, L.plan.rank(st, 0, t), g);
-      const auto dp_tasks = L.zero3             ? zero3_rs[static_cast<std::size_t>(t)]
+      const auto dp_tasks = L.zero3             ? zero3.dense[static_cast<std::size_t>(t)]
                             : L.plan.dpcp() > 1 ? add_gradient_buckets(L, last_items, grp, bt, g)
                                                 : std::vector<TaskId>{};
-      const double opt_params =
-          stage_params / (L.zero1 || L.zero3 ? L.plan.dpcp() : 1) + expert_params / (L.zero1 ? L.plan.edp() : 1);
+      const double opt_params = stage_params / (L.zero1 || L.zero3 ? L.plan.dpcp() : 1) +
+                                expert_params / (L.zero1 || L.zero3 ? L.plan.edp() : 1);
       // FP8 training (Transformer Engine with Megatron's first-micro-batch weight caching) casts
       // every local weight to FP8 with its transpose once per step: read 2 bytes, write 1 + 1. All
       // of the stage's parameters are counted (the embedding and a bf16 LM head too: a small
@@ -419,8 +446,8 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
   reserve_tasks(L, programs, step.graph);
   const auto blocks = instantiate_stages(L, programs, step.graph);
   add_pipeline_transfers(L, blocks, step.graph);
-  const auto zero3_rs = add_zero3(L, blocks, step.stage_layers[0], step.graph);
-  add_optimizer(L, programs, blocks, zero3_rs, compute, step.graph);
+  const auto zero3 = add_zero3(L, blocks, step.stage_layers[0], step.graph);
+  add_optimizer(L, programs, blocks, zero3, compute, step.graph);
   return step;
 }
 

@@ -70,6 +70,9 @@ TrainingWork estimate_training_work(const scenario::Scenario& s, bool single_gpu
   w.step_tasks += 2.0 * micro * (p.pp * p.vpp - 1) * groups * p.tp;
   // ZeRO-3: a gather per layer per forward and backward, and a scatter per backward, per TP rank.
   if (p.zero >= 3) w.step_tasks += 3.0 * micro * static_cast<double>(s.model.layers) * p.tp;
+  // MoE: the routed experts' gathers and scatters too, per expert-DP group of the stage.
+  if (p.zero >= 3 && s.model.is_moe() && p.edp() > 1)
+    w.step_tasks += 3.0 * micro * static_cast<double>(s.model.layers) * groups * p.tp / p.edp();
   // The optimizer on every simulated GPU; DP gradient buckets (and ZeRO-1's gather) per stage and
   // TP rank, as many as the stage's parameters fill (ZeRO-3 reduces per layer instead, above).
   w.step_tasks += groups * p.tp * p.pp;

@@ -63,7 +63,7 @@ std::string oom_hint(const scenario::Scenario& s) {
   std::vector<std::string> fixes;
   const auto& p = s.plan;
   if (p.dpcp() > 1 && p.zero < 3) {
-    const int most = (p.pp > 1 || s.model.is_moe()) ? 2 : 3;  // ZeRO-3 runs neither with PP nor with MoE
+    const int most = p.pp > 1 ? 2 : 3;  // ZeRO-3 does not run with PP
     if (p.zero < most)
       fixes.push_back(flag("/parallel/zero") + " " + std::to_string(p.zero + 1) +
                       (p.zero + 1 < most ? "-" + std::to_string(most) : "") + " (shards over DP)");

@@ -229,3 +229,37 @@ TEST_CASE("two-batch overlap hides all-to-all time across nodes: less exposed co
       "parallel": {"tp": 1}, "training": {"seq": 4096, "global_batch": 8}, "moe": {"two_batch_overlap": true}})"),
                        doctest::Contains("/moe/two_batch_overlap: two-batch overlap hides EP all-to-alls"), InputError);
 }
+
+TEST_CASE("ZeRO-3 on MoE: dense weights sharded over DP, routed experts over expert-DP, gathered per layer, by hand") {
+  // Mixtral 8x7B on 8 GPUs, TP 1, EP 4: two experts per GPU, expert-DP 2.
+  const auto s = test::scenario_from_json(
+      R"({"model": "mixtral-8x7b", "cluster": "hgx-h100", "gpus": 8, "parallel": {"tp": 1, "ep": 4, "zero": 3},
+          "training": {"seq": 4096, "global_batch": 8, "micro_batch": 1}, "allow_oom": true})");
+  REQUIRE(s.plan.zero == 3);
+  REQUIRE(s.plan.edp() == 2);
+  const auto r = eval(s);
+  // One layer on one GPU: attention 4096 x (4096 + 2 x 1024 + 4096), two RMSNorms, the router
+  // (8 x 4096); its two experts' gated MLPs, 3 x 4096 x 14336 each.
+  const double dense = 4096.0 * 10240 + 2 * 4096 + 8 * 4096;
+  const double experts = 2 * 3.0 * 4096 * 14336;
+  std::map<std::string, report::CollectiveSummary> c;
+  for (const auto& x : r.collectives) c[x.label] = x;
+  REQUIRE(c.contains("dp.param_allgather"));
+  REQUIRE(c.contains("edp.param_allgather"));
+  REQUIRE(c.contains("edp.grad_reducescatter"));
+  CHECK(c["dp.param_allgather"].bytes_per_call == doctest::Approx(dense * 2));
+  CHECK(c["edp.param_allgather"].bytes_per_call == doctest::Approx(experts * 2));
+  CHECK(c["edp.grad_reducescatter"].bytes_per_call == doctest::Approx(experts * s.grad_bytes));
+  // A gather per layer per forward and backward of the one micro-batch, a scatter per backward;
+  // nothing gathered after the optimizer.
+  CHECK(c["edp.param_allgather"].calls_per_gpu == 2 * 32);
+  CHECK(c["edp.grad_reducescatter"].calls_per_gpu == 32);
+  // Weights: dense (and the embedding, LM head and final norm) over DP 8, experts over expert-DP
+  // 2, and two layers gathered whole (the running one and the prefetched one).
+  const double outer = 2.0 * 32000 * 4096 + 4096;
+  const double weights = (32 * dense + outer) * 2 / 8 + 32 * experts * 2 / 2 + 2 * (dense + experts) * 2;
+  CHECK(r.memory.weights == doctest::Approx(weights).epsilon(1e-9));
+  // Against ZeRO-1 on the same plan: less memory, the same model FLOPs.
+  const auto z1 = eval(test::scenario_from_json(moe_json("mixtral-8x7b", 8, 4)));
+  CHECK(r.memory.total < z1.memory.total);
+}
