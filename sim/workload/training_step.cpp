@@ -213,6 +213,24 @@ void reserve_tasks(const StepLayout& L, const std::vector<StagePrograms>& progra
   tasks *= static_cast<std::size_t>(L.sim_groups);
   collectives *= static_cast<std::size_t>(L.sim_groups);
   g.reserve(tasks + tasks / 8, collectives + collectives / 8);
+  // Each simulated rank's compute and CP streams hold its stage's program items (a collective
+  // joins each member's stream), plus a few step-level tasks (optimizer, weight gather): room up
+  // front rather than growth by doubling over thousands of tasks per stream.
+  constexpr std::size_t kStepLevel = 8;
+  for (int st = 0; st < L.P; ++st) {
+    std::size_t on[kStreamsPerGpu] = {};
+    for (const auto& blk : L.blocks(st)) {
+      const auto& sp = programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))];
+      for (const auto& item : blk.forward ? sp.f : sp.b) {
+        if (item.stream != Stream::kNone) ++on[static_cast<std::size_t>(item.stream)];
+      }
+    }
+    for (int r : L.stage_ranks(st)) {
+      for (std::size_t k = 0; k < kStreamsPerGpu; ++k) {
+        if (on[k] > 0) g.reserve_stream(static_cast<std::size_t>(r) * kStreamsPerGpu + k, on[k] + kStepLevel);
+      }
+    }
+  }
 }
 
 /// Pipeline transfers: activations forward, gradients backward, each TP rank its 1/TP slice
