@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <unordered_map>
 
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
@@ -43,16 +44,20 @@ Breakdown breakdown_of(const workload::WorkloadGraph& g, const workload::RunLog&
 std::vector<CollectiveSummary> summarize_collectives(const workload::WorkloadGraph& g, const workload::RunLog& log) {
   // Per GPU means: a collective over k of n GPUs adds k/n of a call (and of its time) to the mean.
   struct Sum {
-    std::string algorithm;
+    coll::Algorithm algorithm = coll::Algorithm::kAuto;  ///< the last call's
     double calls = 0, bytes = 0, seconds = 0;
   };
   std::map<std::string, Sum> by_label;
+  // Labels are static text: a label's sum found once per pointer, not per call (millions).
+  std::unordered_map<const char*, Sum*> by_pointer;
   const int active = simulated_gpus(g);
   for (std::size_t i = 0; i < g.task_count(); ++i) {
     const auto t = g.task(static_cast<workload::TaskId>(i));
     if (!t.collective) continue;
-    auto& s = by_label[std::string(t.label)];
-    s.algorithm = coll::algorithm_name(log.algorithm(t));
+    auto [known, fresh] = by_pointer.try_emplace(t.label, nullptr);
+    if (fresh) known->second = &by_label[std::string(t.label)];
+    auto& s = *known->second;
+    s.algorithm = log.algorithm(t);
     const double share = static_cast<double>(g.groups()[t.group].size()) / active;
     s.calls += share;
     s.bytes += g.collective(t).bytes * share;
@@ -61,8 +66,8 @@ std::vector<CollectiveSummary> summarize_collectives(const workload::WorkloadGra
   }
   std::vector<CollectiveSummary> out;
   for (const auto& [label, s] : by_label) {
-    out.push_back({label, s.algorithm, static_cast<std::int64_t>(s.calls + 0.5), s.calls > 0 ? s.bytes / s.calls : 0.0,
-                   s.seconds});
+    out.push_back({label, coll::algorithm_name(s.algorithm), static_cast<std::int64_t>(s.calls + 0.5),
+                   s.calls > 0 ? s.bytes / s.calls : 0.0, s.seconds});
   }
   return out;
 }

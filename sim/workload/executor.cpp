@@ -4,10 +4,9 @@
 #include <bit>
 #include <functional>
 #include <limits>
-#include <map>
 #include <queue>
 #include <span>
-#include <tuple>
+#include <unordered_map>
 
 #include "sim/core/check.hpp"
 #include "sim/core/huge_pages.hpp"
@@ -360,8 +359,8 @@ class Partition final : public engine::EventHandler {
 
   const CachedPlan& plan_for(const Task& task) {
     const auto& args = sh_.g.collective(task);
-    const auto key = std::make_tuple(args.flow_group, static_cast<int>(args.op) * 8 + static_cast<int>(args.algorithm),
-                                     args.bytes, args.traffic);
+    const PlanKey key{args.flow_group, static_cast<int>(args.op) * 8 + static_cast<int>(args.algorithm), args.bytes,
+                      args.traffic};
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     const auto cache = [&](coll::CollectivePlan plan) -> const CachedPlan& {
@@ -490,7 +489,25 @@ class Partition final : public engine::EventHandler {
   std::vector<double> last_loads_;
   std::vector<LinkSample> samples_;
   std::vector<Message> outbox_;
-  std::map<std::tuple<std::uint32_t, int, double, std::uint32_t>, CachedPlan> plans_;
+  /// What a collective's plan depends on: flow group, op and algorithm, bytes, traffic matrix.
+  struct PlanKey {
+    std::uint32_t flow_group = 0;
+    int op_algorithm = 0;
+    double bytes = 0;
+    std::uint32_t traffic = 0;
+    bool operator==(const PlanKey&) const = default;
+  };
+  struct PlanKeyHash {
+    std::size_t operator()(const PlanKey& k) const {
+      std::size_t h = std::hash<double>{}(k.bytes);
+      for (std::size_t x :
+           {std::size_t{k.flow_group}, static_cast<std::size_t>(k.op_algorithm), std::size_t{k.traffic}})
+        h = (h ^ x) * 0x100000001b3ULL;
+      return h;
+    }
+  };
+  /// Looked up at every collective start (millions); never iterated, and its elements stay put.
+  std::unordered_map<PlanKey, CachedPlan, PlanKeyHash> plans_;
   std::uint64_t net_version_ = 0;
   std::uint64_t flows_ = 0;
 };
