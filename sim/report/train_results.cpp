@@ -137,9 +137,12 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
     const double eq3 = 96.0 * B * seq * l * h * h * (1 + seq / (6 * h) + V / (16 * l * h));
     r.megatron_tflops_per_gpu = eq3 / r.step_time_s / s.gpus / 1e12;
   }
-  r.breakdown = breakdown_of(step.graph, log);
+  // Two passes over every task, independent: side by side.
+  parallel_for_each(2, [&](std::size_t job) {
+    if (job == 0) r.breakdown = breakdown_of(step.graph, log);
+    if (job == 1) r.collectives = summarize_collectives(step.graph, log);
+  });
   if (s.plan.pp > 1) r.breakdown.pipeline_bubble = r.breakdown.idle;
-  r.collectives = summarize_collectives(step.graph, log);
   r.events = log.events;
   r.flows = log.flows;
   r.partitions = log.partitions;
