@@ -124,9 +124,14 @@ double serving_weight_bytes(const ModelArch& m, const ServingShape& s) {
     const auto kind = m.layer_kind(l);
     const auto p = layer_params_per_gpu(m, kind, s.tp, split);
     all += p.dense + p.expert;
-    // Attention-DP: every GPU holds the whole attention.
+    // Attention-DP: every GPU holds the whole attention; with DeepEP's exchange the shared experts too.
     if (s.dp_attention)
       all += attention_params_per_gpu(m, kind.attention, 1) - attention_params_per_gpu(m, kind.attention, s.tp);
+    if (s.deepep && kind.ffn == FeedForwardKind::kMoe && m.moe.shared_ffn > 0) {
+      const double shared = (m.activation == Activation::kSwiGlu ? 3.0 : 2.0) * static_cast<double>(m.hidden) *
+                            static_cast<double>(m.moe.shared_ffn);
+      all += shared - shared / s.tp;
+    }
   }
   const double vocab_shard = static_cast<double>((m.vocab + s.tp - 1) / s.tp) * static_cast<double>(m.hidden);
   const double embed = vocab_shard * (m.tied_embeddings ? 1.0 : 2.0);
@@ -224,8 +229,35 @@ void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& 
   grouped("experts_down", h, f);
 }
 
+/// A MoE feed-forward under attention-DP with DeepEP's exchange: each GPU routes its own tokens,
+/// dispatches each to the distinct GPUs holding its top-k experts (FP8 with FP8 weights, else
+/// bf16), the experts run as under EP, and the combine returns one bf16 partial sum per token and
+/// destination; the shared experts run whole over the GPU's own tokens.
+void serving_deepep_moe(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s) {
+  const double T = mix.tokens, own = T / s.tp, h = static_cast<double>(m.hidden);
+  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
+  out.push_back(memory_op("mlp_norm", 4 * own * h));
+  out.push_back({Op{"router", OpKind::kGemm, own, E, h, 2.0 * own * E * h, (own * h + own * E) * 2.0 + E * h * 2.0}});
+  out.push_back(memory_op("router.topk", own * E * 8.0));
+  const double dests = dispatch_spread(m, s.ep, s.nodes).gpus;
+  const double dispatch_bytes = s.weights == WeightFormat::kFp8 ? 1.0 : 2.0;
+  out.push_back({Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.dispatch", own * dests * h * dispatch_bytes}});
+  serving_experts(out, m, mix, s);
+  out.push_back({Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.combine", own * dests * h * 2.0}});
+  if (m.moe.shared_ffn > 0) {
+    const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
+    const double fs = static_cast<double>(m.moe.shared_ffn);
+    gemm(out, "shared_up", own, gated * fs, h, s);
+    out.push_back(memory_op("shared_act", 2 * own * (gated + 1) * fs));
+    gemm(out, "shared_down", own, h, fs, s);
+  }
+  out.push_back(memory_op("unpermute", 2 * own * h * (k + 1)));
+  out.push_back(memory_op("mlp_residual", 6 * own * h));
+}
+
 void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s,
                  FeedForwardKind kind) {
+  if (s.deepep && kind == FeedForwardKind::kMoe) return serving_deepep_moe(out, m, mix, s);
   const auto d = serving_dims(m, s);
   const double T = mix.tokens, h = d.hidden;
   // Under attention-DP each GPU norms its own tokens, then the group gathers all of them.

@@ -54,6 +54,12 @@ struct ServingShape {
   /// the feed-forward the group all-gathers the tokens, after it reduce-scatters them back. The
   /// attention weights are whole on every GPU; the feed-forward stays split (TP, or EP = TP).
   bool dp_attention = false;
+  /// Under attention-DP with EP = TP, the MoE layers' exchange as DeepEP's dispatch and combine
+  /// (all-to-alls sending each token only to the GPUs holding its experts; shared experts whole on
+  /// every GPU over its own tokens) instead of an all-gather and a reduce-scatter of every token.
+  bool deepep = false;
+  /// Nodes the replica's GPUs span (the dispatch's node-limited routing; 1 inside a box).
+  int nodes = 1;
   StepRouting routing = {};
   /// The TP degree attention runs at: 1 under attention-DP.
   [[nodiscard]] int attention_tp() const { return dp_attention ? 1 : tp; }

@@ -640,6 +640,16 @@ std::vector<Field> serving_fields() {
            "every head over its own sequences and holds their KV cache alone; the feed-forward stays split "
            "(TP, or EP = TP), tokens all-gathered before it and reduce-scattered after"},
       {.kind = kI,
+       .path = "/parallel/moe_a2a",
+       .type = kEnum,
+       .choices = {"allgather", "deepep"},
+       .fallback = "allgather",
+       .default_text = "allgather",
+       .flag = "--moe-a2a",
+       .meaning = "under --dp-attention with EP = TP, the MoE exchange: allgather (every token to every GPU, "
+                  "reduce-scatter back) or deepep (DeepEP's normal dispatch and combine: each token only to the "
+                  "GPUs holding its experts; shared experts whole on every GPU)"},
+      {.kind = kI,
        .path = "/moe/routing",
        .type = kString,
        .fallback = "balanced",

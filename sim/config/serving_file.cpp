@@ -200,6 +200,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.replicas = static_cast<int>(read_int(p, F("/parallel/replicas")));
     s.ep = static_cast<int>(read_int(p, F("/parallel/ep")));
     s.dp_attention = read_bool(p, F("/parallel/dp_attention"));
+    s.deepep = read_string(p, F("/parallel/moe_a2a")) == "deepep";
     p.finish();
   }
   std::string routing = "balanced";
@@ -363,6 +364,11 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   if (s.model.is_moe()) {
     s.routing = parse_routing(routing, s.model, doc.path, "/moe/routing");
     s.routing.seed = static_cast<std::uint64_t>(routing_seed);
+  }
+  if (s.deepep && (!s.dp_attention || s.ep < 2 || !s.model.is_moe())) {
+    throw InputError(doc.path, "/parallel/moe_a2a",
+                     "deepep is the MoE exchange under attention-DP with whole experts spread over the replica's "
+                     "GPUs; expected allgather, or --dp-attention with EP = TP > 1 on a MoE model");
   }
   if (s.model.is_moe() && s.model.moe.experts % s.ep != 0) {
     infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +

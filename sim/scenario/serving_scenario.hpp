@@ -45,6 +45,9 @@ struct ServingScenario {
   /// Attention data parallelism: attention on each of a replica's TP GPUs over its own sequences
   /// (every head, its own KV cache), the feed-forward split over the TP GPUs (models::ServingShape).
   bool dp_attention = false;
+  /// Under attention-DP with EP = TP: the MoE exchange as DeepEP's dispatch and combine
+  /// all-to-alls (`parallel.moe_a2a` "deepep"), not an all-gather and a reduce-scatter.
+  bool deepep = false;
   /// MoE: how each step's tokens pick their experts (balanced by default; `moe.routing`).
   scenario::MoeRouting routing;
   models::WeightFormat weights = models::WeightFormat::kBf16;

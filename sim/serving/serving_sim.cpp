@@ -189,6 +189,7 @@ class ServingRun final : public workload::TaskSource {
       r.shape.tp = mine.tp;
       r.shape.ep = mine.ep;
       r.shape.dp_attention = s.dp_attention;
+      r.shape.deepep = s.deepep;
       r.shape.weights = s.weights;
       r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
@@ -205,6 +206,9 @@ class ServingRun final : public workload::TaskSource {
         for (int t = 0; t < mine.tp; ++t) st.ranks.push_back(next_rank++);
         r.stages.push_back(st);
       }
+      // The nodes the replica's first stage (its EP group) spans.
+      r.shape.nodes =
+          (r.stages.front().ranks.back() / s.cluster.gpus) - (r.stages.front().ranks.front() / s.cluster.gpus) + 1;
       r.prefill_only = disagg && i < s.prefill_replicas;
       r.decode_only = disagg && i >= s.prefill_replicas;
       r.free_blocks = r.blocks;
@@ -592,10 +596,11 @@ class ServingRun final : public workload::TaskSource {
     };
     for (const auto& it : items) {
       if (it.comm) {
-        CS_ASSERT(it.comm->group == GroupKind::kTp &&
-                      (it.comm->op == coll::CollectiveOp::kAllReduce || it.comm->op == coll::CollectiveOp::kAllGather ||
-                       it.comm->op == coll::CollectiveOp::kReduceScatter),
-                  "serving layers hold only TP all-reduces, all-gathers and reduce-scatters");
+        CS_ASSERT(
+            it.comm->group == GroupKind::kTp &&
+                (it.comm->op == coll::CollectiveOp::kAllReduce || it.comm->op == coll::CollectiveOp::kAllGather ||
+                 it.comm->op == coll::CollectiveOp::kReduceScatter || it.comm->op == coll::CollectiveOp::kAllToAll),
+            "serving layers hold only TP all-reduces, all-gathers, reduce-scatters and (DeepEP) all-to-alls");
         flush();
         Segment seg;
         seg.collective = true;
@@ -641,9 +646,11 @@ class ServingRun final : public workload::TaskSource {
   }
 
   TaskId add_tp_collective(const Stage& st, const Segment& seg) {
-    const auto id = g_->add_collective(st.group, Stream::kCompute, Category::kTpComm,
-                                       seg.op == coll::CollectiveOp::kAllReduce ? "tp.allreduce" : "tp.allgather",
-                                       seg.op, seg.bytes);
+    const char* label = seg.op == coll::CollectiveOp::kAllReduce       ? "tp.allreduce"
+                        : seg.op == coll::CollectiveOp::kReduceScatter ? "tp.reducescatter"
+                        : seg.op == coll::CollectiveOp::kAllToAll      ? "ep.alltoall"
+                                                                       : "tp.allgather";
+    const auto id = g_->add_collective(st.group, Stream::kCompute, Category::kTpComm, label, seg.op, seg.bytes);
     if (st.isolated) {
       auto& p = purpose(id);
       p.memo = true;
@@ -1207,6 +1214,7 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   shape.tp = s.tp;
   shape.ep = s.ep;
   shape.dp_attention = s.dp_attention;
+  shape.deepep = s.deepep;
   shape.weights = s.weights;
   shape.kv_bytes = s.kv_bytes;
   ServingMemory m;

@@ -104,3 +104,56 @@ TEST_CASE(
   const auto small_dp = serving::simulate_serving(deepseek(true, 8));
   CHECK(small_dp.output_tokens_per_s <= small_tp.output_tokens_per_s);
 }
+
+TEST_CASE(
+    "DeepEP's exchange under attention-DP: each token dispatched only to the GPUs holding its experts (volume by "
+    "hand), shared experts whole on every GPU, faster across nodes") {
+  const auto m = test::shipped_model("deepseek-r1");
+  models::StepMix mix;
+  for (int i = 0; i < 64; ++i) mix.add_decode_context(1000);
+  mix.tokens = mix.sampled = 64;
+  models::ServingShape ag{.tp = 8, .ep = 8, .weights = models::WeightFormat::kFp8, .dp_attention = true};
+  models::ServingShape dp = ag;
+  dp.deepep = true;
+  const models::LayerKind moe{models::AttentionKind::kMla, models::FeedForwardKind::kMoe};
+  const auto items = models::serving_layer(m, mix, dp, moe);
+  double dispatch = 0, combine = 0;
+  for (const auto& it : items) {
+    if (!it.comm) continue;
+    CHECK(it.comm->op == CollectiveOp::kAllToAll);  // no all-gather or reduce-scatter left
+    (std::string(it.comm->label) == "ep.dispatch" ? dispatch : combine) += it.comm->bytes;
+  }
+  // Each GPU's 8 tokens to the distinct GPUs of their top-8 experts (32 experts a GPU): 8 x (1 -
+  // C(224, 8) / C(256, 8)) GPUs, 7168 values each, FP8 out, bf16 back.
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
+  const double dests = 8 * (1 - miss);
+  CHECK(dispatch == doctest::Approx(8 * dests * 7168 * 1.0));
+  CHECK(combine == doctest::Approx(8 * dests * 7168 * 2.0));
+  // A dense layer (DeepSeek's first three) keeps the all-gather and reduce-scatter.
+  const auto dense_items =
+      models::serving_layer(m, mix, dp, {models::AttentionKind::kMla, models::FeedForwardKind::kDense});
+  CHECK(comms(dense_items).allgather == doctest::Approx(64 * 7168.0 * 2));
+  // Weights: the shared expert (3 x 7168 x 2048, FP8) whole instead of 1/8 in each of the 58 MoE layers.
+  CHECK(models::serving_weight_bytes(m, dp) - models::serving_weight_bytes(m, ag) ==
+        doctest::Approx(58 * 3.0 * 7168 * 2048 * (1 - 1.0 / 8)));
+
+  // Two H200 boxes, one replica of 16 GPUs over the rails: every token crossing to every GPU
+  // (all-gather) costs more than sending it only where its experts are.
+  const auto run = [](const std::string& a2a) {
+    const std::string text = R"({"kind": "infer", "model": "deepseek-r1", "cluster": "hgx-h200", "nodes": 2,
+        "fabric": "ib-ndr-rail", "parallel": {"tp": 16, "ep": 16, "dp_attention": true, "moe_a2a": ")" +
+                             a2a + R"("}, "quantization": {"weights": "fp8"}, "engine": {"max_batch": 1024},
+        "workload": {"input_len": 1000, "output_len": 200, "concurrency": 256, "requests": 256}})";
+    return serving::simulate_serving(config::parse_serving(config::parse_text(text, "test.json"), test::catalog()),
+                                     false);
+  };
+  const auto gathered = run("allgather"), deepep = run("deepep");
+  CHECK(deepep.tpot.p50 < gathered.tpot.p50);
+  // Refused without attention-DP, with the field named.
+  const std::string bad = R"({"kind": "infer", "model": "deepseek-r1", "cluster": "hgx-h200",
+      "parallel": {"tp": 8, "ep": 8, "moe_a2a": "deepep"}, "quantization": {"weights": "fp8"},
+      "workload": {"input_len": 10, "output_len": 10, "rate": 1, "requests": 2}})";
+  CHECK_THROWS_WITH_AS((void)config::parse_serving(config::parse_text(bad, "test.json"), test::catalog()),
+                       doctest::Contains("/parallel/moe_a2a"), InputError);
+}
