@@ -50,7 +50,7 @@ std::string serving_plan_text(const ServingChoice& c) {
   std::string t = "TP" + std::to_string(c.tp);
   if (c.pp > 1) t += " PP" + std::to_string(c.pp);
   if (c.ep > 1) t += " EP" + std::to_string(c.ep);
-  if (c.dp_attention) t += " attn-DP";
+  if (c.dp_attention) t += c.deepep ? " attn-DP (DeepEP)" : " attn-DP";
   t += " x " + std::to_string(c.replicas) + (c.replicas == 1 ? " replica" : " replicas");
   t += c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes";
   if (c.prefill_replicas > 0)
@@ -69,6 +69,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     std::size_t offer;
     int tp, pp, ep, span;
     bool dpa = false;
+    bool deepep = false;  ///< attention-DP's exchange as DeepEP's all-to-alls
     std::int64_t max_batch = 256;
     int prefill = 0;              ///< disaggregated: prefill replicas per unit
     std::int64_t max_tokens = 0;  ///< 0: the engine's default
@@ -79,8 +80,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   std::vector<std::string> invalid_why(offers.size());  ///< the first reason a shape of the offer was refused
   const auto choice_of = [&](const Shape& sh, int units) {
     const int per_unit = offers[sh.offer].gpus_per_node * sh.span / (sh.tp * sh.pp);
-    return ServingChoice{units * sh.span, sh.tp,  per_unit,     sh.pp,      sh.ep,
-                         sh.span,         sh.dpa, sh.max_batch, sh.prefill, sh.max_tokens};
+    return ServingChoice{units * sh.span, sh.tp,        per_unit,   sh.pp,         sh.ep,    sh.span,
+                         sh.dpa,          sh.max_batch, sh.prefill, sh.max_tokens, sh.deepep};
   };
   // How many of the job's sequences (at full length) a shape's replica holds in its KV cache; 0
   // when it does not fit its GPUs (memory does not depend on the rate or the boxes).
@@ -264,7 +265,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   for (std::size_t oi = 0; oi < offers.size(); ++oi) {
     std::vector<std::size_t> met, missed;
     for (std::size_t i = 0; i < base_shapes; ++i) {
-      if (shapes[i].offer != oi || shapes[i].span != 1) continue;
+      if (shapes[i].offer != oi) continue;
       if (found[i].best)
         met.push_back(i);
       else if (found[i].fits && found[i].miss_ttft >= 0)
@@ -292,8 +293,9 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
       v.seed = i;
       v.cap = found[i].best ? found[i].best->choice.units() : offers[oi].node_counts.back();
       const int replicas = choice_of(v, 1).replicas;
-      // Attention-DP's exchange inside a replica and disaggregation's KV moves are not modelled together.
-      if (!v.dpa && replicas >= 2) {
+      // Attention-DP's exchange inside a replica and disaggregation's KV moves are not modelled
+      // together; nor are pools whose replicas span boxes.
+      if (!v.dpa && replicas >= 2 && v.span == 1) {
         std::vector<int> prefills;
         for (double share : options.prefill_shares) {
           const double p = share * replicas;
@@ -311,6 +313,12 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
       if (job.slo_tpot_s > 0 && options.small_max_tokens > 0) {
         Shape d = v;
         d.max_tokens = options.small_max_tokens;
+        shapes.push_back(d);
+      }
+      // Under attention-DP with whole experts: DeepEP's dispatch and combine for the exchange.
+      if (v.dpa && v.ep > 1 && v.ep == v.tp) {
+        Shape d = v;
+        d.deepep = true;
         shapes.push_back(d);
       }
     }

@@ -37,6 +37,7 @@ struct ServingChoice {
   /// The engine's most tokens per step, with chunked prefill at the same size; 0: the engine's
   /// default (8192, no chunking).
   std::int64_t max_tokens = 0;
+  bool deepep = false;  ///< under attention-DP: the MoE exchange as DeepEP's dispatch and combine
   bool operator==(const ServingChoice&) const = default;
   [[nodiscard]] int units() const { return nodes / span; }
 };
@@ -64,7 +65,8 @@ struct ServingOptions {
   /// the cheapest plans, or, where none met the objectives, the nearest misses), each bounded by
   /// its seed's boxes: disaggregated prefill and decode pools at these shares of the replicas
   /// (the ones that give whole pools), and, with a TPOT objective, a smaller token budget per step
-  /// with chunked prefill (`small_max_tokens`), which bounds how much prompt work a decode step carries.
+  /// with chunked prefill (`small_max_tokens`), which bounds how much prompt work a decode step carries;
+  /// under attention-DP with EP = TP, DeepEP's exchange (`--moe-a2a deepep`).
   int variant_seeds = 2;
   std::vector<double> prefill_shares{0.25, 0.5, 0.75};
   std::int64_t small_max_tokens = 2048;

@@ -426,7 +426,8 @@ TEST_CASE("plan serve: a model one box cannot hold is served by replicas whose s
       "infer --model deepseek-r1 --cluster hgx-h100 --nodes 2 --fabric eth-100g --weights fp8 --tp 8 "
       "--pp 2 --ep " +
       std::to_string(best["parallel"]["ep"].get<int>()) + (best["parallel"]["dp_attention"] ? " --dp-attention" : "") +
-      " --max-batch " + std::to_string(best["parallel"]["max_batch"].get<int>()) +
+      " --moe-a2a " + best["parallel"]["moe_a2a"].get<std::string>() + " --max-batch " +
+      std::to_string(best["parallel"]["max_batch"].get<int>()) +
       " --input-len 1000 --output-len 200 --requests 200 --json --rate " + rate);
   REQUIRE(i.exit_code == 0);
   const auto ij = nlohmann::json::parse(i.out);
@@ -442,6 +443,16 @@ TEST_CASE("plan serve: a model one box cannot hold is served by replicas whose s
     CHECK(has(c["plan"].get<std::string>(), "attn-DP") == on);
   }
   CHECK(dpa > 0);
+  // Under attention-DP with EP = TP, DeepEP's exchange is tried too, and listed only where better.
+  int deepep = 0;
+  for (const auto& c : all["candidates"]) {
+    if (c["parallel"]["moe_a2a"] != "deepep") continue;
+    ++deepep;
+    CHECK(c["parallel"]["dp_attention"].get<bool>());
+    CHECK(c["parallel"]["ep"] == c["parallel"]["tp"]);
+    CHECK(has(c["plan"].get<std::string>(), "attn-DP (DeepEP)"));
+  }
+  CHECK(deepep > 0);
   // One box only (no fabric): nothing fits, and the reason says what would.
   const auto none = run_cli(base + "--fabric none");
   CHECK(none.exit_code == 4);

@@ -215,6 +215,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     set("/parallel/pp", std::to_string(c.pp));
     set("/parallel/ep", std::to_string(c.ep));
     set("/parallel/dp_attention", c.dp_attention ? "true" : "false");
+    if (c.deepep) set("/parallel/moe_a2a", "deepep");
     set("/engine/max_batch", std::to_string(c.max_batch));
     set("/parallel/replicas", std::to_string(c.replicas));
     if (c.prefill_replicas > 0) {
@@ -247,8 +248,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   so.progress = progress.get();
   const auto r = sizing::search_serving(spaces, sj, make, so);
   std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP, attention-DP, max batch) shapes, " << r.variants
-            << " of them variants of the best (disaggregated, max tokens " << so.small_max_tokens << " chunked) ("
-            << r.invalid << " invalid, " << r.too_big << " do not fit), " << r.simulated << " serving simulations in "
+            << " of them variants of the best (disaggregated, max tokens " << so.small_max_tokens
+            << " chunked, DeepEP) (" << r.invalid << " invalid, " << r.too_big << " do not fit), " << r.simulated
+            << " serving simulations in "
             << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
   if (r.candidates.empty()) {
     std::string m = "no candidate: no offer serves " + o.model + " at " + shortest(job.rate) +
@@ -321,6 +323,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                        {"pp", c.choice.pp},
                        {"ep", c.choice.ep},
                        {"dp_attention", c.choice.dp_attention},
+                       {"moe_a2a", c.choice.deepep ? "deepep" : "allgather"},
                        {"max_batch", c.choice.max_batch},
                        {"replicas_per_box", c.choice.span == 1 ? nlohmann::ordered_json(c.choice.replicas)
                                                                : nlohmann::ordered_json(nullptr)},
