@@ -345,11 +345,22 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     x.max_batch = y.max_batch = 0;
     return a.offer_index == b.offer_index && x == y && a.ttft_p90_s == b.ttft_p90_s && a.tpot_p90_s == b.tpot_p90_s;
   };
+  // Whole experts spread over the TP GPUs (EP = TP) against experts split TP ways (EP 1): with
+  // balanced routing the two do the same work per GPU; a plan that comes out the same as its EP 1
+  // twin (boxes, p90s, memory) is listed once, as EP 1.
+  const auto same_but_ep = [](const ServingCandidate& a, const ServingCandidate& b) {
+    auto x = a.choice, y = b.choice;
+    x.ep = y.ep = 1;
+    return a.offer_index == b.offer_index && x == y && a.ttft_p90_s == b.ttft_p90_s &&
+           a.tpot_p90_s == b.tpot_p90_s && a.memory_per_gpu_gib == b.memory_per_gpu_gib;
+  };
   const auto listed = [&](std::size_t i) {
     const auto& c = found[i].best;
     if (!c || (options.budget > 0 && c->cost_per_hour > options.budget)) return false;
     for (const auto& f : found)
-      if (f.best && f.best->choice.max_batch < c->choice.max_batch && same_but_batch(*c, *f.best)) return false;
+      if (f.best && ((f.best->choice.max_batch < c->choice.max_batch && same_but_batch(*c, *f.best)) ||
+                     (f.best->choice.ep < c->choice.ep && same_but_ep(*c, *f.best))))
+        return false;
     const std::size_t seed = shapes[i].seed;
     if (seed != kNoSeed && found[seed].best) {
       const auto& s0 = *found[seed].best;
