@@ -119,7 +119,7 @@ double serving_weight_bytes(const ModelArch& m, const ServingShape& s) {
   no_layers.layers = 0;
   no_layers.kinds.clear();
   double all = params_per_gpu(no_layers, s.tp);
-  const ExpertSplit split{s.ep, s.tp / s.ep, 0};
+  const ExpertSplit split{s.ep, s.tp / s.ep, s.expert_slots};
   for (std::int64_t l = 0; l < m.layers; ++l) {
     const auto kind = m.layer_kind(l);
     const auto p = layer_params_per_gpu(m, kind, s.tp, split);

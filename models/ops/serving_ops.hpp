@@ -60,6 +60,8 @@ struct ServingShape {
   bool deepep = false;
   /// Nodes the replica's GPUs span (the dispatch's node-limited routing; 1 inside a box).
   int nodes = 1;
+  /// Expert copies per GPU under EP, redundant ones (EPLB) included (0: experts / EP).
+  int expert_slots = 0;
   StepRouting routing = {};
   /// The TP degree attention runs at: 1 under attention-DP.
   [[nodiscard]] int attention_tp() const { return dp_attention ? 1 : tp; }

@@ -659,6 +659,17 @@ std::vector<Field> serving_fields() {
                   "the step's tokens, seeded), zipf:S (popularity ~ rank^-S) or a per-expert load file "
                   "({\"loads\": [...]}); under EP the most loaded GPU sets each MoE layer's pace"},
       {.kind = kI,
+       .path = "/moe/redundant_experts",
+       .type = kInt,
+       .unit = "experts",
+       .min = 0,
+       .max = 65536,
+       .fallback = 0,
+       .default_text = "0",
+       .flag = "--redundant-experts",
+       .meaning = "EPLB: extra expert slots over the EP GPUs holding copies of the most loaded experts (experts + K "
+                  "divisible by EP; the copies' weights are counted)"},
+      {.kind = kI,
        .path = "/moe/seed",
        .type = kInt,
        .unit = "seed",

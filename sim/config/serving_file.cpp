@@ -204,9 +204,10 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     p.finish();
   }
   std::string routing = "balanced";
-  std::int64_t routing_seed = 1;
+  std::int64_t routing_seed = 1, redundant = 0;
   if (auto moe = r.opt_child("moe")) {
     routing = read_string(*moe, F("/moe/routing"));
+    redundant = read_int(*moe, F("/moe/redundant_experts"));
     routing_seed = read_int(*moe, F("/moe/seed"));
     moe->finish();
   }
@@ -364,13 +365,22 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   if (s.model.is_moe()) {
     s.routing = parse_routing(routing, s.model, doc.path, "/moe/routing");
     s.routing.seed = static_cast<std::uint64_t>(routing_seed);
+    s.routing.redundant_experts = static_cast<int>(redundant);
+  }
+  if (redundant > 0 && (!s.model.is_moe() || s.ep < 2)) {
+    throw InputError(doc.path, "/moe/redundant_experts",
+                     "redundant experts balance the GPUs of expert parallelism; expected 0, or EP > 1 on a MoE model");
+  }
+  if (redundant > 0 && (s.model.moe.experts + redundant) % s.ep != 0) {
+    infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
+                             " routed experts + " + std::to_string(redundant) + " redundant");
   }
   if (s.deepep && (!s.dp_attention || s.ep < 2 || !s.model.is_moe())) {
     throw InputError(doc.path, "/parallel/moe_a2a",
                      "deepep is the MoE exchange under attention-DP with whole experts spread over the replica's "
                      "GPUs; expected allgather, or --dp-attention with EP = TP > 1 on a MoE model");
   }
-  if (s.model.is_moe() && s.model.moe.experts % s.ep != 0) {
+  if (s.model.is_moe() && redundant == 0 && s.model.moe.experts % s.ep != 0) {
     infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
                              " experts");
   }

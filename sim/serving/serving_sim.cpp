@@ -118,6 +118,12 @@ struct Purpose {
   double bytes = 0;
 };
 
+/// Expert copies per GPU under EP with redundant experts (0: experts / EP, no copies).
+int expert_slots(const ServingScenario& s) {
+  if (!s.model.is_moe() || s.routing.redundant_experts == 0) return 0;
+  return static_cast<int>((s.model.moe.experts + s.routing.redundant_experts) / std::max(1, s.ep));
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -190,6 +196,7 @@ class ServingRun final : public workload::TaskSource {
       r.shape.ep = mine.ep;
       r.shape.dp_attention = s.dp_attention;
       r.shape.deepep = s.deepep;
+      r.shape.expert_slots = expert_slots(s);
       r.shape.weights = s.weights;
       r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
@@ -823,23 +830,24 @@ class ServingRun final : public workload::TaskSource {
   };
   RoutedStep routing_for(const models::ServingShape& shape, double tokens) {
     using Kind = scenario::MoeRouting::Kind;
-    if (!s_.model.is_moe() || s_.routing.kind == Kind::kBalanced || tokens <= 0) return {};
+    if (!s_.model.is_moe() || tokens <= 0) return {};
+    if (s_.routing.kind == Kind::kBalanced && s_.routing.redundant_experts == 0) return {};
     const auto t = static_cast<std::int64_t>(std::llround(tokens));
     if (auto it = routing_memo_.find(t); it != routing_memo_.end()) return it->second;
     const int ep = std::max(1, shape.ep);
-    const auto share = workload::place_experts(s_.model, s_.routing, ep, static_cast<double>(t)).expert_share;
+    const auto placement = workload::place_experts(s_.model, s_.routing, ep, static_cast<double>(t));
+    const auto& share = placement.expert_share;
     const double k = static_cast<double>(s_.model.moe.top_k);
-    // The chance the step hits expert e: sampled (uniform), else each token picks it with chance
-    // k x its share of the pairs.
-    const auto p_hit = [&](std::size_t e) {
+    // The chance the step hits a copy of expert e taking share q of the pairs: sampled (uniform:
+    // a copy of an expert the sample hit), else each token picks it with chance k x q.
+    const auto p_hit = [&](std::size_t e, double q) {
       if (s_.routing.kind == Kind::kUniform) return share[e] > 0 ? 1.0 : 0.0;
-      return 1.0 - std::pow(1.0 - std::min(1.0, k * share[e]), static_cast<double>(t));
+      return 1.0 - std::pow(1.0 - std::min(1.0, k * q), static_cast<double>(t));
     };
-    const std::size_t per = share.size() / static_cast<std::size_t>(ep);
     RoutedStep out;
     if (ep == 1) {
       out.pace.hit = 0;
-      for (std::size_t e = 0; e < share.size(); ++e) out.pace.hit += p_hit(e);
+      for (std::size_t e = 0; e < share.size(); ++e) out.pace.hit += p_hit(e, share[e]);
     } else {
       models::StepMix mix;
       mix.tokens = static_cast<double>(t);
@@ -848,9 +856,9 @@ class ServingRun final : public workload::TaskSource {
         models::StepRouting r;
         double pairs = 0;
         r.hit = 0;
-        for (std::size_t e = g * per; e < (g + 1) * per; ++e) {
-          pairs += share[e];
-          r.hit += p_hit(e);
+        for (const auto& [e, q] : placement.gpu_copies[g]) {
+          pairs += q;
+          r.hit += p_hit(e, q);
         }
         r.load = pairs * ep;
         out.imbalance = std::max(out.imbalance, r.load);
@@ -1215,6 +1223,7 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   shape.ep = s.ep;
   shape.dp_attention = s.dp_attention;
   shape.deepep = s.deepep;
+  shape.expert_slots = expert_slots(s);
   shape.weights = s.weights;
   shape.kv_bytes = s.kv_bytes;
   ServingMemory m;

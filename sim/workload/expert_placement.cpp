@@ -82,8 +82,13 @@ ExpertPlacement place_experts(const models::ModelArch& m, const scenario::MoeRou
   CS_ASSERT(slots % static_cast<std::size_t>(ep) == 0, "EP divides the expert slots (the resolver checks it)");
   p.slots_per_gpu = static_cast<int>(slots / static_cast<std::size_t>(ep));
   p.gpu_share.assign(static_cast<std::size_t>(ep), 0.0);
+  p.gpu_copies.assign(static_cast<std::size_t>(ep), {});
   if (routing.redundant_experts == 0) {
-    for (std::size_t e = 0; e < E; ++e) p.gpu_share[e / static_cast<std::size_t>(p.slots_per_gpu)] += p.expert_share[e];
+    for (std::size_t e = 0; e < E; ++e) {
+      const auto g = e / static_cast<std::size_t>(p.slots_per_gpu);
+      p.gpu_share[g] += p.expert_share[e];
+      p.gpu_copies[g].emplace_back(e, p.expert_share[e]);
+    }
     return p;
   }
   // EPLB: give each extra copy to the expert with the most pairs per copy, then place copies
@@ -95,17 +100,18 @@ ExpertPlacement place_experts(const models::ModelArch& m, const scenario::MoeRou
       if (p.expert_share[e] / copies[e] > p.expert_share[best] / copies[best]) best = e;
     ++copies[best];
   }
-  std::vector<double> pieces;
+  std::vector<std::pair<double, std::size_t>> pieces;  // (share, expert)
   for (std::size_t e = 0; e < E; ++e)
-    for (int c = 0; c < copies[e]; ++c) pieces.push_back(p.expert_share[e] / copies[e]);
-  std::stable_sort(pieces.begin(), pieces.end(), std::greater<>());
+    for (int c = 0; c < copies[e]; ++c) pieces.emplace_back(p.expert_share[e] / copies[e], e);
+  std::stable_sort(pieces.begin(), pieces.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<int> used(static_cast<std::size_t>(ep), 0);
-  for (double piece : pieces) {
+  for (const auto& [piece, expert] : pieces) {
     std::size_t g = static_cast<std::size_t>(ep);
     for (std::size_t i = 0; i < used.size(); ++i)
       if (used[i] < p.slots_per_gpu && (g == used.size() || p.gpu_share[i] < p.gpu_share[g])) g = i;
     CS_ASSERT(g < used.size(), "every expert copy finds a slot");
     p.gpu_share[g] += piece;
+    p.gpu_copies[g].emplace_back(expert, piece);
     ++used[g];
   }
   return p;

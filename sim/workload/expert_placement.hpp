@@ -13,6 +13,8 @@ struct ExpertPlacement {
   std::vector<double> expert_share;  ///< per routed expert: its share of all pairs (sums to 1)
   std::vector<double> gpu_share;     ///< per EP rank (EP-group order): its share of all pairs (sums to 1)
   int slots_per_gpu = 0;             ///< expert copies each GPU holds ((experts + redundant) / EP)
+  /// Per EP rank, the expert copies it holds: (expert, the share of all pairs that copy takes).
+  std::vector<std::vector<std::pair<std::size_t, double>>> gpu_copies;
   /// The most loaded GPU's pairs over the mean (1: balanced): sets the pace of each MoE layer.
   [[nodiscard]] double imbalance() const;
 };

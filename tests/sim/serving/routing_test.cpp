@@ -111,6 +111,26 @@ TEST_CASE("serving routed experts: the pace GPU's pairs and hit experts give the
   CHECK(weight_bytes(items) == doctest::Approx(3 * expert_bytes + activations));
 }
 
+TEST_CASE("serving EPLB: redundant experts even out the GPUs, speed up the skewed prefill and cost their weights") {
+  const auto with = [](int redundant) {
+    const std::string text = R"({"kind": "infer", "model": "mixtral-8x7b", "cluster": "hgx-h100",
+        "parallel": {"tp": 2, "ep": 2}, "moe": {"routing": ")" +
+                             loads_file(3) + R"(", "redundant_experts": )" + std::to_string(redundant) +
+                             R"(}, "workload": )" + kPrefill + "}";
+    return serving::simulate_serving(config::parse_serving(config::parse_text(text, "test.json"), test::catalog()),
+                                     false);
+  };
+  const auto none = with(0), two = with(2);
+  // Loads 3,1,...,1: the hot expert gets two more copies (0.3 / 3 = 0.1 of the pairs each), so
+  // ten copies of 0.1 fill five slots on each GPU evenly.
+  REQUIRE(two.moe);
+  CHECK(none.moe->load_imbalance_mean == doctest::Approx(1.2));
+  CHECK(two.moe->load_imbalance_mean == doctest::Approx(1.0));
+  CHECK(two.makespan_s < none.makespan_s);
+  // Each GPU holds one expert more (5 slots, not 4): 3 x 4096 x 14336 bf16 values in each of 32 layers.
+  CHECK(two.memory.weights - none.memory.weights == doctest::Approx(32 * 3.0 * 4096 * 14336 * 2));
+}
+
 TEST_CASE("serving routing: bad values are refused with the field") {
   const auto bad = [](const std::string& routing, const std::string& model) {
     const std::string text = R"({"kind": "infer", "model": ")" + model +
@@ -126,4 +146,9 @@ TEST_CASE("serving routing: bad values are refused with the field") {
   CHECK(bad("zipf:x", "mixtral-8x7b").find("/moe/routing") != std::string::npos);
   CHECK(bad("skewed", "mixtral-8x7b").find("/moe/routing") != std::string::npos);
   CHECK(bad("uniform", "llama3.1-8b").find("dense model") != std::string::npos);
+  // Redundant experts need EP > 1 (TP 2 here splits every expert).
+  const std::string text = R"({"kind": "infer", "model": "mixtral-8x7b", "cluster": "hgx-h100", "parallel": {"tp": 2},
+      "moe": {"redundant_experts": 2}, "workload": {"input_len": 8, "output_len": 8, "rate": 1, "requests": 2}})";
+  CHECK_THROWS_WITH_AS((void)config::parse_serving(config::parse_text(text, "test.json"), test::catalog()),
+                       doctest::Contains("/moe/redundant_experts"), InputError);
 }
