@@ -351,8 +351,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   const auto same_but_ep = [](const ServingCandidate& a, const ServingCandidate& b) {
     auto x = a.choice, y = b.choice;
     x.ep = y.ep = 1;
-    return a.offer_index == b.offer_index && x == y && a.ttft_p90_s == b.ttft_p90_s &&
-           a.tpot_p90_s == b.tpot_p90_s && a.memory_per_gpu_gib == b.memory_per_gpu_gib;
+    return a.offer_index == b.offer_index && x == y && a.ttft_p90_s == b.ttft_p90_s && a.tpot_p90_s == b.tpot_p90_s &&
+           a.memory_per_gpu_gib == b.memory_per_gpu_gib;
   };
   const auto listed = [&](std::size_t i) {
     const auto& c = found[i].best;
