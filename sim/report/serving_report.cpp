@@ -160,7 +160,8 @@ std::string serving_table(const ServingResults& r) {
         r.moe->routing + (r.moe->ep > 1 ? "; the most loaded of EP " + std::to_string(r.moe->ep) + " GPUs has " +
                                               fixed(r.moe->load_imbalance_mean, 3) +
                                               "x the mean GPU's routed tokens (mean over steps; worst step " +
-                                              fixed(r.moe->load_imbalance_max, 3) + "x) and sets the pace"
+                                              fixed(r.moe->load_imbalance_max, 3) +
+                                              "x); the GPU whose routed experts take longest sets the pace"
                                         : "; experts split TP ways, so every GPU has the same share"));
   }
   row("memory per GPU", "weights " + gib(r.memory.weights) + ", activations " + gib(r.memory.activations) +
