@@ -816,11 +816,10 @@ class ServingRun final : public workload::TaskSource {
     if (k + 1 == rep.pp()) out.head = head_;
   }
 
-  /// The batch's tasks: each stage's layers (the first with the step overhead, the last with the
-  /// LM head), stages joined by send/recv of the activations; its end is the last stage's end.
   /// Where a step of `tokens` routed tokens puts its pairs (cached per token count): balanced, the
   /// expectation (defaults); otherwise the routing's per-expert shares (uniform: a seeded sample of
-  /// the step's tokens' top-k), the EP GPUs holding E / EP consecutive experts each. Under EP 1 the
+  /// the step's tokens' top-k), over the EP GPUs' expert copies as place_experts lays them out
+  /// (E / EP consecutive experts each, or EPLB's placement with redundant experts). Under EP 1 the
   /// experts the step hits; under EP each GPU's pairs and hit experts, and the GPU whose routed
   /// experts take longest sets the pace (in decode it can be one with few pairs over many experts,
   /// whose weights it reads). `imbalance`: the most loaded GPU's pairs over the mean.
@@ -877,6 +876,8 @@ class ServingRun final : public workload::TaskSource {
     return out;
   }
 
+  /// The batch's tasks: each stage's layers (the first with the step overhead, the last with the
+  /// LM head), stages joined by send/recv of the activations; its end is the last stage's end.
   void add_batch(const Replica& rep, const models::StepMix& mix, std::uint64_t b) {
     layer_.clear();
     head_.clear();

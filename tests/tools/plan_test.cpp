@@ -406,7 +406,7 @@ TEST_CASE(
 }
 
 TEST_CASE("plan serve: a model one box cannot hold is served by replicas whose stages span boxes") {
-  // DeepSeek-R1 in FP8 needs 81.3 GiB of weights per GPU at TP 8 on one HGX H100: no shape of one
+  // DeepSeek-R1 in FP8 needs 79.2 GiB of weights per GPU at TP 8 on one HGX H100: no shape of one
   // box fits, so a replica's two pipeline stages take two boxes over the fabric.
   const std::string base =
       "plan --model deepseek-r1 --job serve:2:1000:200 --slo-ttft 2s --offers cn-8x-h100-sxm --weights fp8 --top 1 ";

@@ -134,7 +134,12 @@ TEST_CASE(
   const auto dense_items =
       models::serving_layer(m, mix, dp, {models::AttentionKind::kMla, models::FeedForwardKind::kDense});
   CHECK(comms(dense_items).allgather == doctest::Approx(64 * 7168.0 * 2));
-  // Weights: the shared expert (3 x 7168 x 2048, FP8) whole instead of 1/8 in each of the 58 MoE layers.
+  // Weights: the shared expert (3 x 7168 x 2048, FP8) split 8 ways in each of the 58 MoE layers,
+  // as serving runs it (against the same model without one), and whole under DeepEP's exchange.
+  auto no_shared = m;
+  no_shared.moe.shared_ffn = 0;
+  CHECK(models::serving_weight_bytes(m, ag) - models::serving_weight_bytes(no_shared, ag) ==
+        doctest::Approx(58 * 3.0 * 7168 * 2048 / 8));
   CHECK(models::serving_weight_bytes(m, dp) - models::serving_weight_bytes(m, ag) ==
         doctest::Approx(58 * 3.0 * 7168 * 2048 * (1 - 1.0 / 8)));
 
