@@ -1,5 +1,6 @@
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,14 +135,19 @@ struct HardwareProfile {
   Rate hbm_capacity;                  ///< bytes usable by applications (as nvidia-smi reports)
   Rate hbm_bandwidth;                 ///< bytes/s, datasheet peak
   GemmEfficiency gemm;
-  GemmShapeModel gemm_shape;                  ///< when enabled, GEMM efficiency by tile and wave (else `gemm`)
-  Rate attention_forward_fraction;            ///< achieved fraction of matrix peak in fused attention forward
-  Rate attention_backward_fraction;           ///< ... and backward
-  Rate hbm_fraction;                          ///< achieved fraction of HBM bandwidth in streaming kernels
-  Rate kernel_overhead;                       ///< seconds added to every kernel (launch and tail)
-  Rate collective_latency;                    ///< seconds of fixed cost per collective call (NCCL launch, sync)
-  Rate graph_kernel_overhead;                 ///< seconds per kernel inside a CUDA graph (serving decode steps)
-  Rate serving_step_overhead;                 ///< seconds of host work per serving-engine iteration
+  GemmShapeModel gemm_shape;         ///< when enabled, GEMM efficiency by tile and wave (else `gemm`)
+  Rate attention_forward_fraction;   ///< achieved fraction of matrix peak in fused attention forward
+  Rate attention_backward_fraction;  ///< ... and backward
+  Rate hbm_fraction;                 ///< achieved fraction of HBM bandwidth in streaming kernels
+  Rate kernel_overhead;              ///< seconds added to every kernel (launch and tail)
+  Rate collective_latency;           ///< seconds of fixed cost per collective call (NCCL launch, sync)
+  Rate graph_kernel_overhead;        ///< seconds per kernel inside a CUDA graph (serving decode steps)
+  Rate serving_step_overhead;        ///< seconds of host work per serving-engine iteration
+  /// DeepEP's low-latency dispatch and combine kernels (decode): the fixed seconds each takes
+  /// beyond what the flow model charges a collective of its bytes (signalling, per-expert counts,
+  /// the receiver's polling and layout). Absent when no figure for this GPU exists.
+  std::optional<Rate> deepep_ll_dispatch_floor;
+  std::optional<Rate> deepep_ll_combine_floor;
   Rate runtime_reserved;                      ///< bytes taken by CUDA context, library workspaces, comm buffers
   std::map<std::string, std::string> device;  ///< measured device facts (name, SMs, clocks, versions)
   std::vector<GemmPoint> gemm_table;          ///< measured GEMM rates; when present they set GEMM times

@@ -52,6 +52,10 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
                                      p.graph_kernel_overhead.source)},
       {"serving_step_overhead", rate(seconds(p.serving_step_overhead.value), p.serving_step_overhead.provenance,
                                      p.serving_step_overhead.source)}};
+  for (const auto& [key, floor] : {std::pair{"deepep_ll_dispatch_floor", &p.deepep_ll_dispatch_floor},
+                                   std::pair{"deepep_ll_combine_floor", &p.deepep_ll_combine_floor}}) {
+    if (*floor) j["achieved"][key] = rate(seconds((*floor)->value), (*floor)->provenance, (*floor)->source);
+  }
   if (p.gemm_shape.enabled()) {
     const auto& g = p.gemm_shape;
     auto tiles = nlohmann::ordered_json::array();

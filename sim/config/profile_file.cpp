@@ -133,6 +133,11 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
     p.collective_latency = read_rate(a, "collective_latency", Dimension::kTime, 0.0, 1.0);
     p.graph_kernel_overhead = read_rate(a, "graph_kernel_overhead", Dimension::kTime, 0.0, 1.0);
     p.serving_step_overhead = read_rate(a, "serving_step_overhead", Dimension::kTime, 0.0, 1.0);
+    // Optional: only GPUs with a published (or transferred) DeepEP low-latency figure have them.
+    if (a.raw("deepep_ll_dispatch_floor") || a.raw("deepep_ll_combine_floor")) {
+      p.deepep_ll_dispatch_floor = read_rate(a, "deepep_ll_dispatch_floor", Dimension::kTime, 0.0, 1.0);
+      p.deepep_ll_combine_floor = read_rate(a, "deepep_ll_combine_floor", Dimension::kTime, 0.0, 1.0);
+    }
     a.finish();
   }
   p.runtime_reserved = read_rate(r, "runtime_reserved", Dimension::kBytes, 0.0, 1e15);

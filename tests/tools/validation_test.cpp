@@ -36,7 +36,7 @@ TEST_CASE("pcie-h100x8 all-reduce is bounded by its PCIe links") {
 
 TEST_CASE("docs/accuracy.md holds the harness's current tables (regenerate with tools/scripts/update-accuracy)") {
   const std::string doc = cs::test::slurp(cs::test::data_path("docs/accuracy.md"));
-  for (const std::string set : {"f-collectives", "g-trtllm", "a-megatron", "n-nemo", "m-moe"}) {
+  for (const std::string set : {"f-collectives", "g-trtllm", "a-megatron", "n-nemo", "m-moe", "d-deepep"}) {
     CAPTURE(set);
     const auto r = cs::test::run_cli("validate-published scenarios/validation/" + set + ".json --markdown");
     REQUIRE(r.exit_code == 0);
@@ -110,15 +110,13 @@ TEST_CASE(
   const auto r = cs::test::run_cli("validate-published scenarios/validation/m-moe.json --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j["scored_cases"] == 8);
+  CHECK(j["scored_cases"] == 7);
   for (const auto& c : j["cases"]) {
     const std::string id = c["id"];
     CAPTURE(id);
     const double err = c["error"].get<double>();
-    if (id.rfind("D-deepep", 0) == 0) {
-      CHECK(std::fabs(err) <= 0.10);  // the all-to-all over NVLink against DeepEP's measured 153 GB/s
-    } else if (id.find("a100") != std::string::npos || id.find("l40s") != std::string::npos ||
-               id.find("2048-2048") != std::string::npos) {
+    if (id.find("a100") != std::string::npos || id.find("l40s") != std::string::npos ||
+        id.find("2048-2048") != std::string::npos) {
       CHECK(std::fabs(err) <= 0.20);
     } else if (id.rfind("M-trtllm", 0) == 0) {
       CHECK(err > 1.0);  // the documented misses: 2.3x and 2.9x high
@@ -127,4 +125,39 @@ TEST_CASE(
       CHECK(err < 0.60);
     }
   }
+}
+
+TEST_CASE(
+    "DeepEP (D-): low-latency latencies EP 16-256 within 15% from a floor fitted at EP 8; normal kernels on 4 and 8 "
+    "nodes within 10%; the documented misses at EP 8 and EP 16 read high") {
+  // Published: deepseek-ai/DeepEP docs/legacy.md (shared/validation, D-deepep-*). docs/accuracy.md
+  // says what the count assumes and why EP 16 (NVLink forwarding) and EP 8 read high.
+  const auto r = cs::test::run_cli("validate-published scenarios/validation/d-deepep.json --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["scored_cases"] == 18);
+  int calibration = 0;
+  for (const auto& c : j["cases"]) {
+    const std::string id = c["id"], role = c["role"];
+    CAPTURE(id);
+    const double err = c["error"].get<double>();
+    if (role == "calibration") {
+      ++calibration;
+      CHECK(id == "D-deepep-v1-lowlat-ep8");  // the floors' only source
+      CHECK(std::fabs(err) < 0.01);
+    } else if (role == "context") {
+      CHECK(id.rfind("D-deepep-v2-", 0) == 0);
+    } else if (id.rfind("D-deepep-v1-lowlat-", 0) == 0) {
+      CHECK(std::fabs(err) <= 0.15);
+    } else if (id == "D-deepep-v1-normal-ep32" || id == "D-deepep-v1-normal-ep64") {
+      CHECK(std::fabs(err) <= 0.10);
+    } else if (id == "D-deepep-v1-normal-ep16") {
+      CHECK(err > 0.4);  // NVLink forwarding without the kernel's SM budget
+    } else {
+      CHECK(id == "D-deepep-v1-normal-ep8");
+      CHECK(err > 0.1);
+      CHECK(err < 0.25);
+    }
+  }
+  CHECK(calibration == 2);
 }

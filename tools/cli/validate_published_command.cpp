@@ -11,6 +11,7 @@
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/machine_file.hpp"
+#include "sim/config/model_file.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/config/scenario_file.hpp"
@@ -26,6 +27,7 @@
 #include "sim/study/batch.hpp"
 #include "sim/study/training_run.hpp"
 #include "sim/workload/collective_timing.hpp"
+#include "sim/workload/deepep_exchange.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace cs::cli {
@@ -35,6 +37,10 @@ namespace {
 struct Case {
   std::string kind, id, source, metric_text, cluster, op, algo, metric, role, note, unit, fabric;
   int nodes = 1;
+  // kind "deepep": one DeepEP dispatch or combine (model, tokens per GPU, kernel, phase).
+  std::string model, kernel, phase, dispatch;
+  int ep = 0;
+  double tokens = 0;
   nlohmann::json serving;  ///< kind "serving": an infer scenario document
   int gpus = 0;
   double bytes = 0, published = 0, predicted = 0;
@@ -74,8 +80,23 @@ std::vector<Case> parse_cases(const config::JsonDoc& doc) {
     k.id = c.req_string("id");
     k.source = c.req_string("source");
     k.metric_text = c.opt_string("metric_text", "");
-    k.kind = c.req_enum("kind", {"collective", "serving", "training"});
-    if (k.kind == "training") {
+    k.kind = c.req_enum("kind", {"collective", "serving", "training", "deepep"});
+    if (k.kind == "deepep") {
+      // DeepEP's all-to-all kernels, as workload::time_deepep runs them: the metric is DeepEP's
+      // bandwidth by its own byte count (rdma_bw across nodes, nvl_bw inside one) or the latency.
+      k.cluster = c.req_string("cluster");
+      k.fabric = c.opt_string("fabric", "");
+      k.model = c.req_string("model");
+      k.ep = static_cast<int>(c.req_int("ep", 2, 4096));
+      k.tokens = c.req_number("tokens", 1, 1e9);
+      k.kernel = c.req_enum("kernel", {"normal", "low_latency"});
+      k.phase = c.req_enum("phase", {"dispatch", "combine"});
+      k.dispatch = c.req_enum("dispatch", {"fp8", "bf16"});
+      k.metric = c.req_enum("metric", {"rdma_bw", "nvl_bw", "latency"});
+      k.unit = c.req_enum("unit", {"GB/s", "us"});
+      if ((k.metric == "latency") != (k.unit == "us"))
+        c.fail_at("unit", "expected us for metric latency and GB/s for the bandwidths");
+    } else if (k.kind == "training") {
       const auto* sc = c.raw("scenario");
       if (!sc || !sc->is_object())
         c.fail_at("scenario", "expected a training scenario object");
@@ -123,6 +144,38 @@ std::vector<Case> parse_cases(const config::JsonDoc& doc) {
   return out;
 }
 
+/// One DeepEP case: EP GPUs over ep / (GPUs per box) boxes of the cluster joined by the fabric.
+void run_deepep(const config::Catalog& catalog, const std::string& path, const std::string& where, Case& c) {
+  const auto box = config::resolve_box(
+      catalog, path, config::BoxRefs{c.cluster, "", c.fabric, where + "/cluster", "", where + "/fabric"});
+  const int per_node = std::min(c.ep, box.cluster.gpus);
+  if (c.ep % per_node != 0)
+    throw InputError(path, where + "/ep", "expected a multiple of the cluster's " + std::to_string(per_node) + " GPUs");
+  c.nodes = c.ep / per_node;
+  if (c.nodes > 1 && !box.fabric)
+    throw InputError(path, where + "/fabric", "a fabric is required when EP spans several boxes");
+  const auto model = config::parse_model(
+      config::load(catalog.locate(config::CatalogKind::kModel, c.model, path, where + "/model")), c.model);
+  if (!model.is_moe() || model.moe.experts % c.ep != 0)
+    throw InputError(path, where + "/ep", "expected a MoE model whose experts EP divides");
+  const auto topo = c.nodes > 1 ? net::Topology::build(box.cluster, per_node, c.nodes, *box.fabric)
+                                : net::Topology::build(box.cluster, per_node);
+  workload::DeepepRequest r;
+  r.kernel = c.kernel == "normal" ? workload::DeepepKernel::kNormal : workload::DeepepKernel::kLowLatency;
+  r.combine = c.phase == "combine";
+  r.fp8 = c.dispatch == "fp8";
+  r.tokens = c.tokens;
+  r.ep = c.ep;
+  r.nodes = c.nodes;
+  const auto x = workload::time_deepep(topo, model, r, box.profile);
+  c.predicted = c.metric == "latency"   ? x.seconds * 1e6
+                : c.metric == "rdma_bw" ? x.logical_rdma_bytes / x.seconds / 1e9
+                                        : x.logical_nvl_bytes / x.seconds / 1e9;
+  c.algorithm_used = std::string(c.kernel == "normal" ? "normal " : "low-latency ") + c.phase + ", " + c.model +
+                     ", EP" + std::to_string(c.ep) + ", " + fixed(c.tokens, 0) + " tokens/GPU";
+  c.gpus = c.ep;
+}
+
 std::string pct(double f) { return (f >= 0 ? "+" : "") + fixed(f * 100.0, 1) + "%"; }
 
 }  // namespace
@@ -165,6 +218,10 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
                                std::to_string(sc.plan.dp);
             c.cluster = sc.cluster.id;
             c.gpus = sc.gpus;
+            return;
+          }
+          if (c.kind == "deepep") {
+            run_deepep(catalog, doc.path, where, c);
             return;
           }
           if (c.kind == "serving") {
@@ -234,7 +291,9 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
       std::cout << "| case | what | published | predicted | error | role |\n|---|---|---:|---:|---:|---|\n";
       for (const auto& c : cases) {
         std::cout << "| `" << c.id << "` | ";
-        if (c.kind == "serving" || c.kind == "training") {
+        if (c.kind == "deepep") {
+          std::cout << c.algorithm_used << ", " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster << "`";
+        } else if (c.kind == "serving" || c.kind == "training") {
           std::cout << c.metric << ", " << c.algorithm_used << ", " << c.gpus << " GPUs of `" << c.cluster << "`";
         } else {
           std::cout << c.op << " " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster << "`, "
