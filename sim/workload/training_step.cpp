@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "sim/core/check.hpp"
+#include "sim/core/parallel.hpp"
 #include "sim/workload/pipeline_schedule.hpp"
 #include "sim/workload/stage_programs.hpp"
 
@@ -113,36 +114,138 @@ std::uint32_t traffic_of(const ProgramItem& item, std::size_t n, TrafficCache& c
   return id;
 }
 
+/// What one pipeline stage adds to the graph, worked out before it is built: its process groups
+/// (made, with the all-to-alls' traffic matrices, in the order a stage-by-stage build makes them,
+/// so their ids do not change), how many tasks, prototypes, argument slots and edges it makes, and
+/// the first of each (stages in order, as one after the other would number them).
+struct StagePlan {
+  std::vector<int> ranks;
+  std::map<GroupKind, StageGroups> groups;
+  WorkloadGraph::Range count, first;
+  bool own_streams = true;  ///< its collectives join only its own ranks' streams
+};
+
+/// The program a block runs.
+const std::vector<ProgramItem>& block_program(const StepLayout& L, const std::vector<StagePrograms>& programs, int st,
+                                              const BlockRef& blk) {
+  const auto& sp = programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))];
+  return blk.forward ? sp.f : (blk.micro + 1 == L.micro ? sp.b_last : sp.b);
+}
+
+bool has_edges(const std::vector<ProgramItem>& prog) {
+  return std::any_of(prog.begin(), prog.end(), [](const ProgramItem& p) { return !p.after.empty(); });
+}
+
+StagePlan plan_stage(const StepLayout& L, const std::vector<StagePrograms>& programs, int st, TrafficCache& traffic,
+                     WorkloadGraph& g) {
+  StagePlan sp;
+  sp.ranks = L.stage_ranks(st);
+  const auto rank_count = sp.ranks.size();
+  auto resolve = [&](GroupKind kind) -> const StageGroups& {
+    auto found = sp.groups.find(kind);
+    if (found != sp.groups.end()) return found->second;
+    const auto& sg = sp.groups.emplace(kind, resolve_groups(L, kind, sp.ranks, g)).first->second;
+    for (const auto& [gid, flow_gid] : sg.gids) {
+      for (int r : g.groups()[gid]) sp.own_streams = sp.own_streams && L.plan.coords(r).stage == st;
+    }
+    return sg;
+  };
+  resolve(GroupKind::kTp);
+  for (const auto& blk : L.blocks(st)) {
+    const auto& prog = block_program(L, programs, st, blk);
+    const bool edges = has_edges(prog);
+    for (const auto& item : prog) {
+      if (edges) sp.count.edge += rank_count * item.after.size();
+      if (!item.comm) {
+        sp.count.proto += 1;
+        sp.count.task += rank_count;
+        continue;
+      }
+      const auto& sg = resolve(item.group);
+      const auto slots = sg.gids.size();
+      sp.count.task += slots;
+      sp.count.args += slots;
+      sp.count.proto += item.dest_share ? slots : 1;
+      if (item.dest_share) {
+        for (const auto& [gid, flow_gid] : sg.gids) traffic_of(item, g.groups()[flow_gid].size(), traffic, g);
+      }
+    }
+  }
+  return sp;
+}
+
+/// Where a stage's next task, prototype, argument slot and edge go.
+struct Cursor {
+  WorkloadGraph::Range next;
+  TaskId task() { return static_cast<TaskId>(next.task++); }
+  std::uint32_t proto() { return static_cast<std::uint32_t>(next.proto++); }
+  std::uint32_t args() { return static_cast<std::uint32_t>(next.args++); }
+};
+
 /// The tasks of one program item on every simulated rank of a stage (by position): a compute task
 /// per rank, or one collective per group of the item's kind.
-std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& item, int micro,
-                                     const std::vector<int>& ranks, std::map<GroupKind, StageGroups>& groups,
-                                     TrafficCache& traffic, WorkloadGraph& g) {
+std::vector<TaskId> instantiate_item(const ProgramItem& item, int micro, const StagePlan& sp,
+                                     const TrafficCache& traffic, Cursor& at, WorkloadGraph& g) {
+  const auto& ranks = sp.ranks;
   std::vector<TaskId> ids(ranks.size());
   // One prototype for the item's tasks on every rank (8 bytes a task rather than 40).
   if (!item.comm) {
-    const auto proto = g.add_proto(Stream::kCompute, item.category, item.label, item.layer, micro,
-                                   SimTime::from_seconds(item.seconds));
-    for (std::size_t k = 0; k < ranks.size(); ++k) ids[k] = g.add_compute(ranks[k], proto);
+    const auto proto = at.proto();
+    g.fill_proto(proto, {.label = item.label,
+                         .duration = SimTime::from_seconds(item.seconds),
+                         .layer = item.layer,
+                         .micro = micro,
+                         .category = item.category,
+                         .stream = Stream::kCompute,
+                         .shared = true});
+    for (std::size_t k = 0; k < ranks.size(); ++k) ids[k] = g.fill_compute(at.task(), ranks[k], proto);
     return ids;
   }
-  auto found = groups.find(item.group);
-  if (found == groups.end()) found = groups.emplace(item.group, resolve_groups(L, item.group, ranks, g)).first;
-  const auto& sg = found->second;
+  const auto& sg = sp.groups.at(item.group);
   std::vector<TaskId> slot_task(sg.gids.size());
   std::vector<bool> made(sg.gids.size(), false);
-  const auto proto =
-      item.dest_share ? 0 : g.add_proto(item.stream, item.category, item.label, item.layer, micro, SimTime{}, true);
+  std::uint32_t proto = 0;
+  if (!item.dest_share) {
+    proto = at.proto();
+    g.fill_proto(proto, {.label = item.label,
+                         .layer = item.layer,
+                         .micro = micro,
+                         .category = item.category,
+                         .stream = item.stream,
+                         .collective = true,
+                         .shared = true});
+  }
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const auto slot = sg.slot_of[k];
     if (!made[slot]) {
-      const auto [gid, flow_gid] = sg.gids[slot];
-      slot_task[slot] =
-          item.dest_share
-              ? g.add_alltoall(gid, flow_gid, item.stream, item.category, item.label, item.layer, micro,
-                               traffic_of(item, g.groups()[flow_gid].size(), traffic, g),
-                               item.rail_forwarded ? coll::Algorithm::kHierarchical : coll::Algorithm::kAuto)
-              : g.add_collective_on(proto, gid, flow_gid, item.op, item.bytes);
+      const auto gid = sg.gids[slot].first, flow_gid = sg.gids[slot].second;
+      if (item.dest_share) {
+        // An uneven all-to-all: a prototype of its own, its traffic matrix, each rank's mean bytes.
+        const auto n = g.groups()[flow_gid].size();
+        const auto key = std::tuple<const void*, double, std::size_t, double>{item.dest_share.get(), item.bytes, n,
+                                                                              item.node_copies};
+        const auto tid = traffic.at(key);
+        double total = 0;
+        for (double b : g.traffic(tid)) total += b;
+        proto = at.proto();
+        g.fill_proto(proto, {.label = item.label,
+                             .layer = item.layer,
+                             .micro = micro,
+                             .category = item.category,
+                             .stream = item.stream,
+                             .collective = true});
+        slot_task[slot] = g.fill_collective(
+            at.task(), proto, at.args(),
+            {.bytes = total / static_cast<double>(n),
+             .group = gid,
+             .flow_group = flow_gid,
+             .traffic = tid,
+             .op = coll::CollectiveOp::kAllToAll,
+             .algorithm = item.rail_forwarded ? coll::Algorithm::kHierarchical : coll::Algorithm::kAuto});
+      } else {
+        slot_task[slot] = g.fill_collective(at.task(), proto, at.args(),
+                                            {.bytes = item.bytes, .group = gid, .flow_group = flow_gid, .op = item.op});
+      }
       made[slot] = true;
     }
     ids[k] = slot_task[slot];
@@ -153,11 +256,12 @@ std::vector<TaskId> instantiate_item(const StepLayout& L, const ProgramItem& ite
 /// Records an item's tasks for the later parts and wires its in-program edges (ring attention).
 void record_item(const StepLayout& L, const BlockRef& blk, std::size_t i, const ProgramItem& item,
                  const std::vector<int>& ranks, const std::vector<TaskId>& ids, std::vector<TaskId>& item_ids,
-                 BlockTasks& bt, WorkloadGraph& g) {
+                 BlockTasks& bt, std::map<std::tuple<int, bool, int, int>, BlockTasks::LayerSpan>& layer_span,
+                 Cursor& at, WorkloadGraph& g) {
   const bool last_backward = !blk.forward && blk.micro + 1 == L.micro;
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     if (L.zero3 && item.layer >= 0) {
-      auto& span = bt.layer_span[{ranks[k], blk.forward, blk.micro, item.layer}];
+      auto& span = layer_span[{ranks[k], blk.forward, blk.micro, item.layer}];
       if (!span.seen) span.first = ids[k];
       span.last = ids[k];
       span.seen = true;
@@ -170,30 +274,62 @@ void record_item(const StepLayout& L, const BlockRef& blk, std::size_t i, const 
     item_ids[i * ranks.size() + k] = ids[k];
     // A collective is one task shared by its members: it gets one edge per member (each member's
     // op must be done), counted and released per edge.
-    for (int a : item.after) g.depend(item_ids[static_cast<std::size_t>(a) * ranks.size() + k], ids[k]);
+    for (int a : item.after)
+      g.fill_edge(at.next.edge++, item_ids[static_cast<std::size_t>(a) * ranks.size() + k], ids[k]);
   }
 }
 
 /// Every stage's schedule instantiated on its simulated ranks, all of them advancing item by item
-/// together so that a collective takes the same place in every member's stream.
+/// together so that a collective takes the same place in every member's stream. The stages are
+/// built side by side on the workers, each into its own ranges of the graph's arrays (stage after
+/// stage in id order, counted first), so the graph is the same as built one stage after the other.
 BlockTasks instantiate_stages(const StepLayout& L, const std::vector<StagePrograms>& programs, WorkloadGraph& g) {
   BlockTasks bt(L.s.gpus, L.micro, L.V);
   TrafficCache traffic;
+  std::vector<StagePlan> plans;
+  WorkloadGraph::Range total;
+  bool own_streams = true;
   for (int st = 0; st < L.P; ++st) {
-    const auto ranks = L.stage_ranks(st);
-    std::map<GroupKind, StageGroups> groups;
-    groups.emplace(GroupKind::kTp, resolve_groups(L, GroupKind::kTp, ranks, g));
-    for (const auto& blk : L.blocks(st)) {
-      const auto& sp = programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))];
-      const auto& prog = blk.forward ? sp.f : (blk.micro + 1 == L.micro ? sp.b_last : sp.b);
-      const bool edges = std::any_of(prog.begin(), prog.end(), [](const ProgramItem& p) { return !p.after.empty(); });
-      std::vector<TaskId> item_ids(edges ? prog.size() * ranks.size() : 0);
+    plans.push_back(plan_stage(L, programs, st, traffic, g));
+    auto& c = plans.back().count;
+    total.task += c.task;
+    total.proto += c.proto;
+    total.args += c.args;
+    total.edge += c.edge;
+    own_streams = own_streams && plans.back().own_streams;
+  }
+  auto next = g.extend(total);
+  for (auto& sp : plans) {
+    sp.first = next;
+    next.task += sp.count.task;
+    next.proto += sp.count.proto;
+    next.args += sp.count.args;
+    next.edge += sp.count.edge;
+  }
+  std::vector<std::map<std::tuple<int, bool, int, int>, BlockTasks::LayerSpan>> spans(plans.size());
+  auto build = [&](std::size_t st) {
+    const auto& sp = plans[st];
+    Cursor at{sp.first};
+    for (const auto& blk : L.blocks(static_cast<int>(st))) {
+      const auto& prog = block_program(L, programs, static_cast<int>(st), blk);
+      std::vector<TaskId> item_ids(has_edges(prog) ? prog.size() * sp.ranks.size() : 0);
       for (std::size_t i = 0; i < prog.size(); ++i) {
-        const auto ids = instantiate_item(L, prog[i], blk.micro, ranks, groups, traffic, g);
-        record_item(L, blk, i, prog[i], ranks, ids, item_ids, bt, g);
+        const auto ids = instantiate_item(prog[i], blk.micro, sp, traffic, at, g);
+        record_item(L, blk, i, prog[i], sp.ranks, ids, item_ids, bt, spans[st], at, g);
       }
     }
+    CS_ASSERT(at.next.task == sp.first.task + sp.count.task && at.next.proto == sp.first.proto + sp.count.proto &&
+                  at.next.args == sp.first.args + sp.count.args && at.next.edge == sp.first.edge + sp.count.edge,
+              "a stage fills exactly the ranges counted for it");
+  };
+  // A stream takes its tasks from one stage only (in id order); were a group to span stages, the
+  // stages are filled one after the other, into the same ranges.
+  if (own_streams) {
+    parallel_for_each(plans.size(), build);
+  } else {
+    for (std::size_t st = 0; st < plans.size(); ++st) build(st);
   }
+  for (auto& m : spans) bt.layer_span.merge(m);
   return bt;
 }
 

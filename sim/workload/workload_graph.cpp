@@ -98,6 +98,37 @@ TaskId WorkloadGraph::place_collective(std::uint32_t proto, const CollectiveArgs
   return id;
 }
 
+WorkloadGraph::Range WorkloadGraph::extend(const Range& n) {
+  CS_ASSERT(free_.empty() && free_args_.empty() && free_protos_.empty(), "no recycled slots while filling");
+  CS_ASSERT(tasks_.size() + n.task <= tasks_.capacity() && collectives_.size() + n.args <= collectives_.capacity(),
+            "room reserved for the tasks filled side by side");
+  const Range first{tasks_.size(), protos_.size(), collectives_.size(), edges_.size()};
+  tasks_.resize(first.task + n.task);
+  protos_.resize(first.proto + n.proto);
+  collectives_.resize(first.args + n.args);
+  edges_.resize(first.edge + n.edge);
+  return first;
+}
+
+TaskId WorkloadGraph::fill_compute(TaskId id, int gpu, std::uint32_t proto) {
+  tasks_[index(id)] = {proto, static_cast<std::uint32_t>(gpu)};
+  if (const auto stream = protos_[proto].stream; stream != Stream::kNone)
+    streams_[static_cast<std::size_t>(gpu) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+  return id;
+}
+
+TaskId WorkloadGraph::fill_collective(TaskId id, std::uint32_t proto, std::uint32_t slot, const CollectiveArgs& a) {
+  CollectiveArgs& args = collectives_[slot];
+  args = a;
+  args.gpu = static_cast<std::uint32_t>(groups_[a.group].front());
+  tasks_[index(id)] = {proto, slot};
+  if (const auto stream = protos_[proto].stream; stream != Stream::kNone) {
+    for (int r : groups_[a.group])
+      streams_[static_cast<std::size_t>(r) * kStreamsPerGpu + static_cast<std::size_t>(stream)].push_back(id);
+  }
+  return id;
+}
+
 void WorkloadGraph::reserve(std::size_t tasks, std::size_t collectives) {
   reserve_huge(tasks_, tasks);
   reserve_huge(collectives_, collectives);

@@ -115,6 +115,25 @@ class WorkloadGraph {
                       coll::Algorithm algorithm = coll::Algorithm::kAuto);
   void depend(TaskId before, TaskId after);
 
+  /// Filling side by side (the step builder's pipeline stages): first indices, or counts, of tasks,
+  /// prototypes, collective argument slots and edges.
+  struct Range {
+    std::size_t task = 0, proto = 0, args = 0, edge = 0;
+  };
+  /// Room for `n` more of each at the end (tasks and argument slots within what `reserve` made);
+  /// returns the first index of each. Every new element must then be set exactly once by the
+  /// fill_* calls below, which any thread may make for disjoint elements, as long as each stream
+  /// is appended to by one thread, in id order: the graph then equals the one the add_* calls
+  /// would have built in id order.
+  Range extend(const Range& n);
+  void fill_proto(std::uint32_t k, const TaskProto& p) { protos_[k] = p; }
+  /// Task `id` runs kernel prototype `proto` on `gpu`; it joins the GPU's stream.
+  TaskId fill_compute(TaskId id, int gpu, std::uint32_t proto);
+  /// Task `id` is collective prototype `proto` moving `a` (in argument slot `slot`); it joins its
+  /// members' streams.
+  TaskId fill_collective(TaskId id, std::uint32_t proto, std::uint32_t slot, const CollectiveArgs& a);
+  void fill_edge(std::size_t e, TaskId before, TaskId after) { edges_[e] = {before, after}; }
+
   [[nodiscard]] int gpus() const { return gpus_; }
   [[nodiscard]] std::size_t task_count() const { return tasks_.size(); }
   /// Task `id` assembled from its prototype (and, for a collective, its arguments).
@@ -171,8 +190,12 @@ class WorkloadGraph {
  private:
   /// A task as stored: its prototype, and its GPU (a kernel) or its arguments' slot (a collective).
   struct Slot {
-    std::uint32_t proto = 0;
-    std::uint32_t where = 0;
+    // Not zeroed when made by `extend`: tens of millions of slots, each filled once, side by side
+    // (the threads' first touches of the pages, rather than one thread's zeroing).
+    Slot() {}  // NOLINT(modernize-use-equals-default): = default would zero them
+    Slot(std::uint32_t p, std::uint32_t w) : proto(p), where(w) {}
+    std::uint32_t proto;
+    std::uint32_t where;
   };
   TaskId place(Slot s);
   /// A prototype of one task's own (a recycled one first).
