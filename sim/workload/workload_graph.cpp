@@ -100,9 +100,10 @@ TaskId WorkloadGraph::place_collective(std::uint32_t proto, const CollectiveArgs
 
 WorkloadGraph::Range WorkloadGraph::extend(const Range& n) {
   CS_ASSERT(free_.empty() && free_args_.empty() && free_protos_.empty(), "no recycled slots while filling");
-  CS_ASSERT(tasks_.size() + n.task <= tasks_.capacity() && collectives_.size() + n.args <= collectives_.capacity(),
-            "room reserved for the tasks filled side by side");
   const Range first{tasks_.size(), protos_.size(), collectives_.size(), edges_.size()};
+  // Usually within what `reserve` made (an estimate); when not, still in huge pages.
+  reserve_huge(tasks_, first.task + n.task);
+  reserve_huge(collectives_, first.args + n.args);
   tasks_.resize(first.task + n.task);
   protos_.resize(first.proto + n.proto);
   collectives_.resize(first.args + n.args);

@@ -120,11 +120,10 @@ class WorkloadGraph {
   struct Range {
     std::size_t task = 0, proto = 0, args = 0, edge = 0;
   };
-  /// Room for `n` more of each at the end (tasks and argument slots within what `reserve` made);
-  /// returns the first index of each. Every new element must then be set exactly once by the
-  /// fill_* calls below, which any thread may make for disjoint elements, as long as each stream
-  /// is appended to by one thread, in id order: the graph then equals the one the add_* calls
-  /// would have built in id order.
+  /// Room for `n` more of each at the end; returns the first index of each. Every new element
+  /// must then be set exactly once by the fill_* calls below, which any thread may make for
+  /// disjoint elements, as long as each stream is appended to by one thread, in id order: the
+  /// graph then equals the one the add_* calls would have built in id order.
   Range extend(const Range& n);
   void fill_proto(std::uint32_t k, const TaskProto& p) { protos_[k] = p; }
   /// Task `id` runs kernel prototype `proto` on `gpu`; it joins the GPU's stream.
