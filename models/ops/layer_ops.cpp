@@ -528,6 +528,11 @@ DispatchSpread dispatch_spread(const ModelArch& m, int ep, int nodes) {
   return d;
 }
 
+double deepep_token_bytes(const ModelArch& m, bool fp8) {
+  const double h = static_cast<double>(m.hidden);
+  return fp8 ? h + h / 128.0 * 4.0 : 2.0 * h;
+}
+
 double dispatch_send_bytes(const ModelArch& m, const StepShape& s) {
   const double ranks =
       s.dispatch_ranks > 0 ? s.dispatch_ranks : expected_dispatch_ranks(m.moe.experts, m.moe.top_k, s.ep);

@@ -35,6 +35,9 @@ struct Op {
   /// The share of the SMs the kernel runs on: below 1 when an overlapped collective's kernels hold
   /// the rest (TP communication overlap). Scales its matrix rate, not its FLOPs.
   double sm_share = 1;
+  /// A fixed time (seconds) on top of the op's FLOPs and bytes: DeepEP's low-latency floor, which
+  /// is no kernel of its own but the kernel's fixed work (serving's step programs add it as is).
+  double fixed_s = 0;
   bool operator==(const Op&) const = default;
 };
 
@@ -116,6 +119,10 @@ struct DispatchSpread {
   double nodes = 0;
 };
 [[nodiscard]] DispatchSpread dispatch_spread(const ModelArch& m, int ep, int nodes);
+
+/// Bytes of one token in a DeepEP message: FP8 carries 1 byte per element and one fp32 scale per
+/// 128 (DeepSeek-V3's fine-grained quantisation, as DeepEP's FP8 dispatch sends it); bf16 2 bytes.
+[[nodiscard]] double deepep_token_bytes(const ModelArch& m, bool fp8);
 
 /// Bytes one GPU sends in one MoE dispatch (its all-to-all send buffer, nccl-tests convention):
 /// its tokens (b s / (CP TP)) x the distinct destination GPUs per token x hidden x dispatch bytes.

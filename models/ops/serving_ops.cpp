@@ -233,19 +233,29 @@ void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& 
 }
 
 /// A MoE feed-forward under attention-DP with DeepEP's exchange: each GPU routes its own tokens,
-/// dispatches each to the distinct GPUs holding its top-k experts (FP8 with FP8 weights, else
-/// bf16), the experts run as under EP, and the combine returns one bf16 partial sum per token and
-/// destination; the shared experts run whole over the GPU's own tokens.
+/// dispatches each to the distinct GPUs holding its top-k experts (normal kernels; FP8 with its
+/// scales under FP8 weights, else bf16), or in a low-latency step every top-k copy to its expert's
+/// GPU after the kernel's floor; the experts run as under EP, and the combine returns one bf16
+/// partial sum per token and destination (per copy, low-latency); the shared experts run whole
+/// over the GPU's own tokens.
 void serving_deepep_moe(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s) {
   const double T = mix.tokens, own = T / s.tp, h = static_cast<double>(m.hidden);
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
   out.push_back(memory_op("mlp_norm", 4 * own * h));
   out.push_back({Op{"router", OpKind::kGemm, own, E, h, 2.0 * own * E * h, (own * h + own * E) * 2.0 + E * h * 2.0}});
   out.push_back(memory_op("router.topk", own * E * 8.0));
-  const double dests = dispatch_spread(m, s.ep, s.nodes).gpus;
-  const double dispatch_bytes = s.weights == WeightFormat::kFp8 ? 1.0 : 2.0;
-  out.push_back({Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.dispatch", own * dests * h * dispatch_bytes}});
+  const double dests = s.low_latency ? k : dispatch_spread(m, s.ep, s.nodes).gpus;
+  const double token = deepep_token_bytes(m, s.weights == WeightFormat::kFp8);
+  const auto floor = [&](std::string_view name, double seconds) {
+    if (seconds <= 0) return;  // no fixed work, no item (an empty op would cost a kernel launch)
+    Op op{name, OpKind::kMemoryBound};
+    op.fixed_s = seconds;
+    out.push_back({op});
+  };
+  if (s.low_latency) floor("deepep.ll_dispatch_floor", s.ll_dispatch_floor_s);
+  out.push_back({Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.dispatch", own * dests * token}});
   serving_experts(out, m, mix, s);
+  if (s.low_latency) floor("deepep.ll_combine_floor", s.ll_combine_floor_s);
   out.push_back({Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.combine", own * dests * h * 2.0}});
   if (m.moe.shared_ffn > 0) {
     const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;

@@ -58,6 +58,12 @@ struct ServingShape {
   /// (all-to-alls sending each token only to the GPUs holding its experts; shared experts whole on
   /// every GPU over its own tokens) instead of an all-gather and a reduce-scatter of every token.
   bool deepep = false;
+  /// Under DeepEP, this step runs its low-latency kernels (a decode step: no prompt tokens), as
+  /// DeepEP's docs recommend: every top-k copy straight to its expert's GPU, no deduplication, and
+  /// each kernel's fixed floor (the profile's); prefill steps run the normal kernels.
+  bool low_latency = false;
+  double ll_dispatch_floor_s = 0;
+  double ll_combine_floor_s = 0;
   /// Nodes the replica's GPUs span (the dispatch's node-limited routing; 1 inside a box).
   int nodes = 1;
   /// Expert copies per GPU under EP, redundant ones (EPLB) included (0: experts / EP).

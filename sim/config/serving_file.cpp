@@ -380,6 +380,14 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                      "deepep is the MoE exchange under attention-DP with whole experts spread over the replica's "
                      "GPUs; expected allgather, or --dp-attention with EP = TP > 1 on a MoE model");
   }
+  if (s.deepep && (!s.profile.deepep_ll_dispatch_floor || !s.profile.deepep_ll_combine_floor)) {
+    throw InputError(doc.path, "/parallel/moe_a2a",
+                     "deepep runs decode steps on DeepEP's low-latency kernels, whose fixed floor the GPU's profile "
+                     "gives (achieved.deepep_ll_dispatch_floor and deepep_ll_combine_floor); profile '" +
+                         s.profile.id +
+                         "' has none (h800-sxm has them fitted, h100-sxm and h200-sxm assumed); "
+                         "expected allgather, or a profile with the floors");
+  }
   if (s.model.is_moe() && redundant == 0 && s.model.moe.experts % s.ep != 0) {
     infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
                              " experts");

@@ -196,6 +196,11 @@ class ServingRun final : public workload::TaskSource {
       r.shape.ep = mine.ep;
       r.shape.dp_attention = s.dp_attention;
       r.shape.deepep = s.deepep;
+      if (s.deepep) {
+        // serving_file checks that the profile has them.
+        r.shape.ll_dispatch_floor_s = s.profile.deepep_ll_dispatch_floor->value;
+        r.shape.ll_combine_floor_s = s.profile.deepep_ll_combine_floor->value;
+      }
       r.shape.expert_slots = expert_slots(s);
       r.shape.weights = s.weights;
       r.shape.kv_bytes = s.kv_bytes;
@@ -614,6 +619,9 @@ class ServingRun final : public workload::TaskSource {
         seg.op = it.comm->op;
         seg.bytes = it.comm->bytes;
         out.push_back(seg);
+      } else if (it.op.fixed_s > 0) {
+        compute += it.op.fixed_s;  // DeepEP's low-latency floor: fixed work, no kernel of its own
+        pending = true;
       } else {
         compute += it.op.kind == models::OpKind::kGemm ? gemm_seconds(it.op) : other_.seconds(it.op);
         pending = true;
@@ -884,6 +892,8 @@ class ServingRun final : public workload::TaskSource {
     models::ServingShape shape = rep.shape;
     const auto routed = routing_for(rep.shape, mix.tokens);
     shape.routing = routed.pace;
+    // DeepEP: decode steps (no prompt tokens) run the low-latency kernels, prefill the normal ones.
+    shape.low_latency = shape.deepep && mix.prefill_pairs <= 0;
     if (s_.model.is_moe() && rep.shape.ep > 1) {
       load_sum_ += routed.imbalance;
       load_max_ = std::max(load_max_, routed.imbalance);
@@ -903,6 +913,7 @@ class ServingRun final : public workload::TaskSource {
     if (mtp_mix_.tokens > 0) {
       models::ServingShape mtp = rep.shape;
       mtp.routing = routing_for(rep.shape, mtp_mix_.tokens).pace;
+      mtp.low_latency = mtp.deepep;  // the draft's own pass is a decode step
       to_segments(models::serving_mtp_module(s_.model, mtp_mix_, mtp), head_);
     }
     const auto& only = rep.stages.front();

@@ -11,17 +11,12 @@
 
 namespace cs::workload {
 
-double deepep_token_bytes(const models::ModelArch& m, bool fp8) {
-  const double h = static_cast<double>(m.hidden);
-  return fp8 ? h + h / 128.0 * 4.0 : 2.0 * h;
-}
-
 DeepepExchange time_deepep(const net::Topology& topo, const models::ModelArch& m, const DeepepRequest& r,
                            const calib::HardwareProfile& profile) {
   CS_ASSERT(m.is_moe() && r.ep >= 2 && r.nodes >= 1 && r.ep % r.nodes == 0 && r.ep <= topo.gpu_count(),
             "a DeepEP exchange joins EP >= 2 GPUs of a MoE model, in equal shares of its nodes");
   DeepepExchange x;
-  x.token_bytes = deepep_token_bytes(m, r.fp8 && !r.combine);
+  x.token_bytes = models::deepep_token_bytes(m, r.fp8 && !r.combine);
   const bool ll = r.kernel == DeepepKernel::kLowLatency;
   const double k = static_cast<double>(m.moe.top_k);
   const auto spread = models::dispatch_spread(m, r.ep, r.nodes);

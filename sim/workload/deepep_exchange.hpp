@@ -35,10 +35,6 @@ struct DeepepExchange {
   double nvlink_bytes = 0;  ///< bytes out of the busiest GPU onto NVLink
 };
 
-/// Bytes of one token's message: FP8 carries 1 byte per element and one fp32 scale per 128
-/// (DeepSeek-V3's fine-grained quantisation, as DeepEP's FP8 dispatch sends it); bf16 2 bytes.
-[[nodiscard]] double deepep_token_bytes(const models::ModelArch& m, bool fp8);
-
 /// Runs the exchange through the executor and the flow model (balanced routing: every expert the
 /// same share). The low-latency kernels need the profile's floors (InputError naming it if absent).
 [[nodiscard]] DeepepExchange time_deepep(const net::Topology& topo, const models::ModelArch& m, const DeepepRequest& r,

@@ -124,11 +124,11 @@ TEST_CASE(
     (std::string(it.comm->label) == "ep.dispatch" ? dispatch : combine) += it.comm->bytes;
   }
   // Each GPU's 8 tokens to the distinct GPUs of their top-8 experts (32 experts a GPU): 8 x (1 -
-  // C(224, 8) / C(256, 8)) GPUs, 7168 values each, FP8 out, bf16 back.
+  // C(224, 8) / C(256, 8)) GPUs, 7168 values each, FP8 out (with one fp32 scale per 128), bf16 back.
   double miss = 1;
   for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
   const double dests = 8 * (1 - miss);
-  CHECK(dispatch == doctest::Approx(8 * dests * 7168 * 1.0));
+  CHECK(dispatch == doctest::Approx(8 * dests * (7168 + 56 * 4.0)));
   CHECK(combine == doctest::Approx(8 * dests * 7168 * 2.0));
   // A dense layer (DeepSeek's first three) keeps the all-gather and reduce-scatter.
   const auto dense_items =
@@ -161,4 +161,61 @@ TEST_CASE(
       "workload": {"input_len": 10, "output_len": 10, "rate": 1, "requests": 2}})";
   CHECK_THROWS_WITH_AS((void)config::parse_serving(config::parse_text(bad, "test.json"), test::catalog()),
                        doctest::Contains("/parallel/moe_a2a"), InputError);
+}
+
+TEST_CASE(
+    "DeepEP in serving: decode steps run the low-latency kernels (every top-k copy, after each kernel's floor), "
+    "prefill the normal ones, and a decode step is never faster than its floors") {
+  const auto m = test::shipped_model("deepseek-r1");
+  models::StepMix decode;
+  for (int i = 0; i < 64; ++i) decode.add_decode_context(1000);
+  decode.tokens = decode.sampled = 64;
+  models::ServingShape s{.tp = 8, .ep = 8, .weights = models::WeightFormat::kFp8, .dp_attention = true};
+  s.deepep = true;
+  s.low_latency = true;
+  s.ll_dispatch_floor_s = 28.6e-6;
+  s.ll_combine_floor_s = 26.7e-6;
+  const models::LayerKind moe{models::AttentionKind::kMla, models::FeedForwardKind::kMoe};
+  const auto items = models::serving_layer(m, decode, s, moe);
+  // Each GPU's 8 tokens, all 8 copies of each (no deduplication), FP8 with scales out, bf16 back;
+  // each all-to-all right after its floor.
+  double dispatch = 0, combine = 0, floors = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].op.fixed_s > 0) floors += items[i].op.fixed_s;
+    if (!items[i].comm) continue;
+    REQUIRE(i > 0);
+    const std::string label = items[i].comm->label;
+    CHECK(items[i - 1].op.fixed_s == (label == "ep.dispatch" ? s.ll_dispatch_floor_s : s.ll_combine_floor_s));
+    (label == "ep.dispatch" ? dispatch : combine) += items[i].comm->bytes;
+  }
+  CHECK(dispatch == doctest::Approx(8 * 8 * (7168 + 56 * 4.0)));
+  CHECK(combine == doctest::Approx(8 * 8 * 7168 * 2.0));
+  CHECK(floors == doctest::Approx(s.ll_dispatch_floor_s + s.ll_combine_floor_s));
+  // The normal kernels (prefill) have no floor.
+  s.low_latency = false;
+  for (const auto& it : models::serving_layer(m, decode, s, moe)) CHECK(it.op.fixed_s == 0);
+
+  // Simulated: 8 requests of 100 prompt tokens prefill in one step, then decode together, so the
+  // inter-token time is one decode step. With the floors it is slower than without by at least
+  // the floors of every MoE layer (58 in DeepSeek-R1): decode never beats its floor.
+  const std::string text = R"({"kind": "infer", "model": "deepseek-r1", "cluster": "hgx-h200",
+      "parallel": {"tp": 8, "ep": 8, "dp_attention": true, "moe_a2a": "deepep"},
+      "quantization": {"weights": "fp8"}, "workload": {"input_len": 100, "output_len": 50, "rate": "inf",
+      "requests": 8}})";
+  auto sc = config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
+  REQUIRE(sc.profile.deepep_ll_dispatch_floor.has_value());
+  const double per_step = 58 * (sc.profile.deepep_ll_dispatch_floor->value + sc.profile.deepep_ll_combine_floor->value);
+  const auto with = serving::simulate_serving(sc, false);
+  sc.profile.deepep_ll_dispatch_floor->value = 0;
+  sc.profile.deepep_ll_combine_floor->value = 0;
+  const auto without = serving::simulate_serving(sc, false);
+  CHECK(with.tpot.p50 - without.tpot.p50 >= per_step * (1 - 1e-9));
+  CHECK(with.ttft.p50 == doctest::Approx(without.ttft.p50));  // the prefill step runs the normal kernels
+
+  // A GPU without the floors cannot run DeepEP's decode kernels: refused, the field named.
+  const std::string a100 = R"({"kind": "infer", "model": "deepseek-r1", "cluster": "dgx-a100",
+      "parallel": {"tp": 8, "ep": 8, "dp_attention": true, "moe_a2a": "deepep"}, "allow_oom": true,
+      "workload": {"input_len": 10, "output_len": 10, "rate": 1, "requests": 2}})";
+  CHECK_THROWS_WITH_AS((void)config::parse_serving(config::parse_text(a100, "test.json"), test::catalog()),
+                       doctest::Contains("deepep_ll_dispatch_floor"), InputError);
 }
