@@ -50,6 +50,10 @@ struct Comm {
   GroupKind group = GroupKind::kTp;
   const char* label = "";
   double bytes = 0;
+  /// An all-to-all across nodes as DeepEP's normal kernels run it (rail-forwarded, the
+  /// hierarchical algorithm): the fraction of the pair bytes that crosses between nodes (a token
+  /// once per node, then NVLink to each GPU). 1: a plain all-to-all.
+  double node_copies = 1;
 };
 
 /// An item of a layer's program: an op, or (when `comm` is set) a collective.

@@ -244,7 +244,10 @@ void serving_deepep_moe(std::vector<Item>& out, const ModelArch& m, const StepMi
   out.push_back(memory_op("mlp_norm", 4 * own * h));
   out.push_back({Op{"router", OpKind::kGemm, own, E, h, 2.0 * own * E * h, (own * h + own * E) * 2.0 + E * h * 2.0}});
   out.push_back(memory_op("router.topk", own * E * 8.0));
-  const double dests = s.low_latency ? k : dispatch_spread(m, s.ep, s.nodes).gpus;
+  const auto spread = dispatch_spread(m, s.ep, s.nodes);
+  const double dests = s.low_latency ? k : spread.gpus;
+  // Normal kernels across nodes: once per node over the rail, then NVLink (low-latency: direct).
+  const double node_copies = !s.low_latency && s.nodes > 1 ? spread.nodes / spread.gpus : 1.0;
   const double token = deepep_token_bytes(m, s.weights == WeightFormat::kFp8);
   const auto floor = [&](std::string_view name, double seconds) {
     if (seconds <= 0) return;  // no fixed work, no item (an empty op would cost a kernel launch)
@@ -253,10 +256,11 @@ void serving_deepep_moe(std::vector<Item>& out, const ModelArch& m, const StepMi
     out.push_back({op});
   };
   if (s.low_latency) floor("deepep.ll_dispatch_floor", s.ll_dispatch_floor_s);
-  out.push_back({Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.dispatch", own * dests * token}});
+  out.push_back({Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.dispatch", own * dests * token, node_copies}});
   serving_experts(out, m, mix, s);
   if (s.low_latency) floor("deepep.ll_combine_floor", s.ll_combine_floor_s);
-  out.push_back({Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.combine", own * dests * h * 2.0}});
+  out.push_back(
+      {Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.combine", own * dests * h * 2.0, node_copies}});
   if (m.moe.shared_ffn > 0) {
     const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
     const double fs = static_cast<double>(m.moe.shared_ffn);

@@ -79,6 +79,7 @@ struct Segment {
   bool collective = false;
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   double bytes = 0;
+  double node_copies = 1;  ///< DeepEP's normal kernels across nodes (models::Comm::node_copies)
 };
 
 /// A stage's program for one batch without repeating its layers: the step overhead (zero after
@@ -116,6 +117,7 @@ struct Purpose {
   std::uint32_t group = 0;
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   double bytes = 0;
+  double node_copies = 1;
 };
 
 /// Expert copies per GPU under EP with redundant experts (0: experts / EP, no copies).
@@ -285,7 +287,8 @@ class ServingRun final : public workload::TaskSource {
     if (t >= purpose_.size()) return;
     const Purpose p = purpose_[t];
     purpose_[t] = Purpose{};
-    if (p.memo) memo_.emplace(std::make_tuple(p.group, static_cast<int>(p.op), p.bytes), span.end - span.start);
+    if (p.memo)
+      memo_.emplace(std::make_tuple(p.group, static_cast<int>(p.op), p.bytes, p.node_copies), span.end - span.start);
     switch (p.kind) {
       case Purpose::kNone: break;
       case Purpose::kArrivals:
@@ -618,6 +621,7 @@ class ServingRun final : public workload::TaskSource {
         seg.collective = true;
         seg.op = it.comm->op;
         seg.bytes = it.comm->bytes;
+        seg.node_copies = it.comm->node_copies;
         out.push_back(seg);
       } else if (it.op.fixed_s > 0) {
         compute += it.op.fixed_s;  // DeepEP's low-latency floor: fixed work, no kernel of its own
@@ -631,7 +635,7 @@ class ServingRun final : public workload::TaskSource {
   }
 
   [[nodiscard]] std::optional<SimTime> memo(const Stage& st, const Segment& seg) const {
-    auto it = memo_.find(std::make_tuple(st.group, static_cast<int>(seg.op), seg.bytes));
+    auto it = memo_.find(std::make_tuple(st.group, static_cast<int>(seg.op), seg.bytes, seg.node_copies));
     if (it == memo_.end()) return std::nullopt;
     return it->second;
   }
@@ -665,13 +669,17 @@ class ServingRun final : public workload::TaskSource {
                         : seg.op == coll::CollectiveOp::kReduceScatter ? "tp.reducescatter"
                         : seg.op == coll::CollectiveOp::kAllToAll      ? "ep.alltoall"
                                                                        : "tp.allgather";
-    const auto id = g_->add_collective(st.group, Stream::kCompute, Category::kTpComm, label, seg.op, seg.bytes);
+    const auto id = seg.node_copies != 1.0
+                        ? g_->add_forwarded_alltoall(st.group, Stream::kCompute, Category::kTpComm, label, seg.bytes,
+                                                     seg.node_copies)
+                        : g_->add_collective(st.group, Stream::kCompute, Category::kTpComm, label, seg.op, seg.bytes);
     if (st.isolated) {
       auto& p = purpose(id);
       p.memo = true;
       p.group = st.group;
       p.op = seg.op;
       p.bytes = seg.bytes;
+      p.node_copies = seg.node_copies;
     }
     return id;
   }
@@ -1191,8 +1199,8 @@ class ServingRun final : public workload::TaskSource {
   int kv_pairs_ = 0;
   std::vector<Batch> batches_;  ///< batches in flight, and finished ones to reuse
   std::vector<std::uint64_t> free_batches_;
-  std::vector<Purpose> purpose_;                                    ///< by task id
-  std::map<std::tuple<std::uint32_t, int, double>, SimTime> memo_;  ///< isolated collectives' times
+  std::vector<Purpose> purpose_;                                            ///< by task id
+  std::map<std::tuple<std::uint32_t, int, double, double>, SimTime> memo_;  ///< isolated collectives' times
   /// A GEMM op's shape, bytes and dtype flags (its FLOPs follow from the shape).
   struct GemmKey {
     double m, n, k, groups, bytes;

@@ -4,8 +4,10 @@
 #include <bit>
 #include <functional>
 #include <limits>
+#include <map>
 #include <queue>
 #include <span>
+#include <tuple>
 #include <unordered_map>
 
 #include "sim/core/check.hpp"
@@ -747,6 +749,19 @@ class OpenRun final : public OpenGraph {
                         double bytes) override {
     return fresh(g_.add_collective(group, stream, category, label, -1, -1, op, bytes));
   }
+  TaskId add_forwarded_alltoall(std::uint32_t group, Stream stream, Category category, const char* label, double bytes,
+                                double node_copies) override {
+    // One matrix per (group, bytes, copies): a serving run repeats its step sizes.
+    const auto key = std::make_tuple(group, bytes, node_copies);
+    auto it = traffic_.find(key);
+    if (it == traffic_.end()) {
+      const auto n = g_.groups()[group].size();
+      std::vector<double> pairs(n * n, bytes / static_cast<double>(n));
+      it = traffic_.emplace(key, g_.add_traffic(std::move(pairs), node_copies)).first;
+    }
+    return fresh(
+        g_.add_alltoall(group, group, stream, category, label, -1, -1, it->second, coll::Algorithm::kHierarchical));
+  }
   void depend(TaskId before, TaskId after) override {
     CS_ASSERT(state_[index(before)] != kGone, "an edge comes from a task that has not ended");
     CS_ASSERT(state_[index(after)] == kNew, "an edge goes into a task added in the same call");
@@ -773,6 +788,7 @@ class OpenRun final : public OpenGraph {
 
  private:
   enum State : std::uint8_t { kGone = 0, kNew = 1, kAdmitted = 2 };
+  std::map<std::tuple<std::uint32_t, double, double>, std::uint32_t> traffic_;
 
   TaskId fresh(TaskId id) {
     const auto t = index(id);

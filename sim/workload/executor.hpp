@@ -82,6 +82,11 @@ class OpenGraph {
   virtual TaskId add_compute(int gpu, Stream stream, Category category, const char* label, SimTime duration) = 0;
   virtual TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label,
                                 coll::CollectiveOp op, double bytes) = 0;
+  /// A uniform all-to-all of `bytes` per rank over `group` with the rail-forwarded (hierarchical)
+  /// algorithm, `node_copies` of the pair bytes crossing between nodes (DeepEP's normal kernels).
+  /// Its traffic is kept for the run: callers reuse the task's time for repeats.
+  virtual TaskId add_forwarded_alltoall(std::uint32_t group, Stream stream, Category category, const char* label,
+                                        double bytes, double node_copies) = 0;
   virtual void depend(TaskId before, TaskId after) = 0;
 };
 

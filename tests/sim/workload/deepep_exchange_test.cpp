@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include "models/ops/layer_ops.hpp"
+#include "models/ops/serving_ops.hpp"
 #include "sim/config/machine_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/workload/deepep_exchange.hpp"
+#include "sim/workload/executor.hpp"
 #include "tests/support/builders.hpp"
 
 using namespace cs;
@@ -27,6 +29,23 @@ double choose_ratio(int a, int b, int k) {
   for (int i = 0; i < k; ++i) r *= static_cast<double>(a - i) / (b - i);
   return r;
 }
+
+/// One rail-forwarded all-to-all added to an open run (serving's path for prefill's normal kernels).
+class OneExchange final : public workload::TaskSource {
+ public:
+  OneExchange(int ep, double bytes, double copies) : ep_(ep), bytes_(bytes), copies_(copies) {}
+  void begin(workload::OpenGraph& g) override {
+    std::vector<int> ranks;
+    for (int r = 0; r < ep_; ++r) ranks.push_back(r);
+    g.add_forwarded_alltoall(g.add_group(ranks), workload::Stream::kComm, workload::Category::kEpComm, "ep.dispatch",
+                             bytes_, copies_);
+  }
+  void ended(workload::TaskId, const workload::TaskSpan&, workload::OpenGraph&) override {}
+
+ private:
+  int ep_;
+  double bytes_, copies_;
+};
 
 }  // namespace
 
@@ -111,4 +130,47 @@ TEST_CASE("DeepEP low-latency kernels on a GPU without a floor: an error naming 
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("deepep_ll_dispatch_floor") != std::string::npos);
   }
+}
+
+TEST_CASE(
+    "Serving's prefill runs DeepEP's normal kernels forwarded once per node: the same exchange as the harness's") {
+  const auto box = h800_box(true);
+  const auto topo = h800_nodes(box, 2);
+  const auto m = test::shipped_model("deepseek-v3");
+  workload::DeepepRequest r;
+  r.tokens = 4096;
+  r.ep = 16;
+  r.nodes = 2;
+  const auto x = workload::time_deepep(topo, m, r, box.profile);
+  const auto spread = models::dispatch_spread(m, 16, 2);
+  // Serving's program for a prefill step of 16 x 4096 tokens over EP 16 on two nodes (FP8).
+  models::StepMix prefill;
+  prefill.add_prefill_context(0, 16 * 4096);
+  prefill.tokens = 16 * 4096;
+  models::ServingShape s{.tp = 16, .ep = 16, .weights = models::WeightFormat::kFp8, .dp_attention = true};
+  s.deepep = true;
+  s.nodes = 2;
+  const models::LayerKind moe{models::AttentionKind::kMla, models::FeedForwardKind::kMoe};
+  int forwarded = 0;
+  for (const auto& it : models::serving_layer(m, prefill, s, moe)) {
+    if (!it.comm || std::string(it.comm->label) != "ep.dispatch") continue;
+    ++forwarded;
+    CHECK(it.comm->bytes == doctest::Approx(x.send_bytes));
+    CHECK(it.comm->node_copies == doctest::Approx(spread.nodes / spread.gpus));
+    // In an open run (as serving adds it) it takes the harness's time for the same exchange.
+    OneExchange source(16, it.comm->bytes, it.comm->node_copies);
+    workload::ExecutorOptions eo;
+    eo.collective_latency_s = box.profile.collective_latency.value;
+    CHECK(workload::simulate_open(16, topo, eo, source).makespan.seconds() == doctest::Approx(x.flow_seconds));
+  }
+  CHECK(forwarded == 1);
+  // Decode (low-latency) and one node: plain all-to-alls.
+  s.low_latency = true;
+  s.ll_dispatch_floor_s = s.ll_combine_floor_s = 1e-5;
+  for (const auto& it : models::serving_layer(m, prefill, s, moe))
+    if (it.comm) CHECK(it.comm->node_copies == 1.0);
+  s.low_latency = false;
+  s.nodes = 1;
+  for (const auto& it : models::serving_layer(m, prefill, s, moe))
+    if (it.comm) CHECK(it.comm->node_copies == 1.0);
 }
