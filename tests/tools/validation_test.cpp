@@ -128,8 +128,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "DeepEP (D-): low-latency latencies EP 16-256 within 15% from a floor fitted at EP 8; normal kernels on 4 and 8 "
-    "nodes within 10%; the documented misses at EP 8 and EP 16 read high") {
+    "DeepEP (D-): low-latency latencies EP 16-256 within 15% from a floor fitted at EP 8, normal kernels on 4 and 8 "
+    "nodes within 10%, the documented misses at EP 8 and EP 16 read high") {
   // Published: deepseek-ai/DeepEP docs/legacy.md (shared/validation, D-deepep-*). docs/accuracy.md
   // says what the count assumes and why EP 16 (NVLink forwarding) and EP 8 read high.
   const auto r = cs::test::run_cli("validate-published scenarios/validation/d-deepep.json --json");
