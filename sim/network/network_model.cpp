@@ -66,9 +66,10 @@ class FluidModel : public NetworkModel {
     return finish_q_.top().first;
   }
 
-  std::vector<FlowId> complete(SimTime now) override {
+  const std::vector<FlowId>& complete(SimTime now) override {
     settle();
-    std::vector<FlowId> done;
+    auto& done = done_;
+    done.clear();
     ended_links_.clear();
     for (drop_stale(); !finish_q_.empty() && finish_q_.top().first <= now; drop_stale()) {
       const auto i = finish_q_.top().second;
@@ -170,6 +171,7 @@ class FluidModel : public NetworkModel {
   std::vector<std::uint32_t> pending_;  ///< started, no rate yet, in start order
   SimTime pending_time_{};
   std::vector<std::uint32_t> ended_links_;
+  std::vector<FlowId> done_;  ///< what complete() returns
   std::size_t active_ = 0;
 };
 

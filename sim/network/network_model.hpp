@@ -27,8 +27,9 @@ class NetworkModel {
   virtual void start(FlowId id, const Route& route, double bytes, double rate_cap, SimTime now) = 0;
   /// The earliest time an active flow finishes, if any is active.
   [[nodiscard]] virtual std::optional<SimTime> next_completion() = 0;
-  /// Advances to `now`; returns the flows finished by then, in id order, and forgets them.
-  virtual std::vector<FlowId> complete(SimTime now) = 0;
+  /// Advances to `now`; returns the flows finished by then, in id order, and forgets them. The
+  /// list is the model's own (no allocation per call), valid until the model is next called.
+  virtual const std::vector<FlowId>& complete(SimTime now) = 0;
   /// Current load of every directed link in bytes/s (for utilisation counters).
   [[nodiscard]] virtual const std::vector<double>& link_loads() = 0;
   [[nodiscard]] virtual std::size_t active_flows() const = 0;

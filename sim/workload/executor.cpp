@@ -248,7 +248,8 @@ class Partition final : public engine::EventHandler {
     schedule_end(t, at);
     if (!is_fabric()) return;
     const Task task = sh_.g.task(static_cast<TaskId>(t));
-    std::vector<std::uint32_t> nodes;
+    auto& nodes = nodes_;
+    nodes.clear();
     if (task.stream != Stream::kNone) {
       for (int r : sh_.g.groups()[task.group]) nodes.push_back(sh_.node_partition(static_cast<std::uint32_t>(r)));
     }
@@ -488,6 +489,7 @@ class Partition final : public engine::EventHandler {
   std::vector<std::uint32_t> flow_owner_;    ///< by flow id: its collective's slot in running_
   std::vector<net::FlowId> free_flows_;      ///< finished flows' ids, reused last-in first-out
   std::vector<std::size_t> touched_;         ///< scratch of complete(): streams to try
+  std::vector<std::uint32_t> nodes_;         ///< scratch of ends_at(): the partitions to tell
   std::vector<double> last_loads_;
   std::vector<LinkSample> samples_;
   std::vector<Message> outbox_;
