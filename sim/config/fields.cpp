@@ -230,14 +230,22 @@ std::vector<Field> training_fields() {
       {.kind = kT,
        .path = "/parallel/schedule",
        .type = kEnum,
-       .choices = {"1f1b", "gpipe"},
+       .choices = {"1f1b", "gpipe", "dualpipe"},
        .fallback = "1f1b",
        .default_text = "1f1b",
        .flag = "--schedule",
-       .meaning = "pipeline schedule",
+       .meaning = "pipeline schedule (dualpipe: DeepSeek-V3's bidirectional schedule, two model stages per rank; PP "
+                  "even, VPP 1, micro-batches even and at least 2 PP)",
        .member = &ScenarioSpec::schedule,
        .resolved =
-           [](const Scenario& s) { return J(s.plan.schedule == plan::PipelineSchedule::kGpipe ? "gpipe" : "1f1b"); }},
+           [](const Scenario& s) {
+             switch (s.plan.schedule) {
+               case plan::PipelineSchedule::kGpipe: return J("gpipe");
+               case plan::PipelineSchedule::kDualPipe: return J("dualpipe");
+               case plan::PipelineSchedule::kOneFOneB: break;
+             }
+             return J("1f1b");
+           }},
       {.kind = kT,
        .path = "/parallel/sp",
        .type = kBool,
@@ -459,9 +467,8 @@ std::vector<Field> training_fields() {
        .fallback = 20.0 / 132.0,
        .default_text = "0.1515 (20 of an H800's 132 SMs, DeepSeek-V3 technical report Sec. 3.2.2)",
        .flag = "--overlap-comm-sms",
-       .meaning =
-           "under two-batch overlap, the SMs the all-to-all kernels take from compute: MoE layers compute at 1 - "
-           "this of their rate",
+       .meaning = "under two-batch overlap or in DualPipe's overlapped pairs, the SMs the all-to-all kernels take from "
+                  "compute: MoE layers compute at 1 - this of their rate",
        .member = &ScenarioSpec::overlap_comm_sms,
        .resolved = [](const Scenario& s) { return J(s.overlap_comm_sm_fraction); }},
       {.kind = kT,

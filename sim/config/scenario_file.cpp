@@ -276,7 +276,7 @@ void resolve_experts(const ScenarioSpec& spec, Scenario& s, const std::string& f
   s.routing.seed = static_cast<std::uint64_t>(spec.routing_seed);
   s.routing.redundant_experts = spec.redundant_experts;
   s.two_batch_overlap = spec.two_batch_overlap;
-  s.overlap_comm_sm_fraction = spec.two_batch_overlap ? spec.overlap_comm_sms : 0.0;
+  s.overlap_comm_sm_fraction = spec.two_batch_overlap || spec.schedule == "dualpipe" ? spec.overlap_comm_sms : 0.0;
   s.routing.fp8_dispatch = spec.dispatch_dtype == "auto" ? s.dtype == calib::Dtype::kFp8 : spec.dispatch_dtype == "fp8";
 }
 
@@ -332,7 +332,9 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
   s.plan.vpp = spec.vpp;
   s.plan.cp = spec.cp;
   (void)plan::ParallelPlan::parse_order(spec.rank_order, s.plan.order);  // checked by the parser
-  s.plan.schedule = spec.schedule == "gpipe" ? plan::PipelineSchedule::kGpipe : plan::PipelineSchedule::kOneFOneB;
+  s.plan.schedule = spec.schedule == "gpipe"      ? plan::PipelineSchedule::kGpipe
+                    : spec.schedule == "dualpipe" ? plan::PipelineSchedule::kDualPipe
+                                                  : plan::PipelineSchedule::kOneFOneB;
   s.plan.recompute = spec.recompute == "full"        ? plan::Recompute::kFull
                      : spec.recompute == "selective" ? plan::Recompute::kSelective
                                                      : plan::Recompute::kNone;
@@ -400,6 +402,25 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
     infeasible(file, "global batch " + std::to_string(s.global_batch) + " is not a multiple of DP " +
                          std::to_string(s.plan.dp) + " x micro-batch " + std::to_string(s.micro_batch) + " = " +
                          std::to_string(s.plan.dp * s.micro_batch));
+  }
+  if (s.plan.schedule == plan::PipelineSchedule::kDualPipe) {
+    // DualPipe feeds half the micro-batches from each end of the pipeline: P even (rank r pairs
+    // with rank P - 1 - r), the micro-batches even, and at least 2 P of them so that every rank
+    // reaches the steady state of overlapped pairs (DeepSeek's schedule assumes it).
+    const auto micro = s.micro_batches();
+    if (s.plan.pp < 2 || s.plan.pp % 2 != 0)
+      infeasible(file, "DualPipe needs an even PP of at least 2 (rank r holds stages r and P - 1 - r); PP is " +
+                           std::to_string(s.plan.pp));
+    if (s.plan.vpp > 1) infeasible(file, "DualPipe runs two model chunks per rank of its own; set VPP 1");
+    if (micro % 2 != 0 || micro < 2 * s.plan.pp) {
+      infeasible(file, "DualPipe needs an even number of micro-batches per replica, at least 2 x PP = " +
+                           std::to_string(2 * s.plan.pp) + "; this step has " + std::to_string(micro));
+    }
+    if (spec.two_batch_overlap) {
+      throw InputError(file, "/moe/two_batch_overlap",
+                       "DualPipe overlaps one micro-batch's all-to-alls with another's compute itself; expected false "
+                       "with schedule dualpipe");
+    }
   }
   s.grad_bucket_params = spec.grad_bucket_params;
   s.grad_bytes = spec.grad_dtype == "bf16" ? 2.0 : 4.0;

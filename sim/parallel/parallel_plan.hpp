@@ -7,7 +7,7 @@
 
 namespace cs::plan {
 
-enum class PipelineSchedule { kOneFOneB, kGpipe };
+enum class PipelineSchedule { kOneFOneB, kGpipe, kDualPipe };
 enum class Recompute { kNone, kSelective, kFull };
 
 /// A rank's coordinates: pipeline stage, d = dp index x CP + cp index, tensor rank t.

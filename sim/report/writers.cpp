@@ -19,6 +19,11 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   j["parallel"] = {{"tp", r.plan.tp},   {"dp", r.plan.dp},    {"pp", r.plan.pp},
                    {"vpp", r.plan.vpp}, {"cp", r.plan.cp},    {"cp_comm", r.cp_ring ? "ring" : "allgather"},
                    {"sp", r.plan.sp},   {"zero", r.plan.zero}};
+  if (r.plan.pp > 1) {  // the pipeline schedule, where there is a pipeline
+    j["parallel"]["schedule"] = r.plan.schedule == plan::PipelineSchedule::kDualPipe ? "dualpipe"
+                                : r.plan.schedule == plan::PipelineSchedule::kGpipe  ? "gpipe"
+                                                                                     : "1f1b";
+  }
   if (r.moe) {
     j["parallel"]["ep"] = r.moe->ep;
     j["parallel"]["etp"] = r.moe->etp;
@@ -116,7 +121,8 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   row("GPUs (TP x DP x PP)", [](const TrainResults& r) {
     return std::to_string(r.gpus) + " (" + std::to_string(r.plan.tp) + " x " + std::to_string(r.plan.dp) + " x " +
            std::to_string(r.plan.pp) + ")" + (r.plan.cp > 1 ? " CP " + std::to_string(r.plan.cp) : "") +
-           (r.plan.vpp > 1 ? " VPP " + std::to_string(r.plan.vpp) : "") + (r.plan.sp ? " +SP" : "") +
+           (r.plan.vpp > 1 ? " VPP " + std::to_string(r.plan.vpp) : "") +
+           (r.plan.schedule == plan::PipelineSchedule::kDualPipe ? " DualPipe" : "") + (r.plan.sp ? " +SP" : "") +
            (r.plan.zero ? " ZeRO-" + std::to_string(r.plan.zero) : "") +
            (r.plan.ep > 1 ? " EP " + std::to_string(r.plan.ep) : "") +
            (r.plan.etp > 1 ? " ETP " + std::to_string(r.plan.etp) : "");

@@ -1,5 +1,6 @@
 #include "sim/workload/stage_programs.hpp"
 
+#include <array>
 #include <map>
 #include <optional>
 
@@ -114,6 +115,32 @@ KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, mod
     k.backward = models::tp_comm_overlap(k.backward, *o.tp);
   }
   return k;
+}
+
+/// A backward's weight-gradient GEMMs (the W of zero-bubble schedules), or everything else.
+std::vector<models::Item> weight_part(const std::vector<models::Item>& items, bool weight) {
+  std::vector<models::Item> out;
+  for (const auto& it : items) {
+    const bool w = !it.comm && it.op.name.ends_with(".wgrad");
+    if (w == weight) out.push_back(it);
+  }
+  return out;
+}
+
+/// DualPipe's overlapped form of a block: each EP all-to-all runs on its own stream once the op
+/// before it is done, and the next op waits for it, so the paired block's compute fills the gap.
+/// An all-to-all followed directly by another collective stays in line (that collective needs it).
+std::vector<models::Item> async_all_to_alls(std::vector<models::Item> items, int first_tag) {
+  int tag = first_tag;
+  for (std::size_t i = 0; i + 1 < items.size(); ++i) {
+    auto& it = items[i];
+    const bool a2a = it.comm && it.comm->group == GroupKind::kEp && it.comm->op == CollectiveOp::kAllToAll;
+    if (!a2a || it.async || items[i + 1].comm || items[i + 1].wait > 0) continue;
+    it.async = true;
+    it.tag = tag;
+    items[i + 1].wait = tag++;
+  }
+  return items;
 }
 
 /// The ops of every layer kind the model has, built once per kind.
@@ -233,6 +260,8 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
   const auto head_f = models::head_forward(m, shape), head_b = models::head_backward(m, shape);
   const int vstages = s.plan.pp * s.plan.vpp;
   const auto layers = split_layers(static_cast<int>(m.layers), vstages);
+  const bool dual = s.plan.schedule == plan::PipelineSchedule::kDualPipe;
+  constexpr int kPairTag = 2000;  // above TP overlap's tags
   std::vector<StagePrograms> programs(static_cast<std::size_t>(vstages));
   int first_layer = 0;  // global index of this virtual stage's first decoder layer
   for (int st = 0; st < vstages; ++st) {
@@ -245,26 +274,53 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
       const bool moe = m.layer_kind(first_layer + l).ffn == models::FeedForwardKind::kMoe;
       return tbo && moe ? 1.0 / (1.0 - s.overlap_comm_sm_fraction) : 1.0;
     };
+    // In DualPipe's overlapped pairs likewise: the other block's all-to-all kernels hold SMs.
+    auto pair_scale_of = [&](int l) {
+      const bool moe = m.layer_kind(first_layer + l).ffn == models::FeedForwardKind::kMoe;
+      return moe && s.plan.ep > 1 ? 1.0 / (1.0 - s.overlap_comm_sm_fraction) : 1.0;
+    };
     if (first) append(sp.f, emb_f, compute, "embedding.fwd", Category::kForward, -1);
     for (int l = 0; l < n; ++l)
       append(sp.f, kind_of(l).forward, compute, "layer.fwd", Category::kForward, l, ep, scale_of(l));
     if (last) append(sp.f, head_f, compute, "head.fwd", Category::kForward, -1);
+    if (dual) {
+      if (first) append(sp.f_pair, emb_f, compute, "embedding.fwd", Category::kForward, -1);
+      for (int l = 0; l < n; ++l)
+        append(sp.f_pair, async_all_to_alls(kind_of(l).forward, kPairTag), compute, "layer.fwd", Category::kForward, l,
+               ep, pair_scale_of(l));
+      if (last) append(sp.f_pair, head_f, compute, "head.fwd", Category::kForward, -1);
+    }
     // First stage: embedding (and positions); last stage: final norm and LM head (a copy of the
     // embedding when tied, as Megatron keeps it); one stage holds all of them.
     const double outer_here = first && last ? params.outer
                                             : (first ? params.vocab + params.positions : 0.0) +
                                                   (last ? params.vocab + params.final_norm : 0.0);
-    for (int pass = 0; pass < 2; ++pass) {
-      auto& b = pass == 0 ? sp.b : sp.b_last;
-      if (last) append(b, head_b, compute, "head.bwd", Category::kBackward, -1);
+    // Passes: the backward, the last micro-batch's, and under DualPipe their paired forms, the
+    // input-gradient half and the weight-gradient halves (W, the last W).
+    const int passes = dual ? 7 : 2;
+    for (int pass = 0; pass < passes; ++pass) {
+      auto& b = *std::array{
+          &sp.b, &sp.b_last, &sp.b_pair, &sp.b_last_pair, &sp.bi, &sp.w, &sp.w_last}[static_cast<std::size_t>(pass)];
+      const bool marks = pass == 1 || pass == 3 || pass == 6;  // carries the final gradients
+      const bool paired = pass == 2 || pass == 3;
+      const int part = pass == 4 ? 1 : pass >= 5 ? 2 : 0;  // whole, input half, weight half
+      // The ops of one backward for this pass's form.
+      auto form = [&](const std::vector<models::Item>& items) {
+        auto x = part == 0 ? items : weight_part(items, part == 2);
+        return paired ? async_all_to_alls(std::move(x), kPairTag) : x;
+      };
+      auto scale = [&](int l) { return paired ? pair_scale_of(l) : scale_of(l); };
+      if (last && part != 2) append(b, form(head_b), compute, "head.bwd", Category::kBackward, -1);
+      if (last && part == 2) append(b, weight_part(head_b, true), compute, "head.wgrad", Category::kBackward, -1);
       for (int l = n - 1; l >= 0; --l) {
         const auto& k = kind_of(l);
-        if (s.plan.recompute == plan::Recompute::kFull)
-          append(b, k.forward, compute, "layer.recompute", Category::kRecompute, l, ep, scale_of(l));
-        if (s.plan.recompute == plan::Recompute::kSelective)
+        if (s.plan.recompute == plan::Recompute::kFull && part != 2)
+          append(b, form(k.forward), compute, "layer.recompute", Category::kRecompute, l, ep, scale(l));
+        if (s.plan.recompute == plan::Recompute::kSelective && part != 2)
           append(b, k.attention_forward, compute, "attention.recompute", Category::kRecompute, l);
-        append(b, k.backward, compute, "layer.bwd", Category::kBackward, l, ep, scale_of(l));
-        if (pass == 1) {
+        append(b, form(k.backward), compute, part == 2 ? "layer.wgrad" : "layer.bwd", Category::kBackward, l, ep,
+               scale(l));
+        if (marks) {
           const auto& lp = params.by_kind.at(m.layer_kind(first_layer + l));
           if (s.lora_rank > 0) {
             mark_last_compute(b, params.per_layer);
@@ -273,8 +329,8 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
           }
         }
       }
-      if (first) append(b, emb_b, compute, "embedding.bwd", Category::kBackward, -1);
-      if (pass == 1 && outer_here > 0) mark_last_compute(b, outer_here);
+      if (first && part != 2) append(b, emb_b, compute, "embedding.bwd", Category::kBackward, -1);
+      if (marks && outer_here > 0) mark_last_compute(b, outer_here);
     }
     sp.params = outer_here;
     for (int l = 0; l < n; ++l) {

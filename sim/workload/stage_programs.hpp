@@ -45,6 +45,11 @@ struct ProgramItem {
 /// last micro-batch's backward (the same items, marking when gradients are final).
 struct StagePrograms {
   std::vector<ProgramItem> f, b, b_last;
+  /// DualPipe only. A backward split in two (zero bubble): `bi` its input gradients and everything
+  /// but the weight-gradient GEMMs, `w` and `w_last` those GEMMs. The forms run in an overlapped
+  /// forward-backward pair: each EP all-to-all on its own stream under the other block's compute,
+  /// and MoE-layer compute slowed by the SMs the all-to-all kernels take.
+  std::vector<ProgramItem> bi, w, w_last, f_pair, b_pair, b_last_pair;
   double params = 0;         ///< trainable dense parameters of this virtual stage on one GPU
   double expert_params = 0;  ///< and routed-expert parameters
 };

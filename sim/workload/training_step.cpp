@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "sim/core/check.hpp"
@@ -22,6 +23,10 @@ struct StepLayout {
   /// DP symmetry: only replica 0 (its CP ranks, d < CP) is instantiated; d = dp index x CP + cp.
   int sim_groups = 1;
   bool zero1 = false, zero3 = false;
+  /// DualPipe: each rank holds two model stages (its chunks: stage r for the micro-batches running
+  /// down, stage P - 1 - r for those running up); `chunks` is 2 there and V otherwise.
+  bool dual = false;
+  int chunks = 1;
 
   StepLayout(const scenario::Scenario& sc)
       : s(sc),
@@ -31,10 +36,33 @@ struct StepLayout {
         micro(sc.micro_batches()),
         sim_groups(sc.dp_symmetry ? sc.plan.cp : sc.plan.dpcp()),
         zero1(sc.plan.zero >= 1 && sc.plan.zero <= 2 && sc.plan.dpcp() > 1),
-        zero3(sc.plan.zero >= 3 && sc.plan.dpcp() > 1) {}
-  [[nodiscard]] int vstage(int stage, int chunk) const { return chunk * P + stage; }
+        zero3(sc.plan.zero >= 3 && sc.plan.dpcp() > 1),
+        dual(sc.plan.schedule == plan::PipelineSchedule::kDualPipe),
+        chunks(dual ? 2 : V) {}
+  /// The model stage (index into the programs) that chunk `chunk` of pipeline stage `stage` runs.
+  [[nodiscard]] int vstage(int stage, int chunk) const {
+    if (dual) return chunk == 0 ? stage : P - 1 - stage;
+    return chunk * P + stage;
+  }
   [[nodiscard]] std::vector<BlockRef> blocks(int stage) const {
     return schedule(plan.schedule, stage, P, static_cast<int>(micro), V);
+  }
+  /// Whether block `b` is the one after which its chunk's weight gradients are final: the last
+  /// micro-batch's backward (DualPipe: the chunk's last micro-batch, whose W when split).
+  [[nodiscard]] bool final_gradients(const BlockRef& b) const {
+    if (b.forward || b.split) return false;
+    const auto last = dual ? (b.chunk + 1) * micro / 2 - 1 : micro - 1;
+    return b.micro == last;
+  }
+  /// The program block `b` runs (`paired`: a backward overlapped with the forward before it).
+  [[nodiscard]] const std::vector<ProgramItem>& program(const StagePrograms& sp, const BlockRef& b,
+                                                        bool paired = false) const {
+    const bool fin = final_gradients(b);
+    if (b.forward) return b.paired ? sp.f_pair : sp.f;
+    if (b.weight) return fin ? sp.w_last : sp.w;
+    if (b.split) return sp.bi;
+    if (paired) return fin ? sp.b_last_pair : sp.b_pair;
+    return fin ? sp.b_last : sp.b;
   }
   /// The simulated ranks of a stage, in (d, t) order.
   [[nodiscard]] std::vector<int> stage_ranks(int stage) const {
@@ -44,6 +72,11 @@ struct StepLayout {
     return out;
   }
   [[nodiscard]] bool simulated(int rank) const { return plan.coords(rank).d < sim_groups; }
+  /// DualPipe: the rank holding the other copy of `rank`'s chunk (same place, mirrored stage).
+  [[nodiscard]] int mirror(int rank) const {
+    const auto c = plan.coords(rank);
+    return plan.rank(P - 1 - c.stage, c.d, c.t);
+  }
 };
 
 /// The tasks the later parts connect to: each block's first and last task per GPU, the last
@@ -51,19 +84,26 @@ struct StepLayout {
 struct BlockTasks {
   std::size_t micro = 0, chunks = 0;
   std::vector<TaskId> first, last;
-  std::vector<std::vector<TaskId>> last_backward;  ///< per GPU, in program order
+  /// Per GPU (DualPipe: per GPU and chunk, `slot`), the final-gradient blocks' tasks in program order.
+  std::vector<std::vector<TaskId>> last_backward;
+  bool per_chunk = false;
   struct LayerSpan {
     TaskId first{}, last{};
     bool seen = false;
   };
   std::map<std::tuple<int, bool, int, int>, LayerSpan> layer_span;  ///< (rank, forward, micro, layer)
 
-  BlockTasks(int gpus, std::int64_t micro_batches, int v)
+  BlockTasks(int gpus, std::int64_t micro_batches, int v, bool by_chunk)
       : micro(static_cast<std::size_t>(micro_batches)),
         chunks(static_cast<std::size_t>(v)),
         first(static_cast<std::size_t>(gpus) * 2 * micro * chunks),
         last(first.size()),
-        last_backward(static_cast<std::size_t>(gpus)) {}
+        last_backward(static_cast<std::size_t>(gpus) * (by_chunk ? chunks : 1)),
+        per_chunk(by_chunk) {}
+  [[nodiscard]] std::size_t slot(int rank, int chunk) const {
+    return per_chunk ? static_cast<std::size_t>(rank) * chunks + static_cast<std::size_t>(chunk)
+                     : static_cast<std::size_t>(rank);
+  }
   [[nodiscard]] std::size_t key(int rank, bool fwd, int mb, int chunk) const {
     return ((static_cast<std::size_t>(rank) * 2 + (fwd ? 0 : 1)) * micro + static_cast<std::size_t>(mb)) * chunks +
            static_cast<std::size_t>(chunk);
@@ -125,11 +165,12 @@ struct StagePlan {
   bool own_streams = true;  ///< its collectives join only its own ranks' streams
 };
 
-/// The program a block runs.
+/// The program block `b` of a stage's `blocks` runs (a backward after a paired forward: its
+/// overlapped form).
 const std::vector<ProgramItem>& block_program(const StepLayout& L, const std::vector<StagePrograms>& programs, int st,
-                                              const BlockRef& blk) {
-  const auto& sp = programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))];
-  return blk.forward ? sp.f : (blk.micro + 1 == L.micro ? sp.b_last : sp.b);
+                                              const std::vector<BlockRef>& blocks, std::size_t b) {
+  const auto& blk = blocks[b];
+  return L.program(programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))], blk, b > 0 && blocks[b - 1].paired);
 }
 
 bool has_edges(const std::vector<ProgramItem>& prog) {
@@ -151,8 +192,9 @@ StagePlan plan_stage(const StepLayout& L, const std::vector<StagePrograms>& prog
     return sg;
   };
   resolve(GroupKind::kTp);
-  for (const auto& blk : L.blocks(st)) {
-    const auto& prog = block_program(L, programs, st, blk);
+  const auto blocks = L.blocks(st);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const auto& prog = block_program(L, programs, st, blocks, b);
     const bool edges = has_edges(prog);
     for (const auto& item : prog) {
       if (edges) sp.count.edge += rank_count * item.after.size();
@@ -258,7 +300,7 @@ void record_item(const StepLayout& L, const BlockRef& blk, std::size_t i, const 
                  const std::vector<int>& ranks, const std::vector<TaskId>& ids, std::vector<TaskId>& item_ids,
                  BlockTasks& bt, std::map<std::tuple<int, bool, int, int>, BlockTasks::LayerSpan>& layer_span,
                  Cursor& at, WorkloadGraph& g) {
-  const bool last_backward = !blk.forward && blk.micro + 1 == L.micro;
+  const bool last_backward = L.final_gradients(blk);
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     if (L.zero3 && item.layer >= 0) {
       auto& span = layer_span[{ranks[k], blk.forward, blk.micro, item.layer}];
@@ -266,10 +308,13 @@ void record_item(const StepLayout& L, const BlockRef& blk, std::size_t i, const 
       span.last = ids[k];
       span.seen = true;
     }
-    const auto kk = bt.key(ranks[k], blk.forward, blk.micro, blk.chunk);
-    if (i == 0) bt.first[kk] = ids[k];
-    bt.last[kk] = ids[k];
-    if (last_backward) bt.last_backward[static_cast<std::size_t>(ranks[k])].push_back(ids[k]);
+    // A W block is no pipeline end point: the backward it completes already sent its gradient on.
+    if (!blk.weight) {
+      const auto kk = bt.key(ranks[k], blk.forward, blk.micro, blk.chunk);
+      if (i == 0) bt.first[kk] = ids[k];
+      bt.last[kk] = ids[k];
+    }
+    if (last_backward) bt.last_backward[bt.slot(ranks[k], blk.chunk)].push_back(ids[k]);
     if (item_ids.empty()) continue;
     item_ids[i * ranks.size() + k] = ids[k];
     // A collective is one task shared by its members: it gets one edge per member (each member's
@@ -279,12 +324,43 @@ void record_item(const StepLayout& L, const BlockRef& blk, std::size_t i, const 
   }
 }
 
+/// One block's program being instantiated on a stage's ranks, item by item.
+struct BlockRun {
+  const BlockRef& blk;
+  const std::vector<ProgramItem>& prog;
+  std::vector<TaskId> item_ids;  ///< for in-program edges, when the program has any
+  std::size_t next = 0;
+
+  BlockRun(const BlockRef& b, const std::vector<ProgramItem>& p, std::size_t ranks)
+      : blk(b),
+        prog(p),
+        item_ids(std::any_of(p.begin(), p.end(), [](const ProgramItem& x) { return !x.after.empty(); })
+                     ? p.size() * ranks
+                     : 0) {}
+  /// One past the next async all-to-all (the end of the segment the paired block can run beside).
+  [[nodiscard]] std::size_t segment_end() const {
+    for (std::size_t i = next; i < prog.size(); ++i)
+      if (is_async(prog[i])) return i + 1;
+    return prog.size();
+  }
+  /// Segments in the program (its async all-to-alls + 1), and those instantiated so far.
+  [[nodiscard]] double segments() const {
+    return 1.0 + static_cast<double>(std::count_if(prog.begin(), prog.end(), is_async));
+  }
+  double done = 0;
+
+ private:
+  static bool is_async(const ProgramItem& p) { return p.comm && p.stream == Stream::kCp; }
+};
+
 /// Every stage's schedule instantiated on its simulated ranks, all of them advancing item by item
 /// together so that a collective takes the same place in every member's stream. The stages are
 /// built side by side on the workers, each into its own ranges of the graph's arrays (stage after
 /// stage in id order, counted first), so the graph is the same as built one stage after the other.
+/// A DualPipe pair (a forward and the backward after it) alternates segment by segment, each
+/// block's all-to-alls on their own stream under the other block's compute.
 BlockTasks instantiate_stages(const StepLayout& L, const std::vector<StagePrograms>& programs, WorkloadGraph& g) {
-  BlockTasks bt(L.s.gpus, L.micro, L.V);
+  BlockTasks bt(L.s.gpus, L.micro, L.chunks, L.dual);
   TrafficCache traffic;
   std::vector<StagePlan> plans;
   WorkloadGraph::Range total;
@@ -310,12 +386,32 @@ BlockTasks instantiate_stages(const StepLayout& L, const std::vector<StageProgra
   auto build = [&](std::size_t st) {
     const auto& sp = plans[st];
     Cursor at{sp.first};
-    for (const auto& blk : L.blocks(static_cast<int>(st))) {
-      const auto& prog = block_program(L, programs, static_cast<int>(st), blk);
-      std::vector<TaskId> item_ids(has_edges(prog) ? prog.size() * sp.ranks.size() : 0);
-      for (std::size_t i = 0; i < prog.size(); ++i) {
-        const auto ids = instantiate_item(prog[i], blk.micro, sp, traffic, at, g);
-        record_item(L, blk, i, prog[i], sp.ranks, ids, item_ids, bt, spans[st], at, g);
+    const auto run_to = [&](BlockRun& run, std::size_t end) {
+      for (; run.next < end; ++run.next) {
+        const auto& item = run.prog[run.next];
+        const auto ids = instantiate_item(item, run.blk.micro, sp, traffic, at, g);
+        record_item(L, run.blk, run.next, item, sp.ranks, ids, run.item_ids, bt, spans[st], at, g);
+      }
+    };
+    const auto blocks = L.blocks(static_cast<int>(st));
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      BlockRun run(blocks[b], block_program(L, programs, static_cast<int>(st), blocks, b), sp.ranks.size());
+      if (!blocks[b].paired) {
+        run_to(run, run.prog.size());
+        continue;
+      }
+      ++b;
+      BlockRun other(blocks[b], block_program(L, programs, static_cast<int>(st), blocks, b), sp.ranks.size());
+      // Segment by segment, the block further behind (as a share of its segments) first: a
+      // backward with full recompute has twice a forward's all-to-alls, and each should have
+      // compute of the other block beside it.
+      const double fs = run.segments(), bs = other.segments();
+      while (run.next < run.prog.size() || other.next < other.prog.size()) {
+        const bool forward =
+            other.next == other.prog.size() || (run.next < run.prog.size() && run.done / fs <= other.done / bs);
+        auto& r = forward ? run : other;
+        run_to(r, r.segment_end());
+        r.done += 1;
       }
     }
     CS_ASSERT(at.next.task == sp.first.task + sp.count.task && at.next.proto == sp.first.proto + sp.count.proto &&
@@ -340,7 +436,7 @@ void reserve_tasks(const StepLayout& L, const std::vector<StagePrograms>& progra
   for (int st = 0; st < L.P; ++st) {
     for (const auto& blk : L.blocks(st)) {
       const auto& sp = programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))];
-      for (const auto& item : blk.forward ? sp.f : sp.b) {
+      for (const auto& item : L.program(sp, blk)) {
         tasks += item.comm ? 1 : static_cast<std::size_t>(L.plan.tp);
         collectives += item.comm ? 1 : 0;
       }
@@ -357,7 +453,7 @@ void reserve_tasks(const StepLayout& L, const std::vector<StagePrograms>& progra
     std::size_t on[kStreamsPerGpu] = {};
     for (const auto& blk : L.blocks(st)) {
       const auto& sp = programs[static_cast<std::size_t>(L.vstage(st, blk.chunk))];
-      for (const auto& item : blk.forward ? sp.f : sp.b) {
+      for (const auto& item : L.program(sp, blk)) {
         if (item.stream != Stream::kNone) ++on[static_cast<std::size_t>(item.stream)];
       }
     }
@@ -380,14 +476,26 @@ void add_pipeline_transfers(const StepLayout& L, const BlockTasks& bt, WorkloadG
     fwd_proto.push_back(g.add_proto(Stream::kNone, Category::kPpComm, "pp.send_activation", -1, mb, SimTime{}, true));
     bwd_proto.push_back(g.add_proto(Stream::kNone, Category::kPpComm, "pp.send_gradient", -1, mb, SimTime{}, true));
   }
-  for (int vs = 0; vs + 1 < L.P * L.V; ++vs) {
-    const int st = vs % L.P, next = (vs + 1) % L.P, ca = vs / L.P, cb = (vs + 1) / L.P;
+  // Each hop between consecutive model stages: (stage, chunk) to (stage, chunk), and the
+  // micro-batches that take it (DualPipe: chunk 0's run down, chunk 1's up).
+  struct Hop {
+    int st, ca, next, cb, mb_begin, mb_end;
+  };
+  std::vector<Hop> hops;
+  const int all = static_cast<int>(L.micro), half = all / 2;
+  for (int vs = 0; vs + 1 < L.P * L.V && !L.dual; ++vs)
+    hops.push_back({vs % L.P, vs / L.P, (vs + 1) % L.P, (vs + 1) / L.P, 0, all});
+  for (int pos = 0; pos + 1 < L.P && L.dual; ++pos) {
+    hops.push_back({pos, 0, pos + 1, 0, 0, half});
+    hops.push_back({L.P - 1 - pos, 1, L.P - 2 - pos, 1, half, all});
+  }
+  for (const auto& [st, ca, next, cb, mb_begin, mb_end] : hops) {
     for (int d = 0; d < L.sim_groups; ++d) {
       for (int t = 0; t < L.plan.tp; ++t) {
         const int a = L.plan.rank(st, d, t), b = L.plan.rank(next, d, t);
         const auto fwd_group = g.add_group({a, b});
         const auto bwd_group = g.add_group({b, a});
-        for (int mb = 0; mb < static_cast<int>(L.micro); ++mb) {
+        for (int mb = mb_begin; mb < mb_end; ++mb) {
           const auto m = static_cast<std::size_t>(mb);
           const auto xf = g.add_collective_on(fwd_proto[m], fwd_group, fwd_group, coll::CollectiveOp::kSendRecv, bytes);
           g.depend(bt.last[bt.key(a, true, mb, ca)], xf);
@@ -579,6 +687,115 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
   }
 }
 
+/// The programs of the blocks after which chunk `chunk`'s gradients are final on stage `st`, in
+/// schedule order, as they ran (a backward after a paired forward in its overlapped form).
+std::vector<ProgramItem> final_items(const StepLayout& L, const std::vector<StagePrograms>& programs, int st,
+                                     int chunk) {
+  std::vector<ProgramItem> out;
+  const auto blocks = L.blocks(st);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].chunk != chunk || !L.final_gradients(blocks[i])) continue;
+    const auto& prog = block_program(L, programs, st, blocks, i);
+    out.insert(out.end(), prog.begin(), prog.end());
+  }
+  return out;
+}
+
+/// DualPipe's gradient reduction and optimizer. Model stage j's weights are on rank j (chunk 0)
+/// and on rank P - 1 - j (chunk 1), each with its DP x CP replicas: one group of 2 DP x CP
+/// holds every copy (experts: 2 expert-DP), and its gradients are reduced over it in buckets as
+/// each side's gradients become final (the two sides reach a layer's gradients at different
+/// times; a bucket waits for both). ZeRO-1/2 shards the optimizer over the whole group. Each rank
+/// then steps both of its chunks' shards.
+void add_dualpipe_optimizer(const StepLayout& L, const std::vector<StagePrograms>& programs, const BlockTasks& bt,
+                            const ComputeModel& compute, WorkloadGraph& g) {
+  const double act_bytes = step_shape(L.s, true).act_bytes;
+  const bool shard = L.plan.zero >= 1;
+  std::map<int, std::vector<TaskId>> waits;  // per simulated rank: the reductions its optimizer waits for
+  struct Gather {
+    std::uint32_t gid, flow_gid;
+    double bytes;
+    bool experts;
+  };
+  std::vector<Gather> gathers;  // ZeRO-1's all-gathers of the updated weights, after the optimizers
+  // Each side's final-gradient tasks carrying gradients (dense or expert), in program order.
+  const auto marked = [&](int rank, int chunk, const std::vector<ProgramItem>& items, bool experts) {
+    std::vector<std::pair<TaskId, double>> out;
+    const auto& tasks = bt.last_backward[bt.slot(rank, chunk)];
+    CS_ASSERT(tasks.size() == items.size(), "one task per final-gradient item");
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const double p = experts ? items[i].expert_grad_params : items[i].grad_params;
+      if (p > 0) out.emplace_back(tasks[i], p);
+    }
+    return out;
+  };
+  for (int j = 0; j < L.P; ++j) {
+    const int mirror_stage = L.P - 1 - j;
+    const auto items_a = final_items(L, programs, j, 0), items_b = final_items(L, programs, mirror_stage, 1);
+    const auto& sp = programs[static_cast<std::size_t>(j)];
+    for (int experts = 0; experts < 2; ++experts) {
+      const double params = experts ? sp.expert_params : sp.params;
+      if (params <= 0) continue;
+      // The groups of copies: per tensor rank (dense) or per expert-DP group (experts).
+      std::set<std::vector<int>> seen;
+      for (int r : L.stage_ranks(j)) {
+        auto all = L.plan.group(experts ? GroupKind::kExpertDp : GroupKind::kDpCp, r);
+        if (!seen.insert(all).second) continue;
+        const auto own = all;
+        for (int x : own) all.push_back(L.mirror(x));
+        std::vector<int> sim;
+        std::vector<std::vector<std::pair<TaskId, double>>> marks;
+        for (std::size_t k = 0; k < all.size(); ++k) {
+          if (!L.simulated(all[k])) continue;
+          sim.push_back(all[k]);
+          const bool down = k < own.size();
+          marks.push_back(marked(all[k], down ? 0 : 1, down ? items_a : items_b, experts == 1));
+        }
+        const auto gid = g.add_group(sim), flow_gid = sim.size() == all.size() ? gid : g.add_group(all);
+        const auto& first = marks.front();
+        for (const auto& m : marks) CS_ASSERT(m.size() == first.size(), "both copies mark the same gradients");
+        std::vector<TaskId> reductions;
+        double bucket = 0;
+        for (std::size_t i = 0; i < first.size(); ++i) {
+          bucket += first[i].second;
+          if (bucket < L.s.grad_bucket_params && i + 1 < first.size()) continue;
+          const char* label = experts ? (shard ? "edp.grad_reducescatter" : "edp.grad_allreduce")
+                                      : (shard ? "dp.grad_reducescatter" : "dp.grad_allreduce");
+          const auto id = g.add_collective_on(
+              gid, flow_gid, Stream::kComm, Category::kDpComm, label, -1, -1,
+              shard ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce, bucket * L.s.grad_bytes);
+          for (const auto& m : marks) g.depend(m[i].first, id);
+          reductions.push_back(id);
+          bucket = 0;
+        }
+        for (int x : sim) waits[x].insert(waits[x].end(), reductions.begin(), reductions.end());
+        if (shard) gathers.push_back({gid, flow_gid, params * act_bytes, experts == 1});
+      }
+    }
+  }
+  for (int st = 0; st < L.P; ++st) {
+    double params = 0, expert_params = 0;
+    for (int c = 0; c < 2; ++c) {
+      params += programs[static_cast<std::size_t>(L.vstage(st, c))].params;
+      expert_params += programs[static_cast<std::size_t>(L.vstage(st, c))].expert_params;
+    }
+    const double opt_params =
+        shard ? params / (2.0 * L.plan.dpcp()) + expert_params / (2.0 * L.plan.edp()) : params + expert_params;
+    const double cast_bytes =
+        L.s.dtype == calib::Dtype::kFp8 && L.s.lora_rank == 0 ? 4.0 * (params + expert_params) : 0.0;
+    const auto opt = SimTime::from_seconds(compute.memory_seconds(30.0 * opt_params + cast_bytes));
+    for (int r : L.stage_ranks(st)) {
+      const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1, opt);
+      for (auto w : waits[r]) g.depend(w, id);
+    }
+  }
+  for (const auto& x : gathers) {
+    g.add_collective_on(x.gid, x.flow_gid, Stream::kCompute, Category::kDpComm,
+                        x.experts ? "edp.param_allgather" : "dp.param_allgather", -1, -1,
+                        coll::CollectiveOp::kAllGather, x.bytes);
+  }
+}
+
 }  // namespace
 
 TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel& compute) {
@@ -593,13 +810,17 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
                     std::vector<int>(static_cast<std::size_t>(L.P), 0)};
   const auto chunk_layers = split_layers(static_cast<int>(s.model.layers), L.P * L.V);
   for (int st = 0; st < L.P; ++st)
-    for (int c = 0; c < L.V; ++c)
+    for (int c = 0; c < L.chunks; ++c)
       step.stage_layers[static_cast<std::size_t>(st)] += chunk_layers[static_cast<std::size_t>(L.vstage(st, c))];
 
   const auto programs = build_stage_programs(s, compute);
   reserve_tasks(L, programs, step.graph);
   const auto blocks = instantiate_stages(L, programs, step.graph);
   add_pipeline_transfers(L, blocks, step.graph);
+  if (L.dual) {
+    add_dualpipe_optimizer(L, programs, blocks, compute, step.graph);
+    return step;
+  }
   const auto zero3 = add_zero3(L, blocks, step.stage_layers[0], step.graph);
   add_optimizer(L, programs, blocks, zero3, compute, step.graph);
   return step;
