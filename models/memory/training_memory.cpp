@@ -42,7 +42,8 @@ LayerParams layer_params_per_gpu(const ModelArch& m, LayerKind kind, int tp, con
   } else {
     const double E = static_cast<double>(m.moe.experts);
     p.dense += E * h + (m.moe.router_bias ? E : 0.0);
-    p.dense += gated * h * static_cast<double>(m.moe.shared_ffn) + (m.moe.shared_gate ? h : 0.0);
+    // Shared experts split TP ways, as Megatron-core's shared-expert MLP (their gate replicated).
+    p.dense += gated * h * static_cast<double>(m.moe.shared_ffn) / t + (m.moe.shared_gate ? h : 0.0);
     const int slots = experts.slots > 0 ? experts.slots : static_cast<int>(m.moe.experts / experts.ep);
     p.expert = slots * static_cast<double>(m.expert_params()) / experts.etp;
   }

@@ -25,9 +25,9 @@ struct ExpertSplit {
 };
 
 /// Parameters of one decoder layer held by one GPU: the dense part (attention split TP ways, norms
-/// and row-parallel biases replicated; in a MoE layer the router and shared experts replicated on
-/// every rank) and the routed experts (the GPU's expert slots, each split ETP ways). Gradients of
-/// the dense part are reduced over DP x CP, of the experts over expert-DP.
+/// and row-parallel biases replicated; in a MoE layer the router replicated on every rank and the
+/// shared experts split TP ways, as Megatron-core's shared-expert MLP) and the routed experts (the GPU's expert slots,
+/// each split ETP ways). Gradients of the dense part are reduced over DP x CP, of the experts over expert-DP.
 struct LayerParams {
   double dense = 0;
   double expert = 0;

@@ -454,9 +454,15 @@ void moe_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepShape
   if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.combine", send / s.dispatch_bytes * a));
   out.push_back(memory_op("unpermute", Tm * k * h * a + Tm * h * a));  // weighted sum of each token's k outputs
   if (d.shared_ffn > 0) {
-    base_gemm(out, "shared_up", Tm, d.shared_up, h, s);
-    out.push_back(memory_op("shared_act", (d.shared_up + d.shared_ffn) * Tm * a));
-    base_gemm(out, "shared_down", Tm, h, d.shared_ffn, s);
+    // Megatron-core's shared-expert MLP is tensor parallel: over the TP group's T tokens
+    // (gathered under SP), its widths split TP ways, its output reduce-scattered to this rank's
+    // slice of the routed output. The same FLOPs as T / TP tokens at full width.
+    const double Ts = s.tp > 1 ? T : Tm, t = s.tp;
+    if (s.tp > 1 && s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
+    base_gemm(out, "shared_up", Ts, d.shared_up / t, h, s);
+    out.push_back(memory_op("shared_act", (d.shared_up + d.shared_ffn) / t * Ts * a));
+    base_gemm(out, "shared_down", Ts, h, d.shared_ffn / t, s);
+    if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kReduceScatter, T * h * a));
   }
   // Without SP the TP ranks hold the same tokens: each routes its 1/TP slice, then they gather.
   if (s.tp > 1 && !s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
@@ -484,9 +490,14 @@ void moe_ffn_backward(std::vector<Item>& out, const ModelArch& m, const StepShap
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
   out.push_back(memory_op("mlp_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
   if (d.shared_ffn > 0) {
-    gemm_backward(out, "shared_down.dgrad", "shared_down.wgrad", Tm, h, d.shared_ffn, s);
-    out.push_back(memory_op("shared_act.bwd", (2 * d.shared_up + d.shared_ffn) * Tm * a));
-    gemm_backward(out, "shared_up.dgrad", "shared_up.wgrad", Tm, d.shared_up, h, s);
+    // The forward's conjugates: its reduce-scatter's gradient gathered, the input's gradient
+    // reduce-scattered (SP) or all-reduced (each rank held every token).
+    const double Ts = s.tp > 1 ? T : Tm, t = s.tp;
+    if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
+    gemm_backward(out, "shared_down.dgrad", "shared_down.wgrad", Ts, h, d.shared_ffn / t, s);
+    out.push_back(memory_op("shared_act.bwd", (2 * d.shared_up + d.shared_ffn) / t * Ts * a));
+    gemm_backward(out, "shared_up.dgrad", "shared_up.wgrad", Ts, d.shared_up / t, h, s);
+    if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   }
   out.push_back(memory_op("unpermute.bwd", Tm * k * h * a + Tm * h * a));
   // Gradients travel back along the combine's routes (bf16), then the dispatch's.

@@ -127,13 +127,13 @@ double serving_weight_bytes(const ModelArch& m, const ServingShape& s) {
     // Attention-DP: every GPU holds the whole attention.
     if (s.dp_attention)
       all += attention_params_per_gpu(m, kind.attention, 1) - attention_params_per_gpu(m, kind.attention, s.tp);
-    // layer_params_per_gpu counts the shared experts whole on every rank; serving runs them split
-    // TP ways (a tensor-parallel MLP, serving_ffn), except under DeepEP's exchange, where each GPU
-    // runs them whole over its own tokens.
-    if (!s.deepep && kind.ffn == FeedForwardKind::kMoe && m.moe.shared_ffn > 0) {
+    // layer_params_per_gpu splits the shared experts TP ways, as serving runs them (a
+    // tensor-parallel MLP, serving_ffn), except under DeepEP's exchange, where each GPU runs them
+    // whole over its own tokens.
+    if (s.deepep && kind.ffn == FeedForwardKind::kMoe && m.moe.shared_ffn > 0) {
       const double shared = (m.activation == Activation::kSwiGlu ? 3.0 : 2.0) * static_cast<double>(m.hidden) *
                             static_cast<double>(m.moe.shared_ffn);
-      all -= shared - shared / s.tp;
+      all += shared - shared / s.tp;
     }
   }
   const double vocab_shard = static_cast<double>((m.vocab + s.tp - 1) / s.tp) * static_cast<double>(m.hidden);

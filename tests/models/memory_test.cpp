@@ -158,3 +158,49 @@ TEST_CASE("the published NeMo configurations fit 80 GB H100s, the 70B one at mic
   CHECK_FALSE(mb.fits());
   CHECK(mb.activations == doctest::Approx(2 * workload::training_memory_of(s70).activations).epsilon(1e-9));
 }
+
+TEST_CASE(
+    "a MoE layer's shared experts split TP ways in training, with their own SP all-gather and "
+    "reduce-scatter, and the same FLOPs") {
+  const auto m = test::shipped_model("deepseek-v3");
+  const models::LayerKind moe{models::AttentionKind::kMla, models::FeedForwardKind::kMoe};
+  const double h = 7168, shared = 3 * h * 2048;  // one shared expert of 2,048
+  const auto p1 = models::layer_params_per_gpu(m, moe, 1, {.ep = 8});
+  const auto p2 = models::layer_params_per_gpu(m, moe, 2, {.ep = 8});
+  // Router (256 x h + 256 biases) and the two norms replicated, attention as TP splits it, and the
+  // shared expert halved.
+  const double replicated = 256 * h + 256 + 2 * h;
+  const auto attention = [&](int tp) { return models::attention_params_per_gpu(m, models::AttentionKind::kMla, tp); };
+  CHECK(p1.dense == doctest::Approx(replicated + attention(1) + shared).epsilon(1e-12));
+  CHECK(p2.dense == doctest::Approx(replicated + attention(2) + shared / 2).epsilon(1e-12));
+  CHECK(p2.expert == p1.expert);
+  // The shared expert's FLOPs per GPU halve at TP 2, and with SP it has an all-gather and a
+  // reduce-scatter of the TP group's tokens of its own.
+  models::StepShape s;
+  s.seq = 4096;
+  s.ep = 8;
+  s.expert_slots = 32;
+  auto count = [](const std::vector<models::Item>& items, CollectiveOp op) {
+    int n = 0;
+    for (const auto& it : items) n += it.comm && it.comm->group == GroupKind::kTp && it.comm->op == op ? 1 : 0;
+    return n;
+  };
+  const auto f1 = models::layer_forward(m, s, moe);
+  s.tp = 2;
+  s.sp = true;
+  const auto f2 = models::layer_forward(m, s, moe);
+  auto shared_flops = [](const std::vector<models::Item>& items) {
+    double f = 0;
+    for (const auto& it : items)
+      if (!it.comm && it.op.name.starts_with("shared_")) f += it.op.flops;
+    return f;
+  };
+  CHECK(shared_flops(f1) > 0);
+  CHECK(shared_flops(f2) == doctest::Approx(shared_flops(f1) / 2).epsilon(1e-12));
+  // Attention's SP pair, the shared expert's pair (the routed path keeps its tokens split).
+  CHECK(count(f2, CollectiveOp::kAllGather) == 2);
+  CHECK(count(f2, CollectiveOp::kReduceScatter) == 2);
+  const auto b2 = models::layer_backward(m, s, moe);
+  CHECK(count(b2, CollectiveOp::kAllGather) == 2);
+  CHECK(count(b2, CollectiveOp::kReduceScatter) == 2);
+}
