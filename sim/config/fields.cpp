@@ -237,15 +237,7 @@ std::vector<Field> training_fields() {
        .meaning = "pipeline schedule (dualpipe: DeepSeek-V3's bidirectional schedule, two model stages per rank; PP "
                   "even, VPP 1, micro-batches even and at least 2 PP)",
        .member = &ScenarioSpec::schedule,
-       .resolved =
-           [](const Scenario& s) {
-             switch (s.plan.schedule) {
-               case plan::PipelineSchedule::kGpipe: return J("gpipe");
-               case plan::PipelineSchedule::kDualPipe: return J("dualpipe");
-               case plan::PipelineSchedule::kOneFOneB: break;
-             }
-             return J("1f1b");
-           }},
+       .resolved = [](const Scenario& s) { return J(plan::schedule_name(s.plan.schedule)); }},
       {.kind = kT,
        .path = "/parallel/sp",
        .type = kBool,

@@ -6,6 +6,15 @@
 
 namespace cs::plan {
 
+const char* schedule_name(PipelineSchedule schedule) {
+  switch (schedule) {
+    case PipelineSchedule::kGpipe: return "gpipe";
+    case PipelineSchedule::kDualPipe: return "dualpipe";
+    case PipelineSchedule::kOneFOneB: break;
+  }
+  return "1f1b";
+}
+
 namespace {
 int dim_size(const ParallelPlan& p, char dim) {
   return dim == 't' ? p.tp : dim == 'c' ? p.cp : dim == 'd' ? p.dp : p.pp;

@@ -8,6 +8,8 @@
 namespace cs::plan {
 
 enum class PipelineSchedule { kOneFOneB, kGpipe, kDualPipe };
+/// The schedule's name as scenario files and the JSON write it ("1f1b", "gpipe", "dualpipe").
+[[nodiscard]] const char* schedule_name(PipelineSchedule schedule);
 enum class Recompute { kNone, kSelective, kFull };
 
 /// A rank's coordinates: pipeline stage, d = dp index x CP + cp index, tensor rank t.

@@ -20,9 +20,7 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
                    {"vpp", r.plan.vpp}, {"cp", r.plan.cp},    {"cp_comm", r.cp_ring ? "ring" : "allgather"},
                    {"sp", r.plan.sp},   {"zero", r.plan.zero}};
   if (r.plan.pp > 1) {  // the pipeline schedule, where there is a pipeline
-    j["parallel"]["schedule"] = r.plan.schedule == plan::PipelineSchedule::kDualPipe ? "dualpipe"
-                                : r.plan.schedule == plan::PipelineSchedule::kGpipe  ? "gpipe"
-                                                                                     : "1f1b";
+    j["parallel"]["schedule"] = plan::schedule_name(r.plan.schedule);
   }
   if (r.moe) {
     j["parallel"]["ep"] = r.moe->ep;

@@ -295,31 +295,42 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
     const double outer_here = first && last ? params.outer
                                             : (first ? params.vocab + params.positions : 0.0) +
                                                   (last ? params.vocab + params.final_norm : 0.0);
-    // Passes: the backward, the last micro-batch's, and under DualPipe their paired forms, the
-    // input-gradient half and the weight-gradient halves (W, the last W).
-    const int passes = dual ? 7 : 2;
-    for (int pass = 0; pass < passes; ++pass) {
-      auto& b = *std::array{
-          &sp.b, &sp.b_last, &sp.b_pair, &sp.b_last_pair, &sp.bi, &sp.w, &sp.w_last}[static_cast<std::size_t>(pass)];
-      const bool marks = pass == 1 || pass == 3 || pass == 6;  // carries the final gradients
-      const bool paired = pass == 2 || pass == 3;
-      const int part = pass == 4 ? 1 : pass >= 5 ? 2 : 0;  // whole, input half, weight half
-      // The ops of one backward for this pass's form.
+    // The backward's forms: whole, and the last micro-batch's (marking when gradients are final);
+    // under DualPipe also their paired forms, the input-gradient half and the weight-gradient
+    // halves (W, the last W).
+    enum class Part { kWhole, kInput, kWeight };
+    struct Form {
+      std::vector<ProgramItem>* prog;
+      bool marks, paired;
+      Part part;
+    };
+    const std::array<Form, 7> forms{{{&sp.b, false, false, Part::kWhole},
+                                     {&sp.b_last, true, false, Part::kWhole},
+                                     {&sp.b_pair, false, true, Part::kWhole},
+                                     {&sp.b_last_pair, true, true, Part::kWhole},
+                                     {&sp.bi, false, false, Part::kInput},
+                                     {&sp.w, false, false, Part::kWeight},
+                                     {&sp.w_last, true, false, Part::kWeight}}};
+    for (std::size_t f = 0; f < (dual ? forms.size() : 2); ++f) {
+      auto& b = *forms[f].prog;
+      const bool marks = forms[f].marks, paired = forms[f].paired;
+      const Part part = forms[f].part;
+      // The ops of one backward for this form.
       auto form = [&](const std::vector<models::Item>& items) {
-        auto x = part == 0 ? items : weight_part(items, part == 2);
+        auto x = part == Part::kWhole ? items : weight_part(items, part == Part::kWeight);
         return paired ? async_all_to_alls(std::move(x), kPairTag) : x;
       };
       auto scale = [&](int l) { return paired ? pair_scale_of(l) : scale_of(l); };
-      if (last && part != 2) append(b, form(head_b), compute, "head.bwd", Category::kBackward, -1);
-      if (last && part == 2) append(b, weight_part(head_b, true), compute, "head.wgrad", Category::kBackward, -1);
+      if (last)
+        append(b, form(head_b), compute, part == Part::kWeight ? "head.wgrad" : "head.bwd", Category::kBackward, -1);
       for (int l = n - 1; l >= 0; --l) {
         const auto& k = kind_of(l);
-        if (s.plan.recompute == plan::Recompute::kFull && part != 2)
+        if (s.plan.recompute == plan::Recompute::kFull && part != Part::kWeight)
           append(b, form(k.forward), compute, "layer.recompute", Category::kRecompute, l, ep, scale(l));
-        if (s.plan.recompute == plan::Recompute::kSelective && part != 2)
+        if (s.plan.recompute == plan::Recompute::kSelective && part != Part::kWeight)
           append(b, k.attention_forward, compute, "attention.recompute", Category::kRecompute, l);
-        append(b, form(k.backward), compute, part == 2 ? "layer.wgrad" : "layer.bwd", Category::kBackward, l, ep,
-               scale(l));
+        append(b, form(k.backward), compute, part == Part::kWeight ? "layer.wgrad" : "layer.bwd", Category::kBackward,
+               l, ep, scale(l));
         if (marks) {
           const auto& lp = params.by_kind.at(m.layer_kind(first_layer + l));
           if (s.lora_rank > 0) {
@@ -329,7 +340,7 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
           }
         }
       }
-      if (first && part != 2) append(b, emb_b, compute, "embedding.bwd", Category::kBackward, -1);
+      if (first && part != Part::kWeight) append(b, emb_b, compute, "embedding.bwd", Category::kBackward, -1);
       if (marks && outer_here > 0) mark_last_compute(b, outer_here);
     }
     sp.params = outer_here;

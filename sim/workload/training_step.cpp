@@ -246,17 +246,20 @@ std::vector<TaskId> instantiate_item(const ProgramItem& item, int micro, const S
   const auto& sg = sp.groups.at(item.group);
   std::vector<TaskId> slot_task(sg.gids.size());
   std::vector<bool> made(sg.gids.size(), false);
-  std::uint32_t proto = 0;
-  if (!item.dest_share) {
-    proto = at.proto();
-    g.fill_proto(proto, {.label = item.label,
-                         .layer = item.layer,
-                         .micro = micro,
-                         .category = item.category,
-                         .stream = item.stream,
-                         .collective = true,
-                         .shared = true});
-  }
+  // The item's collective prototype: one shared by every group's task, or (an uneven all-to-all)
+  // one of its own per group.
+  const auto collective_proto = [&](bool shared) {
+    const auto id = at.proto();
+    g.fill_proto(id, {.label = item.label,
+                      .layer = item.layer,
+                      .micro = micro,
+                      .category = item.category,
+                      .stream = item.stream,
+                      .collective = true,
+                      .shared = shared});
+    return id;
+  };
+  std::uint32_t proto = item.dest_share ? 0 : collective_proto(true);
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const auto slot = sg.slot_of[k];
     if (!made[slot]) {
@@ -269,13 +272,7 @@ std::vector<TaskId> instantiate_item(const ProgramItem& item, int micro, const S
         const auto tid = traffic.at(key);
         double total = 0;
         for (double b : g.traffic(tid)) total += b;
-        proto = at.proto();
-        g.fill_proto(proto, {.label = item.label,
-                             .layer = item.layer,
-                             .micro = micro,
-                             .category = item.category,
-                             .stream = item.stream,
-                             .collective = true});
+        proto = collective_proto(false);
         slot_task[slot] = g.fill_collective(
             at.task(), proto, at.args(),
             {.bytes = total / static_cast<double>(n),
