@@ -54,6 +54,10 @@ struct Comm {
   /// hierarchical algorithm): the fraction of the pair bytes that crosses between nodes (a token
   /// once per node, then NVLink to each GPU). 1: a plain all-to-all.
   double node_copies = 1;
+  /// An expert all-to-all that brings results back to their tokens' GPUs (a combine): under uneven
+  /// routing the loaded GPUs send its bytes rather than receive them. Serving reads it (training's
+  /// step builder loads the destinations of every EP all-to-all alike).
+  bool returning = false;
 };
 
 /// An item of a layer's program: an op, or (when `comm` is set) a collective.

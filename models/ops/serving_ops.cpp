@@ -237,7 +237,9 @@ void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& 
 /// scales under FP8 weights, else bf16), or in a low-latency step every top-k copy to its expert's
 /// GPU after the kernel's floor; the experts run as under EP, and the combine returns one bf16
 /// partial sum per token and destination (per copy, low-latency); the shared experts run whole
-/// over the GPU's own tokens.
+/// over the GPU's own tokens. The all-to-alls' bytes are each GPU's send buffer; under uneven
+/// routing the serving simulation splits them by the step's per-GPU shares of the pairs (the most
+/// loaded GPU receives its share of every GPU's dispatch and sends the combine back).
 void serving_deepep_moe(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s) {
   const double T = mix.tokens, own = T / s.tp, h = static_cast<double>(m.hidden);
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
@@ -260,7 +262,7 @@ void serving_deepep_moe(std::vector<Item>& out, const ModelArch& m, const StepMi
   serving_experts(out, m, mix, s);
   if (s.low_latency) floor("deepep.ll_combine_floor", s.ll_combine_floor_s);
   out.push_back(
-      {Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.combine", own * dests * h * 2.0, node_copies}});
+      {Op{}, Comm{CollectiveOp::kAllToAll, GroupKind::kTp, "ep.combine", own * dests * h * 2.0, node_copies, true}});
   if (m.moe.shared_ffn > 0) {
     const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
     const double fs = static_cast<double>(m.moe.shared_ffn);
@@ -277,7 +279,9 @@ void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix,
   if (s.deepep && kind == FeedForwardKind::kMoe) return serving_deepep_moe(out, m, mix, s);
   const auto d = serving_dims(m, s);
   const double T = mix.tokens, h = d.hidden;
-  // Under attention-DP each GPU norms its own tokens, then the group gathers all of them.
+  // Under attention-DP each GPU norms its own tokens, then the group gathers all of them. Every GPU
+  // receives every token whatever the routing (the MoE layer's experts then pick their pairs), so
+  // routing imbalance changes the experts' pace but not these bytes.
   const double own = s.dp_attention ? T / s.tp : T;
   out.push_back(memory_op("mlp_norm", 4 * own * h));
   if (s.dp_attention && s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * 2));

@@ -89,6 +89,8 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   } else {
     j["moe"] = nullptr;
   }
+  j["collectives_s"] = nlohmann::ordered_json::object();
+  for (const auto& [label, seconds] : r.collectives_s) j["collectives_s"][label] = seconds;
   j["steps"] = r.steps;
   j["preemptions"] = r.preemptions;
   if (r.cost) {

@@ -1,6 +1,7 @@
 #include "sim/serving/serving_sim.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -73,6 +74,11 @@ struct Planned {
   std::int64_t chunk = 0;  ///< prefill tokens, or 0 for a decode token
 };
 
+/// The kinds of collective a stage's program holds, by label (the breakdown's keys, in its order):
+/// TP all-reduce, all-gather and reduce-scatter, and DeepEP's dispatch and combine all-to-alls.
+constexpr std::array<const char*, 5> kCollectiveLabels = {"tp.allreduce", "tp.allgather", "tp.reducescatter",
+                                                          "ep.dispatch", "ep.combine"};
+
 /// A piece of a stage's program: kernels back to back (one compute task), or a TP collective.
 struct Segment {
   SimTime compute{};
@@ -80,6 +86,14 @@ struct Segment {
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   double bytes = 0;
   double node_copies = 1;  ///< DeepEP's normal kernels across nodes (models::Comm::node_copies)
+  /// An all-to-all under uneven routing: each EP GPU's share of the step's routed pairs (the
+  /// step's placement, kept by routing_for for the run; null: even), and whether it is a combine
+  /// (models::Comm::returning; workload::ep_alltoall_pairs). Set only with shares: an even
+  /// exchange moves the same flows either way, so a dispatch and a combine of equal bytes share
+  /// their remembered time.
+  const std::vector<double>* dest_share = nullptr;
+  bool returning = false;
+  std::uint8_t kind = 0;  ///< index into kCollectiveLabels
 };
 
 /// A stage's program for one batch without repeating its layers: the step overhead (zero after
@@ -118,6 +132,9 @@ struct Purpose {
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   double bytes = 0;
   double node_copies = 1;
+  const std::vector<double>* dest_share = nullptr;
+  bool returning = false;
+  std::uint8_t comm = 0;  ///< a stage's collective: 1 + its kind (the breakdown), else 0
 };
 
 /// Expert copies per GPU under EP with redundant experts (0: experts / EP, no copies).
@@ -288,7 +305,9 @@ class ServingRun final : public workload::TaskSource {
     const Purpose p = purpose_[t];
     purpose_[t] = Purpose{};
     if (p.memo)
-      memo_.emplace(std::make_tuple(p.group, static_cast<int>(p.op), p.bytes, p.node_copies), span.end - span.start);
+      memo_.emplace(MemoKey{p.group, static_cast<int>(p.op), p.bytes, p.node_copies, p.dest_share, p.returning},
+                    span.end - span.start);
+    if (p.comm > 0) comm_time_[p.comm - 1u] += span.end - span.start;
     switch (p.kind) {
       case Purpose::kNone: break;
       case Purpose::kArrivals:
@@ -600,8 +619,10 @@ class ServingRun final : public workload::TaskSource {
     return t;
   }
 
-  /// Ops to segments: consecutive kernels become one compute segment (its time rounded once).
-  void to_segments(const std::vector<models::Item>& items, std::vector<Segment>& out) const {
+  /// Ops to segments: consecutive kernels become one compute segment (its time rounded once). The
+  /// all-to-alls take the step's per-GPU shares of the routed pairs (`dest_share`, null: even).
+  void to_segments(const std::vector<models::Item>& items, std::vector<Segment>& out,
+                   const std::vector<double>* dest_share = nullptr) const {
     double compute = 0;
     bool pending = false;
     const auto flush = [&] {
@@ -622,6 +643,11 @@ class ServingRun final : public workload::TaskSource {
         seg.op = it.comm->op;
         seg.bytes = it.comm->bytes;
         seg.node_copies = it.comm->node_copies;
+        if (seg.op == coll::CollectiveOp::kAllToAll && dest_share) {
+          seg.dest_share = dest_share;
+          seg.returning = it.comm->returning;
+        }
+        seg.kind = collective_kind(seg.op, it.comm->returning);
         out.push_back(seg);
       } else if (it.op.fixed_s > 0) {
         compute += it.op.fixed_s;  // DeepEP's low-latency floor: fixed work, no kernel of its own
@@ -634,10 +660,35 @@ class ServingRun final : public workload::TaskSource {
     flush();
   }
 
+  /// The breakdown index (kCollectiveLabels) of a stage collective: a combine is a returning all-to-all.
+  static std::uint8_t collective_kind(coll::CollectiveOp op, bool returning) {
+    switch (op) {
+      case coll::CollectiveOp::kAllReduce: return 0;
+      case coll::CollectiveOp::kAllGather: return 1;
+      case coll::CollectiveOp::kReduceScatter: return 2;
+      case coll::CollectiveOp::kAllToAll: return returning ? 4 : 3;
+      case coll::CollectiveOp::kSendRecv:
+      case coll::CollectiveOp::kShift: break;
+    }
+    CS_ASSERT(false, "a stage's program holds no send/recv or shift");
+    return 0;
+  }
+
   [[nodiscard]] std::optional<SimTime> memo(const Stage& st, const Segment& seg) const {
-    auto it = memo_.find(std::make_tuple(st.group, static_cast<int>(seg.op), seg.bytes, seg.node_copies));
+    auto it = memo_.find(
+        MemoKey{st.group, static_cast<int>(seg.op), seg.bytes, seg.node_copies, seg.dest_share, seg.returning});
     if (it == memo_.end()) return std::nullopt;
     return it->second;
+  }
+
+  /// Adds `times` runs of the collectives in `segs` (their times known) to the breakdown.
+  void count_known(const Stage& st, const std::vector<Segment>& segs, std::int64_t times) {
+    for (const auto& seg : segs) {
+      if (!seg.collective) continue;
+      const auto m = memo(st, seg);
+      CS_ASSERT(m.has_value(), "a known program's collectives have known times");
+      comm_time_[seg.kind] += SimTime{m->ps * times};
+    }
   }
 
   /// The time of `segs` run back to back when every collective's time is known, else nothing.
@@ -665,21 +716,28 @@ class ServingRun final : public workload::TaskSource {
   }
 
   TaskId add_tp_collective(const Stage& st, const Segment& seg) {
-    const char* label = seg.op == coll::CollectiveOp::kAllReduce       ? "tp.allreduce"
-                        : seg.op == coll::CollectiveOp::kReduceScatter ? "tp.reducescatter"
-                        : seg.op == coll::CollectiveOp::kAllToAll      ? "ep.alltoall"
-                                                                       : "tp.allgather";
-    const auto id = seg.node_copies != 1.0
-                        ? g_->add_forwarded_alltoall(st.group, Stream::kCompute, Category::kTpComm, label, seg.bytes,
-                                                     seg.node_copies)
-                        : g_->add_collective(st.group, Stream::kCompute, Category::kTpComm, label, seg.op, seg.bytes);
+    const char* label = kCollectiveLabels[seg.kind];
+    // An all-to-all rail-forwarded across nodes or with uneven shares moves its traffic matrix; an
+    // even one inside a node is the plain collective (balanced routing: as before shares existed).
+    const bool matrix = seg.op == coll::CollectiveOp::kAllToAll && (seg.node_copies != 1.0 || seg.dest_share);
+    TaskId id{};
+    if (matrix) {
+      workload::EpAllToAll a{.bytes = seg.bytes, .node_copies = seg.node_copies, .returning = seg.returning};
+      if (seg.dest_share) a.dest_share = *seg.dest_share;
+      id = g_->add_ep_alltoall(st.group, Stream::kCompute, Category::kTpComm, label, a);
+    } else {
+      id = g_->add_collective(st.group, Stream::kCompute, Category::kTpComm, label, seg.op, seg.bytes);
+    }
+    auto& p = purpose(id);
+    p.comm = static_cast<std::uint8_t>(seg.kind + 1);
     if (st.isolated) {
-      auto& p = purpose(id);
       p.memo = true;
       p.group = st.group;
       p.op = seg.op;
       p.bytes = seg.bytes;
       p.node_copies = seg.node_copies;
+      p.dest_share = seg.dest_share;
+      p.returning = seg.returning;
     }
     return id;
   }
@@ -691,6 +749,8 @@ class ServingRun final : public workload::TaskSource {
     const int gpu = st.ranks.front();
     if (st.isolated || st.ranks.size() == 1) {
       if (auto t = known_time(st, prog)) {
+        count_known(st, prog.layer, prog.layers);
+        count_known(st, prog.head, 1);
         const auto id = g_->add_compute(gpu, Stream::kCompute, Category::kForward, "serving.stage", *t);
         return {id, id};
       }
@@ -746,6 +806,7 @@ class ServingRun final : public workload::TaskSource {
         if (auto layer = known_time(st, prog.layer)) {
           const auto left = static_cast<std::int64_t>((body_end - batch.next) / per_layer);
           known += SimTime{layer->ps * left};
+          count_known(st, prog.layer, left);
           batch.next = body_end;
           any = true;
           continue;
@@ -756,6 +817,7 @@ class ServingRun final : public workload::TaskSource {
         known += seg.compute;
       } else if (auto m = memo(st, seg)) {
         known += *m;
+        comm_time_[seg.kind] += *m;
       } else {
         break;
       }
@@ -839,14 +901,18 @@ class ServingRun final : public workload::TaskSource {
   /// experts the step hits; under EP each GPU's pairs and hit experts, and the GPU whose routed
   /// experts take longest sets the pace (in decode it can be one with few pairs over many experts,
   /// whose weights it reads). `imbalance`: the most loaded GPU's pairs over the mean.
+  /// `gpu_share`: under EP with uneven GPUs, each GPU's share of the pairs (the dispatch and
+  /// combine all-to-alls' destination shares); empty when even (those all-to-alls stay uniform).
   struct RoutedStep {
     models::StepRouting pace;
     double imbalance = 1;
+    std::vector<double> gpu_share;
   };
-  RoutedStep routing_for(const models::ServingShape& shape, double tokens) {
+  /// The step's routing, kept for the run (the all-to-alls point at its shares).
+  const RoutedStep& routing_for(const models::ServingShape& shape, double tokens) {
     using Kind = scenario::MoeRouting::Kind;
-    if (!s_.model.is_moe() || tokens <= 0) return {};
-    if (s_.routing.kind == Kind::kBalanced && s_.routing.redundant_experts == 0) return {};
+    if (!s_.model.is_moe() || tokens <= 0) return even_;
+    if (s_.routing.kind == Kind::kBalanced && s_.routing.redundant_experts == 0) return even_;
     const auto t = static_cast<std::int64_t>(std::llround(tokens));
     if (auto it = routing_memo_.find(t); it != routing_memo_.end()) return it->second;
     const int ep = std::max(1, shape.ep);
@@ -887,9 +953,10 @@ class ServingRun final : public workload::TaskSource {
           out.pace = r;
         }
       }
+      // The all-to-alls follow the pairs: the same threshold as training's (build_stage_programs).
+      if (out.imbalance > 1 + 1e-12) out.gpu_share = placement.gpu_share;
     }
-    routing_memo_.emplace(t, out);
-    return out;
+    return routing_memo_.emplace(t, std::move(out)).first->second;
   }
 
   /// The batch's tasks: each stage's layers (the first with the step overhead, the last with the
@@ -898,7 +965,8 @@ class ServingRun final : public workload::TaskSource {
     layer_.clear();
     head_.clear();
     models::ServingShape shape = rep.shape;
-    const auto routed = routing_for(rep.shape, mix.tokens);
+    const auto& routed = routing_for(rep.shape, mix.tokens);
+    const auto* share = routed.gpu_share.empty() ? nullptr : &routed.gpu_share;
     shape.routing = routed.pace;
     // DeepEP: decode steps (no prompt tokens) run the low-latency kernels, prefill the normal ones.
     shape.low_latency = shape.deepep && mix.prefill_pairs <= 0;
@@ -908,21 +976,23 @@ class ServingRun final : public workload::TaskSource {
       ++load_steps_;
     }
     if (s_.model.kinds.empty()) {
-      to_segments(models::serving_layer(s_.model, mix, shape), layer_);
+      to_segments(models::serving_layer(s_.model, mix, shape), layer_, share);
     } else {
       kind_layer_.clear();
       for (std::int64_t l = 0; l < s_.model.layers; ++l) {
         const auto kind = s_.model.layer_kind(l);
         if (!kind_layer_.contains(kind))
-          to_segments(models::serving_layer(s_.model, mix, shape, kind), kind_layer_[kind]);
+          to_segments(models::serving_layer(s_.model, mix, shape, kind), kind_layer_[kind], share);
       }
     }
     to_segments(models::serving_head(s_.model, mix, shape), head_);
     if (mtp_mix_.tokens > 0) {
       models::ServingShape mtp = rep.shape;
-      mtp.routing = routing_for(rep.shape, mtp_mix_.tokens).pace;
+      const auto& drafted = routing_for(rep.shape, mtp_mix_.tokens);
+      mtp.routing = drafted.pace;
       mtp.low_latency = mtp.deepep;  // the draft's own pass is a decode step
-      to_segments(models::serving_mtp_module(s_.model, mtp_mix_, mtp), head_);
+      to_segments(models::serving_mtp_module(s_.model, mtp_mix_, mtp), head_,
+                  drafted.gpu_share.empty() ? nullptr : &drafted.gpu_share);
     }
     const auto& only = rep.stages.front();
     if (rep.pp() == 1 && (only.isolated || only.ranks.size() == 1)) {
@@ -1157,6 +1227,9 @@ class ServingRun final : public workload::TaskSource {
       moe.load_imbalance_max = load_steps_ > 0 ? load_max_ : 1.0;
       r.moe = moe;
     }
+    for (std::size_t k = 0; k < comm_time_.size(); ++k) {
+      if (comm_time_[k] > SimTime{}) r.collectives_s.emplace_back(kCollectiveLabels[k], comm_time_[k].seconds());
+    }
     if (s_.offer) {
       ServingResults::Cost c;
       c.offer = s_.offer->id;
@@ -1199,8 +1272,12 @@ class ServingRun final : public workload::TaskSource {
   int kv_pairs_ = 0;
   std::vector<Batch> batches_;  ///< batches in flight, and finished ones to reuse
   std::vector<std::uint64_t> free_batches_;
-  std::vector<Purpose> purpose_;                                            ///< by task id
-  std::map<std::tuple<std::uint32_t, int, double, double>, SimTime> memo_;  ///< isolated collectives' times
+  std::vector<Purpose> purpose_;  ///< by task id
+  /// An isolated collective: group, op, bytes, node copies, shares (routing_memo_'s, so the same
+  /// shares are the same pointer) and direction.
+  using MemoKey = std::tuple<std::uint32_t, int, double, double, const std::vector<double>*, bool>;
+  std::map<MemoKey, SimTime> memo_;                            ///< isolated collectives' times
+  std::array<SimTime, kCollectiveLabels.size()> comm_time_{};  ///< per kind, summed over the run
   /// A GEMM op's shape, bytes and dtype flags (its FLOPs follow from the shape).
   struct GemmKey {
     double m, n, k, groups, bytes;
@@ -1224,7 +1301,8 @@ class ServingRun final : public workload::TaskSource {
   StageProgram program_;
   std::vector<double> kv_area_;
   double kv_max_ = 0;
-  std::map<std::int64_t, RoutedStep> routing_memo_;  ///< per routed token count
+  std::map<std::int64_t, RoutedStep> routing_memo_;  ///< per routed token count (its nodes stay put)
+  RoutedStep even_;                                  ///< balanced routing, and steps with no tokens
   double load_sum_ = 0, load_max_ = 0;               ///< EP: the most loaded GPU over the mean, per step
   std::int64_t load_steps_ = 0;
   std::int64_t steps_ = 0, preemptions_ = 0;

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/scenario/serving_scenario.hpp"
@@ -73,6 +74,10 @@ struct ServingResults {
     double load_imbalance_mean = 1, load_imbalance_max = 1;
   };
   std::optional<Moe> moe;
+  /// Seconds the collectives of the stages' programs took, per label in a fixed order (TP
+  /// all-reduce, all-gather, reduce-scatter; DeepEP's dispatch and combine all-to-alls), summed
+  /// over every layer, step, stage and replica; labels that never ran are left out.
+  std::vector<std::pair<std::string, double>> collectives_s;
   struct Cost {
     std::string offer, currency;
     double price_per_hour = 0, per_million_output_tokens = 0, per_million_tokens = 0;

@@ -14,6 +14,7 @@
 #include "sim/core/huge_pages.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/workload/expert_placement.hpp"
 
 namespace cs::workload {
 
@@ -751,18 +752,22 @@ class OpenRun final : public OpenGraph {
                         double bytes) override {
     return fresh(g_.add_collective(group, stream, category, label, -1, -1, op, bytes));
   }
-  TaskId add_forwarded_alltoall(std::uint32_t group, Stream stream, Category category, const char* label, double bytes,
-                                double node_copies) override {
-    // One matrix per (group, bytes, copies): a serving run repeats its step sizes.
-    const auto key = std::make_tuple(group, bytes, node_copies);
+  TaskId add_ep_alltoall(std::uint32_t group, Stream stream, Category category, const char* label,
+                         const EpAllToAll& a) override {
+    // One matrix per (group, bytes, copies, shares, direction): a serving run repeats its step sizes.
+    std::vector<double> share(a.dest_share.begin(), a.dest_share.end());
+    const auto n = g_.groups()[group].size();
+    CS_ASSERT(share.empty() || share.size() == n, "one destination share per rank of the group");
+    auto key = std::make_tuple(group, a.bytes, a.node_copies, a.returning, std::move(share));
     auto it = traffic_.find(key);
     if (it == traffic_.end()) {
-      const auto n = g_.groups()[group].size();
-      std::vector<double> pairs(n * n, bytes / static_cast<double>(n));
-      it = traffic_.emplace(key, g_.add_traffic(std::move(pairs), node_copies)).first;
+      const auto& shares = std::get<4>(key);
+      auto pairs = shares.empty() ? std::vector<double>(n * n, a.bytes / static_cast<double>(n))
+                                  : ep_alltoall_pairs(a.bytes, shares, a.returning);
+      it = traffic_.emplace(std::move(key), g_.add_traffic(std::move(pairs), a.node_copies)).first;
     }
-    return fresh(
-        g_.add_alltoall(group, group, stream, category, label, -1, -1, it->second, coll::Algorithm::kHierarchical));
+    const auto algorithm = a.node_copies != 1.0 ? coll::Algorithm::kHierarchical : coll::Algorithm::kAuto;
+    return fresh(g_.add_alltoall(group, group, stream, category, label, -1, -1, it->second, algorithm));
   }
   void depend(TaskId before, TaskId after) override {
     CS_ASSERT(state_[index(before)] != kGone, "an edge comes from a task that has not ended");
@@ -790,7 +795,7 @@ class OpenRun final : public OpenGraph {
 
  private:
   enum State : std::uint8_t { kGone = 0, kNew = 1, kAdmitted = 2 };
-  std::map<std::tuple<std::uint32_t, double, double>, std::uint32_t> traffic_;
+  std::map<std::tuple<std::uint32_t, double, double, bool, std::vector<double>>, std::uint32_t> traffic_;
 
   TaskId fresh(TaskId id) {
     const auto t = index(id);

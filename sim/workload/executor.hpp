@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "calibration/profile/hardware_profile.hpp"
@@ -73,6 +74,17 @@ struct ExecutorOptions {
 /// An open run's graph as its source sees it while the simulation runs: tasks added here join the
 /// running simulation on the same clock, streams and network model as a built graph's. Edges may
 /// only come from tasks that have not ended, into tasks added in the same call of the source.
+/// An EP all-to-all (MoE dispatch or combine) as an open run adds it: each rank sends `bytes`,
+/// split over the ranks by `dest_share` (per rank of the group, summing to 1; empty: evenly), a
+/// combine (`returning`) the transpose (ep_alltoall_pairs); `node_copies` as
+/// coll::CollectiveRequest's (1: a plain all-to-all).
+struct EpAllToAll {
+  double bytes = 0;
+  double node_copies = 1;
+  std::span<const double> dest_share{};
+  bool returning = false;
+};
+
 class OpenGraph {
  public:
   virtual ~OpenGraph() = default;
@@ -82,11 +94,12 @@ class OpenGraph {
   virtual TaskId add_compute(int gpu, Stream stream, Category category, const char* label, SimTime duration) = 0;
   virtual TaskId add_collective(std::uint32_t group, Stream stream, Category category, const char* label,
                                 coll::CollectiveOp op, double bytes) = 0;
-  /// A uniform all-to-all of `bytes` per rank over `group` with the rail-forwarded (hierarchical)
-  /// algorithm, `node_copies` of the pair bytes crossing between nodes (DeepEP's normal kernels).
-  /// Its traffic is kept for the run: callers reuse the task's time for repeats.
-  virtual TaskId add_forwarded_alltoall(std::uint32_t group, Stream stream, Category category, const char* label,
-                                        double bytes, double node_copies) = 0;
+  /// An EP all-to-all over `group` with a traffic matrix (ep_alltoall_pairs of `a`): with the
+  /// rail-forwarded (hierarchical) algorithm when `a.node_copies` != 1 (DeepEP's normal kernels
+  /// across nodes), else the one the planner picks. Its matrix is kept for the run: callers reuse
+  /// the task's time for repeats.
+  virtual TaskId add_ep_alltoall(std::uint32_t group, Stream stream, Category category, const char* label,
+                                 const EpAllToAll& a) = 0;
   virtual void depend(TaskId before, TaskId after) = 0;
 };
 

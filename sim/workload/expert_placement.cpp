@@ -117,4 +117,12 @@ ExpertPlacement place_experts(const models::ModelArch& m, const scenario::MoeRou
   return p;
 }
 
+std::vector<double> ep_alltoall_pairs(double bytes, const std::vector<double>& gpu_share, bool returning) {
+  const auto n = gpu_share.size();
+  std::vector<double> pairs(n * n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) pairs[i * n + j] = bytes * gpu_share[returning ? i : j];
+  return pairs;
+}
+
 }  // namespace cs::workload

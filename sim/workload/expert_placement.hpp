@@ -28,4 +28,14 @@ struct ExpertPlacement {
 [[nodiscard]] ExpertPlacement place_experts(const models::ModelArch& m, const scenario::MoeRouting& routing, int ep,
                                             double tokens);
 
+/// The traffic matrix of an EP all-to-all whose every rank sends `bytes` (n x n, row-major, entry
+/// (i, j) the bytes rank i sends rank j; n = gpu_share.size(), a placement's `gpu_share`). A
+/// dispatch (tokens to their experts' GPUs) splits each rank's bytes by the destinations' shares,
+/// so rank j receives gpu_share[j] of everyone's: the most loaded GPU `imbalance()` times the mean.
+/// A combine (`returning`: the results back to their tokens' GPUs) is its transpose: rank i sends
+/// gpu_share[i] x `bytes` to each rank, and every rank receives `bytes` back. Either way the
+/// matrix holds n x `bytes` in all; equal shares give every pair bytes / n.
+[[nodiscard]] std::vector<double> ep_alltoall_pairs(double bytes, const std::vector<double>& gpu_share,
+                                                    bool returning = false);
+
 }  // namespace cs::workload

@@ -146,10 +146,7 @@ std::uint32_t traffic_of(const ProgramItem& item, std::size_t n, TrafficCache& c
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const auto& share = *item.dest_share;
   CS_ASSERT(share.size() == n, "one destination share per EP rank");
-  std::vector<double> pairs(n * n);
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < n; ++j) pairs[i * n + j] = item.bytes * share[j];
-  const auto id = g.add_traffic(std::move(pairs), item.node_copies);
+  const auto id = g.add_traffic(ep_alltoall_pairs(item.bytes, share), item.node_copies);
   cache.emplace(key, id);
   return id;
 }

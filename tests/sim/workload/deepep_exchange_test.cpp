@@ -37,8 +37,8 @@ class OneExchange final : public workload::TaskSource {
   void begin(workload::OpenGraph& g) override {
     std::vector<int> ranks;
     for (int r = 0; r < ep_; ++r) ranks.push_back(r);
-    g.add_forwarded_alltoall(g.add_group(ranks), workload::Stream::kComm, workload::Category::kEpComm, "ep.dispatch",
-                             bytes_, copies_);
+    g.add_ep_alltoall(g.add_group(ranks), workload::Stream::kComm, workload::Category::kEpComm, "ep.dispatch",
+                      {.bytes = bytes_, .node_copies = copies_});
   }
   void ended(workload::TaskId, const workload::TaskSpan&, workload::OpenGraph&) override {}
 
