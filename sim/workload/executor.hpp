@@ -71,9 +71,6 @@ struct ExecutorOptions {
 /// says when and why); the result is the same for any thread count.
 [[nodiscard]] RunLog simulate(const WorkloadGraph& graph, const net::Topology& topo, const ExecutorOptions& options);
 
-/// An open run's graph as its source sees it while the simulation runs: tasks added here join the
-/// running simulation on the same clock, streams and network model as a built graph's. Edges may
-/// only come from tasks that have not ended, into tasks added in the same call of the source.
 /// An EP all-to-all (MoE dispatch or combine) as an open run adds it: each rank sends `bytes`,
 /// split over the ranks by `dest_share` (per rank of the group, summing to 1; empty: evenly), a
 /// combine (`returning`) the transpose (ep_alltoall_pairs); `node_copies` as
@@ -85,6 +82,9 @@ struct EpAllToAll {
   bool returning = false;
 };
 
+/// An open run's graph as its source sees it while the simulation runs: tasks added here join the
+/// running simulation on the same clock, streams and network model as a built graph's. Edges may
+/// only come from tasks that have not ended, into tasks added in the same call of the source.
 class OpenGraph {
  public:
   virtual ~OpenGraph() = default;
