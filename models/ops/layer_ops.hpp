@@ -114,7 +114,8 @@ struct StepShape {
 };
 
 /// Expected distinct GPUs among `ep` (each holding experts / ep experts) that a token's `top_k`
-/// distinct experts, drawn uniformly, live on: ep (1 - C(E - E/ep, k) / C(E, k)).
+/// distinct experts, drawn uniformly, live on: ep (1 - C(E - E/ep, k) / C(E, k)); E/ep may be
+/// fractional (redundant copies filling the slots when ep does not divide E).
 [[nodiscard]] double expected_dispatch_ranks(std::int64_t experts, std::int64_t top_k, int ep);
 
 /// Where a token's top-k experts are, for a dispatch over `ep` GPUs split evenly over `nodes`

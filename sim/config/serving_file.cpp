@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/fields.hpp"
@@ -282,6 +283,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.decode_tp = static_cast<int>(read_int(*d, F("/disaggregate/decode_tp")));
     s.prefill_pp = static_cast<int>(read_int(*d, F("/disaggregate/prefill_pp")));
     s.decode_pp = static_cast<int>(read_int(*d, F("/disaggregate/decode_pp")));
+    s.prefill_ep = static_cast<int>(read_int(*d, F("/disaggregate/prefill_ep")));
+    s.decode_ep = static_cast<int>(read_int(*d, F("/disaggregate/decode_ep")));
     d->finish();
   }
   s.allow_oom = read_bool(r, F("/allow_oom"));
@@ -353,11 +356,25 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     infeasible(doc.path, "MTP speculative decoding with static batching is not modelled; use continuous batching");
   if (s.ep > 1 && !s.model.is_moe())
     throw InputError(doc.path, "/parallel/ep", s.model.id + " is a dense model (no experts to spread); expected 1");
-  if (s.ep > 1 && (s.ep != s.tp || s.prefill_tp > 0 || s.decode_tp > 0)) {
+  for (const auto& [path, own] : {std::pair{"/disaggregate/prefill_ep", s.prefill_ep},
+                                  std::pair{"/disaggregate/decode_ep", s.decode_ep}}) {
+    if (own > 1 && !s.model.is_moe())
+      throw InputError(doc.path, path, s.model.id + " is a dense model (no experts to spread); expected 1");
+  }
+  if (s.ep > 1 && s.ep != s.tp) {
     infeasible(doc.path, "EP " + std::to_string(s.ep) + " spreads experts over a replica's TP GPUs; it must equal TP " +
                              std::to_string(s.tp) +
-                             " (with --dp-attention too; experts spread over several replicas are not modelled yet, "
-                             "issue 12)");
+                             " (with --dp-attention too; disaggregated pools of another TP spread theirs over their "
+                             "own TP GPUs)");
+  }
+  // Each replica's EP: 1, or whole experts over its own TP GPUs (a pool's EP given apart).
+  for (const auto& [path, own, pool_tp] : {std::tuple{"/disaggregate/prefill_ep", s.prefill_ep, s.replica_tp(0)},
+                                           std::tuple{"/disaggregate/decode_ep", s.decode_ep, s.replica_tp(pools - 1)}}) {
+    if (own > 1 && own != pool_tp) {
+      infeasible(doc.path, std::string(path) + ": EP " + std::to_string(own) +
+                               " spreads experts over a replica's TP GPUs; it must be 1 or the pool's TP " +
+                               std::to_string(pool_tp));
+    }
   }
   if (routing != "balanced" && !s.model.is_moe())
     throw InputError(doc.path, "/moe/routing",
@@ -367,18 +384,29 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.routing.seed = static_cast<std::uint64_t>(routing_seed);
     s.routing.redundant_experts = static_cast<int>(redundant);
   }
-  if (redundant > 0 && (!s.model.is_moe() || s.ep < 2)) {
+  // The EPs the replicas run (one, or the two pools').
+  std::vector<int> eps;
+  for (int i = 0; i < pools; ++i) {
+    if (eps.empty() || eps.back() != s.replica_ep(i)) eps.push_back(s.replica_ep(i));
+  }
+  const int least_ep = *std::min_element(eps.begin(), eps.end());
+  if (redundant > 0 && (!s.model.is_moe() || least_ep < 2)) {
     throw InputError(doc.path, "/moe/redundant_experts",
-                     "redundant experts balance the GPUs of expert parallelism; expected 0, or EP > 1 on a MoE model");
+                     "redundant experts balance the GPUs of expert parallelism; expected 0, or EP > 1 on a MoE model "
+                     "(in every pool when disaggregated)");
   }
-  if (redundant > 0 && (s.model.moe.experts + redundant) % s.ep != 0) {
-    infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
-                             " routed experts + " + std::to_string(redundant) + " redundant");
+  for (int ep : eps) {
+    if (redundant > 0 && (s.model.moe.experts + redundant) % ep != 0) {
+      infeasible(doc.path, "EP " + std::to_string(ep) + " does not divide the " +
+                               std::to_string(s.model.moe.experts) + " routed experts + " + std::to_string(redundant) +
+                               " redundant");
+    }
   }
-  if (s.deepep && (!s.dp_attention || s.ep < 2 || !s.model.is_moe())) {
+  if (s.deepep && (!s.dp_attention || least_ep < 2 || !s.model.is_moe())) {
     throw InputError(doc.path, "/parallel/moe_a2a",
                      "deepep is the MoE exchange under attention-DP with whole experts spread over the replica's "
-                     "GPUs; expected allgather, or --dp-attention with EP = TP > 1 on a MoE model");
+                     "GPUs; expected allgather, or --dp-attention with EP = TP > 1 on a MoE model (in every pool when "
+                     "disaggregated)");
   }
   if (s.deepep && (!s.profile.deepep_ll_dispatch_floor || !s.profile.deepep_ll_combine_floor)) {
     throw InputError(doc.path, "/parallel/moe_a2a",
@@ -388,14 +416,20 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                          "' has none (h800-sxm has them fitted, h100-sxm and h200-sxm assumed); "
                          "expected allgather, or a profile with the floors");
   }
-  if (s.model.is_moe() && redundant == 0 && s.model.moe.experts % s.ep != 0) {
-    infeasible(doc.path, "EP " + std::to_string(s.ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
-                             " experts");
+  for (int ep : eps) {
+    if (s.model.is_moe() && redundant == 0 && s.model.moe.experts % ep != 0) {
+      infeasible(doc.path, "EP " + std::to_string(ep) + " does not divide the " +
+                               std::to_string(s.model.moe.experts) +
+                               " experts (redundant experts, --redundant-experts K, can make up the difference)");
+    }
   }
-  for (int t : {s.tp, s.prefill_tp, s.decode_tp}) {
-    if (t > 0 && s.model.heads % t != 0) {
+  // Under attention-DP every GPU runs attention with all the heads, so TP need not divide them.
+  for (int i = 0; i < pools && !s.dp_attention; ++i) {
+    const int t = s.replica_tp(i);
+    if (s.model.heads % t != 0) {
       infeasible(doc.path, "TP " + std::to_string(t) + " does not divide the " + std::to_string(s.model.heads) +
-                               " attention heads");
+                               " attention heads (attention data parallelism, --dp-attention, runs every head on "
+                               "each GPU)");
     }
   }
   // An offer rents a box: a multi-node run rents one per node (and pays for each).

@@ -42,6 +42,14 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   j["dp_attention"] = r.dp_attention;
   j["mtp_acceptance"] = r.mtp_acceptance;
   j["replicas"] = r.replicas;
+  if (r.pools) {
+    const auto pool = [](const ServingResults::Pool& p) {
+      return nlohmann::ordered_json{{"replicas", p.replicas}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}};
+    };
+    j["disaggregate"] = {{"prefill", pool(r.pools->prefill)}, {"decode", pool(r.pools->decode)}};
+  } else {
+    j["disaggregate"] = nullptr;
+  }
   j["weights"] = r.weights;
   j["kv_dtype"] = r.kv_dtype;
   j["scheduler"] = r.scheduler;
@@ -114,10 +122,20 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
 std::string serving_table(const ServingResults& r) {
   std::ostringstream o;
   o << r.model << " on " << r.gpus << " GPUs of "
-    << (r.nodes > 1 ? std::to_string(r.nodes) + " x " + r.cluster + " over " + r.fabric : r.cluster) << " (TP " << r.tp
-    << (r.dp_attention ? " with attention-DP" : "") << ", "
-    << (r.mtp_acceptance > 0 ? "MTP drafts accepted at " + fixed(r.mtp_acceptance * 100, 0) + "%, " : "") << r.replicas
-    << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype << " KV, "
+    << (r.nodes > 1 ? std::to_string(r.nodes) + " x " + r.cluster + " over " + r.fabric : r.cluster) << " (";
+  const auto pool = [](std::string_view what, const ServingResults::Pool& p) {
+    return std::string(what) + " " + std::to_string(p.replicas) + " x TP " + std::to_string(p.tp) +
+           (p.pp > 1 ? " PP " + std::to_string(p.pp) : "") + (p.ep > 1 ? " EP " + std::to_string(p.ep) : "");
+  };
+  if (r.pools) {
+    o << pool("prefill", r.pools->prefill) << ", " << pool("decode", r.pools->decode)
+      << (r.dp_attention ? ", attention-DP" : "");
+  } else {
+    o << "TP " << r.tp << (r.dp_attention ? " with attention-DP" : "");
+  }
+  o << ", " << (r.mtp_acceptance > 0 ? "MTP drafts accepted at " + fixed(r.mtp_acceptance * 100, 0) + "%, " : "")
+    << r.replicas << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype
+    << " KV, "
     << r.scheduler << " batching)\n\n";
   auto row = [&](const std::string& k, const std::string& v) { o << std::left << std::setw(30) << k << v << "\n"; };
   row("requests", std::to_string(r.requests) + " (" + std::to_string(r.input_tokens) + " input, " +

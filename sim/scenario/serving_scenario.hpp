@@ -74,6 +74,10 @@ struct ServingScenario {
   int prefill_replicas = 0, decode_replicas = 0;  ///< disaggregation (both > 0), else 0
   int prefill_tp = 0, decode_tp = 0;              ///< each pool's TP (0: the scenario's TP)
   int prefill_pp = 0, decode_pp = 0;              ///< each pool's PP (0: the scenario's PP)
+  /// Each pool's EP: 1 (each expert split TP ways) or the pool's TP (whole experts over its GPUs);
+  /// 0: as the scenario says, i.e. the pool's own TP when the scenario's EP > 1, else 1. Large-EP
+  /// deployments size the pools apart (SGLang's prefill EP32 on 4 nodes, decode EP72 on 9).
+  int prefill_ep = 0, decode_ep = 0;
   [[nodiscard]] int replica_pp(int i) const {
     if (prefill_replicas == 0) return pp;
     return i < prefill_replicas ? (prefill_pp ? prefill_pp : pp) : (decode_pp ? decode_pp : pp);
@@ -82,6 +86,21 @@ struct ServingScenario {
   [[nodiscard]] int replica_tp(int i) const {
     if (prefill_replicas == 0) return tp;
     return i < prefill_replicas ? (prefill_tp ? prefill_tp : tp) : (decode_tp ? decode_tp : tp);
+  }
+  /// EP of replica i: the pool's own, else its TP when the scenario spreads experts (EP > 1).
+  [[nodiscard]] int replica_ep(int i) const {
+    if (prefill_replicas == 0) return ep;
+    const int own = i < prefill_replicas ? prefill_ep : decode_ep;
+    if (own > 0) return own;
+    return ep > 1 ? replica_tp(i) : 1;
+  }
+  /// The scenario as replica i runs it: its pool's TP, PP and EP in place of the scenario's.
+  [[nodiscard]] ServingScenario replica(int i) const {
+    ServingScenario mine = *this;
+    mine.tp = replica_tp(i);
+    mine.pp = replica_pp(i);
+    mine.ep = replica_ep(i);
+    return mine;
   }
   std::optional<scenario::Offer> offer;
   bool allow_oom = false;

@@ -207,10 +207,8 @@ class ServingRun final : public workload::TaskSource {
     for (int i = 0; i < n; ++i) {
       Replica r;
       r.index = i;
-      // Each replica's own TP and PP (disaggregated pools may differ): op shapes, memory, blocks.
-      ServingScenario mine = s;
-      mine.tp = s.replica_tp(i);
-      mine.pp = s.replica_pp(i);
+      // Each replica's own TP, PP and EP (disaggregated pools may differ): op shapes, memory, blocks.
+      const ServingScenario mine = s.replica(i);
       r.shape.tp = mine.tp;
       r.shape.ep = mine.ep;
       r.shape.dp_attention = s.dp_attention;
@@ -220,7 +218,7 @@ class ServingRun final : public workload::TaskSource {
         r.shape.ll_dispatch_floor_s = s.profile.deepep_ll_dispatch_floor->value;
         r.shape.ll_combine_floor_s = s.profile.deepep_ll_combine_floor->value;
       }
-      r.shape.expert_slots = expert_slots(s);
+      r.shape.expert_slots = expert_slots(mine);
       r.shape.weights = s.weights;
       r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
@@ -1166,6 +1164,13 @@ class ServingRun final : public workload::TaskSource {
     r.dp_attention = s_.dp_attention;
     r.mtp_acceptance = s_.mtp_acceptance;
     r.replicas = static_cast<int>(replicas_.size());
+    if (s_.prefill_replicas > 0) {
+      const auto pool = [&](int replicas, int first) {
+        const Replica& rep = replicas_[static_cast<std::size_t>(first)];
+        return ServingResults::Pool{replicas, rep.shape.tp, rep.pp(), std::max(1, rep.shape.ep)};
+      };
+      r.pools = ServingResults::Pools{pool(s_.prefill_replicas, 0), pool(s_.decode_replicas, s_.prefill_replicas)};
+    }
     r.requests = static_cast<std::int64_t>(reqs_.size());
     r.steps = steps_;
     r.preemptions = preemptions_;
@@ -1222,7 +1227,7 @@ class ServingRun final : public workload::TaskSource {
     if (s_.model.is_moe()) {
       ServingResults::Moe moe;
       moe.routing = s_.routing.text;
-      moe.ep = std::max(1, s_.ep);
+      moe.ep = std::max(1, replicas_.back().shape.ep);  // the (decode) pool the report's memory is of
       moe.load_imbalance_mean = load_steps_ > 0 ? load_sum_ / static_cast<double>(load_steps_) : 1.0;
       moe.load_imbalance_max = load_steps_ > 0 ? load_max_ : 1.0;
       r.moe = moe;
@@ -1373,17 +1378,18 @@ ServingResults simulate_serving(const ServingScenario& s, const ServingRunOption
     return m;
   };
   std::int64_t blocks = 0;
-  auto mem = room_of(s, &blocks);
+  const ServingScenario first = s.replica(0);
+  auto mem = room_of(first, &blocks);
+  int tight_tp = first.tp;  // the TP of the replica with the least room, for the message
   const int replicas = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
-  for (int i = 0; i < replicas; ++i) {
-    ServingScenario mine = s;
-    mine.tp = s.replica_tp(i);
-    mine.pp = s.replica_pp(i);
+  for (int i = 1; i < replicas; ++i) {
+    const ServingScenario mine = s.replica(i);
     std::int64_t b = 0;
     const auto m = room_of(mine, &b);
     if (b < blocks) {
       blocks = b;
       mem = m;
+      tight_tp = mine.tp;
     }
   }
   models::ServingShape shape;
@@ -1401,7 +1407,7 @@ ServingResults simulate_serving(const ServingScenario& s, const ServingRunOption
     const std::string msg =
         "does not fit: " + s.model.id + " needs " + fixed(mem.weights / gib, 1) + " GiB of weights, " +
         fixed(mem.activations / gib, 1) + " GiB of activations and " + fixed(mem.other / gib, 1) +
-        " GiB of runtime per GPU (TP " + std::to_string(s.tp) + ", " + models::weight_format_name(s.weights) +
+        " GiB of runtime per GPU (TP " + std::to_string(tight_tp) + ", " + models::weight_format_name(s.weights) +
         " weights), leaving " + fixed(mem.kv_cache / gib, 2) + " GiB of KV cache (" + std::to_string(blocks) +
         " blocks) on a " + fixed(mem.capacity / gib, 1) + " GiB GPU; the longest request needs " +
         std::to_string(need) + " blocks. Try a larger TP or PP (over more nodes: --nodes N --fabric F), " +

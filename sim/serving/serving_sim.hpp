@@ -37,6 +37,14 @@ struct ServingResults {
   int gpus = 0, tp = 1, replicas = 1;
   bool dp_attention = false;  ///< attention data-parallel over each replica's TP GPUs
   double mtp_acceptance = 0;  ///< MTP speculative decoding's draft acceptance (0: off)
+  /// Disaggregated serving: each pool's replicas and their TP, PP and EP.
+  struct Pool {
+    int replicas = 0, tp = 1, pp = 1, ep = 1;
+  };
+  struct Pools {
+    Pool prefill, decode;
+  };
+  std::optional<Pools> pools;
   int nodes = 1;              ///< copies of the cluster
   std::string fabric;         ///< joining them ("" on one node)
   std::int64_t requests = 0, input_tokens = 0, output_tokens = 0, steps = 0, preemptions = 0;

@@ -57,7 +57,8 @@ void add_options(CLI::App* cmd, InferOpts& o) {
   const auto& f = config::field(config::ScenarioKind::kInfer, "/disaggregate/prefill");
   cmd->add_option(f.flag, o.disaggregate,
                   "prefill/decode disaggregation: PREFILL:DECODE replicas (e.g. 1:1), or with each pool's TP (e.g. "
-                  "2x1:1x4)");
+                  "2x1:1x4); with --ep > 1 each pool spreads its experts over its own TP GPUs (1x32:1x72: prefill "
+                  "EP 32, decode EP 72)");
 }
 
 nlohmann::json to_doc(const InferOpts& o, const std::string& rate_override) {
