@@ -222,6 +222,11 @@ class ServingRun final : public workload::TaskSource {
       r.shape.weights = s.weights;
       r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
+      const std::int64_t pools = s.dp_attention ? mine.tp : 1;
+      if (r.blocks / pools < opt.min_pool_blocks) {
+        r.blocks = opt.min_pool_blocks * pools;  // --allow-oom: as if the GPU had the memory
+        oom_ = true;
+      }
       if (i == n - 1) {
         memory_ = r.memory;  // the report shows the (decode) pool that holds the KV cache longest
         blocks_ = r.blocks;
@@ -1176,7 +1181,7 @@ class ServingRun final : public workload::TaskSource {
     r.preemptions = preemptions_;
     r.memory = memory_;
     r.kv_blocks = blocks_;
-    r.fits = blocks_ > 0;
+    r.fits = blocks_ > 0 && !oom_;
     std::vector<double> ttft, tpot, e2e;
     SimTime first = reqs_.empty() ? SimTime{} : reqs_.front().arrival, last{};
     std::int64_t goodput = 0;
@@ -1208,6 +1213,12 @@ class ServingRun final : public workload::TaskSource {
     if (s_.slo_ttft_s || s_.slo_tpot_s) r.goodput_requests_per_s = static_cast<double>(goodput) / span;
     r.steady = steady_state(first);
     r.warnings = workload_warnings();
+    if (oom_) {
+      r.warnings.insert(r.warnings.begin(),
+                        "does not fit (--allow-oom): the KV cache left after the weights cannot hold the longest "
+                        "request, so it was taken to hold max batch of them, as if the GPU had the memory; the "
+                        "figures are not those of this GPU");
+    }
     const double mean_len = s_.trace.empty() ? s_.input.mean() + s_.output.mean() : [&] {
       double sum = 0;
       for (const auto& t : s_.trace) sum += static_cast<double>(t.input + t.output);
@@ -1316,6 +1327,7 @@ class ServingRun final : public workload::TaskSource {
   double sliding_share_ = 0;                                  ///< of a token's KV bytes, in sliding-window layers
   std::uint64_t next_ = 0, next_decode_ = 0, events_ = 0;
   std::vector<StepSpan> step_spans_;
+  bool oom_ = false;  ///< a pool was given the KV blocks its memory lacks (allow_oom)
 };
 
 }  // namespace
@@ -1413,6 +1425,12 @@ ServingResults simulate_serving(const ServingScenario& s, const ServingRunOption
         std::to_string(need) + " blocks. Try a larger TP or PP (over more nodes: --nodes N --fabric F), " +
         "quantised weights or shorter requests";
     if (!s.allow_oom) throw InfeasibleError(s.name.empty() ? msg : s.name + ": " + msg);
+    // Allowed to run out of memory: every pool holds max_batch of the longest requests, so the KV
+    // cache never bounds the batch (a run that cannot admit a request would never end).
+    ServingRunOptions oom = options;
+    oom.min_pool_blocks = need * s.max_batch;
+    ServingRun run(s, oom);
+    return run.run();
   }
   ServingRun run(s, options);
   return run.run();

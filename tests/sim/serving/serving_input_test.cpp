@@ -87,3 +87,28 @@ TEST_CASE("the serving table keeps its columns for latencies of hours and days")
   CHECK(table.find("TPOT (inter-token)" + std::string(12, ' ') + "  1000000 s  2000000 s  8900000 s  8990000 s\n") !=
         std::string::npos);
 }
+
+TEST_CASE("--allow-oom with no room for the KV cache runs to the end as if the GPU had the memory, and says so") {
+  // DeepSeek-R1 in FP8 on 4 H200s per replica: 166.5 GiB of weights per GPU on a 140 GiB GPU, so
+  // no KV block at all. Without allow_oom: refused (exit 4). With it the run used to stop on an
+  // internal error (no request could ever be admitted); now every pool holds max batch of the
+  // longest requests, every request finishes, and the result says it does not fit.
+  const auto text = [](bool allow) {
+    return std::string(R"({"kind": "infer", "model": "deepseek-r1", "cluster": "hgx-h200",
+        "parallel": {"tp": 4, "ep": 4, "replicas": 2, "dp_attention": true, "moe_a2a": "deepep"},
+        "quantization": {"weights": "fp8"}, "allow_oom": )") +
+           (allow ? "true" : "false") + R"(,
+        "workload": {"input_len": 1000, "output_len": 100, "concurrency": 8, "requests": 16}})";
+  };
+  CHECK_THROWS_WITH_AS(
+      (void)serving::simulate_serving(config::parse_serving(config::parse_text(text(false), "t.json"), test::catalog())),
+      doctest::Contains("does not fit"), InfeasibleError);
+  const auto r =
+      serving::simulate_serving(config::parse_serving(config::parse_text(text(true), "t.json"), test::catalog()));
+  CHECK_FALSE(r.fits);
+  CHECK(r.requests == 16);
+  CHECK(r.output_tokens == 16 * 100);
+  CHECK(r.memory.kv_cache == 0);  // the memory shown is the GPU's, not the one assumed
+  REQUIRE_FALSE(r.warnings.empty());
+  CHECK(r.warnings.front().find("does not fit (--allow-oom)") == 0);
+}
