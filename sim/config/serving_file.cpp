@@ -356,8 +356,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     infeasible(doc.path, "MTP speculative decoding with static batching is not modelled; use continuous batching");
   if (s.ep > 1 && !s.model.is_moe())
     throw InputError(doc.path, "/parallel/ep", s.model.id + " is a dense model (no experts to spread); expected 1");
-  for (const auto& [path, own] : {std::pair{"/disaggregate/prefill_ep", s.prefill_ep},
-                                  std::pair{"/disaggregate/decode_ep", s.decode_ep}}) {
+  for (const auto& [path, own] :
+       {std::pair{"/disaggregate/prefill_ep", s.prefill_ep}, std::pair{"/disaggregate/decode_ep", s.decode_ep}}) {
     if (own > 1 && !s.model.is_moe())
       throw InputError(doc.path, path, s.model.id + " is a dense model (no experts to spread); expected 1");
   }
@@ -368,8 +368,9 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                              "own TP GPUs)");
   }
   // Each replica's EP: 1, or whole experts over its own TP GPUs (a pool's EP given apart).
-  for (const auto& [path, own, pool_tp] : {std::tuple{"/disaggregate/prefill_ep", s.prefill_ep, s.replica_tp(0)},
-                                           std::tuple{"/disaggregate/decode_ep", s.decode_ep, s.replica_tp(pools - 1)}}) {
+  for (const auto& [path, own, pool_tp] :
+       {std::tuple{"/disaggregate/prefill_ep", s.prefill_ep, s.replica_tp(0)},
+        std::tuple{"/disaggregate/decode_ep", s.decode_ep, s.replica_tp(pools - 1)}}) {
     if (own > 1 && own != pool_tp) {
       infeasible(doc.path, std::string(path) + ": EP " + std::to_string(own) +
                                " spreads experts over a replica's TP GPUs; it must be 1 or the pool's TP " +
@@ -397,9 +398,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   for (int ep : eps) {
     if (redundant > 0 && (s.model.moe.experts + redundant) % ep != 0) {
-      infeasible(doc.path, "EP " + std::to_string(ep) + " does not divide the " +
-                               std::to_string(s.model.moe.experts) + " routed experts + " + std::to_string(redundant) +
-                               " redundant");
+      infeasible(doc.path, "EP " + std::to_string(ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
+                               " routed experts + " + std::to_string(redundant) + " redundant");
     }
   }
   if (s.deepep && (!s.dp_attention || least_ep < 2 || !s.model.is_moe())) {
@@ -418,8 +418,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   for (int ep : eps) {
     if (s.model.is_moe() && redundant == 0 && s.model.moe.experts % ep != 0) {
-      infeasible(doc.path, "EP " + std::to_string(ep) + " does not divide the " +
-                               std::to_string(s.model.moe.experts) +
+      infeasible(doc.path, "EP " + std::to_string(ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
                                " experts (redundant experts, --redundant-experts K, can make up the difference)");
     }
   }

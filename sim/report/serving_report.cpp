@@ -135,8 +135,7 @@ std::string serving_table(const ServingResults& r) {
   }
   o << ", " << (r.mtp_acceptance > 0 ? "MTP drafts accepted at " + fixed(r.mtp_acceptance * 100, 0) + "%, " : "")
     << r.replicas << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype
-    << " KV, "
-    << r.scheduler << " batching)\n\n";
+    << " KV, " << r.scheduler << " batching)\n\n";
   auto row = [&](const std::string& k, const std::string& v) { o << std::left << std::setw(30) << k << v << "\n"; };
   row("requests", std::to_string(r.requests) + " (" + std::to_string(r.input_tokens) + " input, " +
                       std::to_string(r.output_tokens) + " output tokens)");

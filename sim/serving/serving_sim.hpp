@@ -45,8 +45,8 @@ struct ServingResults {
     Pool prefill, decode;
   };
   std::optional<Pools> pools;
-  int nodes = 1;              ///< copies of the cluster
-  std::string fabric;         ///< joining them ("" on one node)
+  int nodes = 1;       ///< copies of the cluster
+  std::string fabric;  ///< joining them ("" on one node)
   std::int64_t requests = 0, input_tokens = 0, output_tokens = 0, steps = 0, preemptions = 0;
   double makespan_s = 0;
   Percentiles ttft, tpot, e2e;

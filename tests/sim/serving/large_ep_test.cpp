@@ -21,8 +21,8 @@ std::string large_ep(int ptp, int dtp, const std::string& extra = "", int redund
   return R"({"kind": "infer", "model": ")" + model + R"(", "cluster": "hgx-h100", "nodes": )" +
          std::to_string((ptp + dtp) / 8) + R"(, "fabric": "ib-ndr-rail",
       "parallel": {"tp": )" +
-         std::to_string(ptp) + R"(, "ep": )" + std::to_string(ptp) + R"(, "dp_attention": )" +
-         (dp ? "true" : "false") + (dp ? R"(, "moe_a2a": "deepep")" : "") + R"(},
+         std::to_string(ptp) + R"(, "ep": )" + std::to_string(ptp) + R"(, "dp_attention": )" + (dp ? "true" : "false") +
+         (dp ? R"(, "moe_a2a": "deepep")" : "") + R"(},
       "moe": {"redundant_experts": )" +
          std::to_string(redundant) + R"(}, "quantization": {"weights": "fp8"},
       "engine": {"max_batch": 1024, "max_tokens": 16384},

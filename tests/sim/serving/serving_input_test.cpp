@@ -100,9 +100,9 @@ TEST_CASE("--allow-oom with no room for the KV cache runs to the end as if the G
            (allow ? "true" : "false") + R"(,
         "workload": {"input_len": 1000, "output_len": 100, "concurrency": 8, "requests": 16}})";
   };
-  CHECK_THROWS_WITH_AS(
-      (void)serving::simulate_serving(config::parse_serving(config::parse_text(text(false), "t.json"), test::catalog())),
-      doctest::Contains("does not fit"), InfeasibleError);
+  CHECK_THROWS_WITH_AS((void)serving::simulate_serving(
+                           config::parse_serving(config::parse_text(text(false), "t.json"), test::catalog())),
+                       doctest::Contains("does not fit"), InfeasibleError);
   const auto r =
       serving::simulate_serving(config::parse_serving(config::parse_text(text(true), "t.json"), test::catalog()));
   CHECK_FALSE(r.fits);
