@@ -205,6 +205,7 @@ class FlowModel final : public FluidModel {
   }
 
   void assign_rates(const std::vector<std::uint32_t>& comp) override {
+    if (comp.size() == 1 && solve_alone(flows_[comp[0]])) return;
     problem_.clear();
     for (auto l : problem_links_) problem_.capacity.push_back(topo_.link(static_cast<LinkId>(l)).bandwidth_bytes_per_s);
     for (auto i : comp) {
@@ -218,6 +219,23 @@ class FlowModel final : public FluidModel {
   }
 
  private:
+  /// A flow alone on its links (a ring step over NVLink, a rail-aligned pipeline send: nearly
+  /// every solve of a training step): the filling's one pass gives it its smallest link capacity
+  /// (a share of one flow), or its cap when that is no larger. The same value, without building
+  /// a problem; false (not solved) when its hops are not the problem's links one for one.
+  bool solve_alone(FlowState& f) const {
+    const auto& hops = f.route->links;
+    if (hops.size() != problem_links_.size() || hops.empty() || hops.size() >= 64) return false;
+    std::uint64_t slots = 0;
+    double share = kUncapped;
+    for (auto l : hops) {
+      slots |= std::uint64_t{1} << links_.slot[index(l)];
+      share = std::min(share, topo_.link(l).bandwidth_bytes_per_s);
+    }
+    if (slots != (std::uint64_t{1} << hops.size()) - 1) return false;  // a link crossed twice
+    f.rate = f.cap <= share ? f.cap : share;
+    return true;
+  }
   void new_search() {
     ++epoch_;
     if (flow_mark_.size() < flows_.size()) flow_mark_.resize(flows_.size(), 0);

@@ -321,3 +321,32 @@ TEST_CASE("flow model: the incremental solver gives exactly the finish times of 
     }
   }
 }
+
+TEST_CASE("flow model: a flow alone on its links runs at its route's bottleneck or its cap, whichever is lower") {
+  const auto rail =
+      config::parse_fabric(config::load(test::data_path("scenarios/fabrics/ib-ndr-rail.json")), "ib-ndr-rail");
+  const auto topo = Topology::build(test::shipped_cluster("hgx-h100"), 8, 2, rail);
+  const auto& inside = topo.route(topo.gpu(0), topo.gpu(1));  // NVLink
+  const auto& across = topo.route(topo.gpu(0), topo.gpu(8));  // NIC and fabric
+  const auto& other = topo.route(topo.gpu(2), topo.gpu(3));   // disjoint from `inside`
+  const double bytes = 1e9;
+  for (const double cap : {kUncapped, 1e9, topo.bottleneck(inside)}) {
+    CAPTURE(cap);
+    auto model = make_network_model(NetworkModelKind::kFlow, topo);
+    model->start(FlowId{0}, inside, bytes, cap, SimTime{});
+    model->start(FlowId{1}, across, bytes, kUncapped, SimTime{});
+    model->start(FlowId{2}, other, bytes, kUncapped, SimTime{});
+    const auto alone = [&](const Route& r, double c) {
+      return SimTime::from_seconds(bytes / std::min(topo.bottleneck(r), c)).ps;
+    };
+    std::vector<std::int64_t> want = {alone(inside, cap), alone(across, kUncapped), alone(other, kUncapped)};
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    std::vector<std::int64_t> got;
+    while (auto t = model->next_completion()) {
+      got.push_back(t->ps);
+      (void)model->complete(*t);
+    }
+    CHECK(got == want);
+  }
+}
