@@ -12,6 +12,23 @@ namespace cs::net {
 
 const char* network_model_name(NetworkModelKind k) { return k == NetworkModelKind::kFlow ? "flow" : "analytical"; }
 
+LinkEntry::LinkEntry(LinkEntry&& o) noexcept
+    : load(o.load), mark(o.mark), slot(o.slot), size(o.size), capacity_(o.capacity_), heap_(o.heap_) {
+  std::copy(std::begin(o.inline_), std::end(o.inline_), std::begin(inline_));
+  o.heap_ = nullptr;
+  o.capacity_ = 0;
+  o.size = 0;
+}
+
+void LinkEntry::grow() {
+  const std::uint32_t capacity = heap_ ? 2 * capacity_ : 2 * kInline + 2;
+  auto* fresh = new LinkFlow[capacity];
+  std::copy(begin(), end(), fresh);
+  delete[] heap_;
+  heap_ = fresh;
+  capacity_ = capacity;
+}
+
 namespace {
 
 struct FlowState {
@@ -22,8 +39,13 @@ struct FlowState {
   SimTime updated{};  ///< when `remaining` was last brought up to date
   SimTime finish{};
   bool active = false;
-  bool queued = false;            ///< in the finish queue
-  std::vector<std::uint32_t> at;  ///< per hop: the flow's position in that link's flow list
+  bool queued = false;  ///< in the finish queue
+  /// Per hop: the flow's position in that link's flow list; in the flow itself up to kInlineHops
+  /// (every route of a two-tier fabric), else in `far`.
+  static constexpr std::size_t kInlineHops = 6;
+  std::uint32_t near[kInlineHops] = {};
+  std::vector<std::uint32_t> far;
+  [[nodiscard]] std::uint32_t* at() { return far.empty() ? near : far.data(); }
 };
 
 /// Shared bookkeeping of both models: per-flow progress kept lazily (a flow is brought up to date
@@ -48,10 +70,15 @@ class FluidModel : public NetworkModel {
     f.finish = now;
     f.active = true;
     f.queued = false;
-    f.at.resize(route.links.size());
+    if (route.links.size() > FlowState::kInlineHops) {
+      f.far.resize(route.links.size());
+    } else {
+      f.far.clear();  // a reused id's longer route
+    }
+    auto* at = f.at();
     for (std::size_t h = 0; h < route.links.size(); ++h) {
-      auto& v = links_.flows[index(route.links[h])];
-      f.at[h] = static_cast<std::uint32_t>(v.size());
+      auto& v = links_.links[index(route.links[h])];
+      at[h] = v.size;
       v.push_back({i, static_cast<std::uint32_t>(h)});
     }
     ++active_;
@@ -75,14 +102,15 @@ class FluidModel : public NetworkModel {
       const auto i = finish_q_.top().second;
       finish_q_.pop();
       auto& f = flows_[i];
+      const auto* at = f.at();
       for (std::size_t h = 0; h < f.route->links.size(); ++h) {
         const auto l = index(f.route->links[h]);
-        auto& v = links_.flows[l];
-        const auto moved = v.back();
-        v[f.at[h]] = moved;
-        flows_[moved.flow].at[moved.hop] = f.at[h];
+        auto& v = links_.links[l];
+        const auto moved = v[v.size - 1];
+        v[at[h]] = moved;
+        flows_[moved.flow].at()[moved.hop] = at[h];
         v.pop_back();
-        links_.loads[l] -= f.rate;
+        v.load -= f.rate;
         ended_links_.push_back(l);
       }
       f.active = false;
@@ -97,7 +125,9 @@ class FluidModel : public NetworkModel {
 
   [[nodiscard]] const std::vector<double>& link_loads() override {
     settle();
-    return links_.loads;
+    loads_.resize(links_.links.size());
+    for (std::size_t l = 0; l < loads_.size(); ++l) loads_[l] = links_.links[l].load;
+    return loads_;
   }
   [[nodiscard]] std::size_t active_flows() const override { return active_; }
 
@@ -116,7 +146,7 @@ class FluidModel : public NetworkModel {
       auto& f = flows_[i];
       f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated).seconds());
       f.updated = now;
-      for (auto l : f.route->links) links_.loads[index(l)] -= f.rate;
+      for (auto l : f.route->links) links_.links[index(l)].load -= f.rate;
     }
     assign_rates(component);
     for (auto i : component) {
@@ -128,7 +158,7 @@ class FluidModel : public NetworkModel {
         finish_q_.push({f.finish, i});
         f.queued = true;
       }
-      for (auto l : f.route->links) links_.loads[index(l)] += f.rate;
+      for (auto l : f.route->links) links_.links[index(l)].load += f.rate;
     }
     if (finish_q_.size() > 2 * active_ + 1024) rebuild_finish_queue();
   }
@@ -171,7 +201,8 @@ class FluidModel : public NetworkModel {
   std::vector<std::uint32_t> pending_;  ///< started, no rate yet, in start order
   SimTime pending_time_{};
   std::vector<std::uint32_t> ended_links_;
-  std::vector<FlowId> done_;  ///< what complete() returns
+  std::vector<FlowId> done_;   ///< what complete() returns
+  std::vector<double> loads_;  ///< what link_loads() returns
   std::size_t active_ = 0;
 };
 
@@ -210,7 +241,7 @@ class FlowModel final : public FluidModel {
     for (auto l : problem_links_) problem_.capacity.push_back(topo_.link(static_cast<LinkId>(l)).bandwidth_bytes_per_s);
     for (auto i : comp) {
       const auto& f = flows_[i];
-      for (auto l : f.route->links) problem_.hops.push_back(links_.slot[index(l)]);
+      for (auto l : f.route->links) problem_.hops.push_back(links_.links[index(l)].slot);
       problem_.first.push_back(static_cast<std::uint32_t>(problem_.hops.size()));
       problem_.cap.push_back(f.cap);
     }
@@ -229,7 +260,7 @@ class FlowModel final : public FluidModel {
     std::uint64_t slots = 0;
     double share = kUncapped;
     for (auto l : hops) {
-      slots |= std::uint64_t{1} << links_.slot[index(l)];
+      slots |= std::uint64_t{1} << links_.links[index(l)].slot;
       share = std::min(share, topo_.link(l).bandwidth_bytes_per_s);
     }
     if (slots != (std::uint64_t{1} << hops.size()) - 1) return false;  // a link crossed twice
@@ -253,15 +284,16 @@ class FlowModel final : public FluidModel {
     for (auto l : flows_[i].route->links) reach_link(index(l));
   }
   void reach_link(std::uint32_t l) {
-    if (links_.mark[l] == epoch_) return;
-    links_.mark[l] = epoch_;
-    links_.slot[l] = static_cast<std::uint32_t>(problem_links_.size());
+    auto& link = links_.links[l];
+    if (link.mark == epoch_) return;
+    link.mark = epoch_;
+    link.slot = static_cast<std::uint32_t>(problem_links_.size());
     problem_links_.push_back(l);
   }
   /// Follows every reached link to its flows and their links, until nothing new is reached.
   void spread() {
     for (std::size_t k = 0; k < problem_links_.size(); ++k) {
-      for (const auto& e : links_.flows[problem_links_[k]]) {
+      for (const auto& e : links_.links[problem_links_[k]]) {
         if (flow_mark_[e.flow] != epoch_) reach_flow(e.flow);
       }
     }

@@ -41,16 +41,47 @@ struct LinkFlow {
   std::uint32_t hop;
 };
 
-/// Per-link state (load in bytes/s, active flows, a solver's scratch). Several models may share
-/// one when their flows use disjoint links, as the parallel executor's partitions do (a node's
-/// links, the fabric's): each link is then touched by one model only, and no model owns a copy of
-/// every link.
+/// One link's state, in one cache line: its load (bytes/s), the solver's scratch and its active
+/// flows (in no particular order). Up to kInline flows sit in the line itself (a link inside a
+/// node carries one flow at a time in a ring step); more move to the heap, as a vector's would.
+/// Each event touches a few links among hundreds of thousands, so one line a link, not one per
+/// field, is what the flow model's misses cost.
+struct alignas(64) LinkEntry {
+  static constexpr std::uint32_t kInline = 3;
+  double load = 0.0;
+  std::uint64_t mark = 0;  ///< the owning model's last search that reached the link
+  std::uint32_t slot = 0;  ///< the link's index in that search's problem
+  std::uint32_t size = 0;  ///< active flows
+
+  LinkEntry() = default;
+  LinkEntry(const LinkEntry&) = delete;
+  LinkEntry& operator=(const LinkEntry&) = delete;
+  LinkEntry(LinkEntry&& o) noexcept;
+  LinkEntry& operator=(LinkEntry&&) = delete;
+  ~LinkEntry() { delete[] heap_; }
+
+  [[nodiscard]] LinkFlow* begin() { return heap_ ? heap_ : inline_; }
+  [[nodiscard]] LinkFlow* end() { return begin() + size; }
+  [[nodiscard]] LinkFlow& operator[](std::uint32_t k) { return begin()[k]; }
+  void push_back(LinkFlow e) {
+    if (size == (heap_ ? capacity_ : kInline)) grow();
+    begin()[size++] = e;
+  }
+  void pop_back() { --size; }
+
+ private:
+  void grow();
+  std::uint32_t capacity_ = 0;  ///< of heap_
+  LinkFlow* heap_ = nullptr;    ///< the flows once more than kInline have been on the link
+  LinkFlow inline_[kInline] = {};
+};
+
+/// Per-link state. Several models may share one when their flows use disjoint links, as the
+/// parallel executor's partitions do (a node's links, the fabric's): each link is then touched by
+/// one model only, and no model owns a copy of every link.
 struct LinkState {
-  explicit LinkState(std::size_t links) : loads(links, 0.0), flows(links), mark(links, 0), slot(links, 0) {}
-  std::vector<double> loads;
-  std::vector<std::vector<LinkFlow>> flows;  ///< active flows on each link, in no particular order
-  std::vector<std::uint64_t> mark;           ///< the owning model's last search that reached the link
-  std::vector<std::uint32_t> slot;           ///< the link's index in that search's problem
+  explicit LinkState(std::size_t count) : links(count) {}
+  std::vector<LinkEntry> links;
 };
 
 enum class NetworkModelKind { kFlow, kAnalytical };
