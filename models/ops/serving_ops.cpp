@@ -13,6 +13,8 @@ const char* weight_format_name(WeightFormat w) {
     case WeightFormat::kFp8: return "fp8";
     case WeightFormat::kInt8: return "int8";
     case WeightFormat::kInt4: return "int4";
+    case WeightFormat::kFp4: return "fp4";
+    case WeightFormat::kMxfp4: return "mxfp4";
   }
   return "?";
 }
@@ -23,28 +25,63 @@ double weight_format_bytes(WeightFormat w) {
     case WeightFormat::kFp8:
     case WeightFormat::kInt8: return 1.0;
     case WeightFormat::kInt4: return 0.5;
+    // Format definitions, not measurements. NVFP4 (NVIDIA's Blackwell format; Transformer Engine
+    // and the Blackwell docs): 4-bit E2M1 values, one FP8 E4M3 scale per 16 values (and one fp32
+    // scale per tensor, negligible): 4 + 8/16 = 4.5 bits.
+    case WeightFormat::kFp4: return 4.5 / 8;
+    // MXFP4 (OCP Microscaling Formats (MX) Specification v1.0, 2023): 4-bit E2M1 values, one E8M0
+    // scale per block of 32: 4 + 8/32 = 4.25 bits.
+    case WeightFormat::kMxfp4: return 4.25 / 8;
   }
   return 2.0;
 }
 
+bool is_fp4(WeightFormat w) { return w == WeightFormat::kFp4 || w == WeightFormat::kMxfp4; }
+
+bool ServingShape::fp4_gemms() const { return fp4_tensor_cores && is_fp4(weights); }
+
+bool ServingShape::weight_only() const {
+  return weights == WeightFormat::kInt8 || weights == WeightFormat::kInt4 || (is_fp4(weights) && !fp4_tensor_cores);
+}
+
 namespace {
 
+/// FP4 GEMMs (W4A4) take their m x k input in the weights' FP4 format: a memory-bound kernel reads
+/// it in bf16 and writes the values with their block scales (the weights' bytes per element). The
+/// bytes of the GEMM's input read follow: bf16, or FP4 after that kernel.
+double quantised_input(std::vector<Item>& out, double m, double k, const ServingShape& s) {
+  if (!s.fp4_gemms()) return 2.0;
+  const double wb = weight_format_bytes(s.weights);
+  out.push_back({Op{"fp4_quantize", OpKind::kMemoryBound, 0, 0, 0, 0, m * k * (2.0 + wb)}});
+  return wb;
+}
+
 /// A GEMM of m rows against a k x n weight in the serving format. FP8 runs on the FP8 tensor
-/// cores (W8A8, activations quantised on the fly); int8/int4 are weight-only: bf16 tensor cores
-/// plus dequantising every weight once per 128-row tile on CUDA cores (about 4 operations per
-/// element: unpack, scale, offset, convert).
+/// cores (W8A8, activations quantised on the fly), fp4/mxfp4 on the FP4 tensor cores where the GPU
+/// has them (W4A4, quantised_input); weight-only formats (ServingShape::weight_only) run on the bf16
+/// tensor cores plus dequantising every weight once per 128-row tile on CUDA cores (about 4
+/// operations per element: unpack, scale, offset, convert).
 void gemm(std::vector<Item>& out, std::string_view name, double m, double n, double k, const ServingShape& s) {
   if (m <= 0) return;
   const double wb = weight_format_bytes(s.weights);
-  Item it{Op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, (m * k + m * n) * 2.0 + k * n * wb}};
+  const double ab = quantised_input(out, m, k, s);
+  Item it{Op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, m * k * ab + m * n * 2.0 + k * n * wb}};
   out.push_back(it);
-  if (s.weights == WeightFormat::kInt8 || s.weights == WeightFormat::kInt4) {
+  if (s.weight_only()) {
     const double tiles = std::ceil(m / 128.0);
     out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * k * n * tiles, 0}});
   }
 }
 
 Item memory_op(std::string_view name, double bytes) { return {Op{name, OpKind::kMemoryBound, 0, 0, 0, 0, bytes}}; }
+
+/// The MoE router's GEMM over `tokens` tokens and E experts, in bf16 whatever the weights' format
+/// (engines keep the gate unquantised).
+Item router(double tokens, double E, double h) {
+  Op op{"router", OpKind::kGemm, tokens, E, h, 2.0 * tokens * E * h, (tokens * h + tokens * E) * 2.0 + E * h * 2.0};
+  op.keep_16bit = true;
+  return {op};
+}
 
 }  // namespace
 
@@ -220,12 +257,12 @@ void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& 
   const double rows = routed ? pairs / local : T * k / hit;
   auto grouped = [&](std::string_view name, double n, double kk) {
     const double flops = 2.0 * pairs * n * kk;
-    Op op{name, OpKind::kGemm, rows, n, kk, flops, pairs * (n + kk) * 2.0 + local * n * kk * wb};
+    const double ab = quantised_input(out, pairs, kk, s);
+    Op op{name, OpKind::kGemm, rows, n, kk, flops, pairs * (kk * ab + n * 2.0) + local * n * kk * wb};
     op.groups = local;  // one grouped kernel over this GPU's share of the hit experts
     op.routed = true;
     out.push_back({op});
-    if (s.weights == WeightFormat::kInt8 || s.weights == WeightFormat::kInt4)
-      out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * local * n * kk, 0}});
+    if (s.weight_only()) out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * local * n * kk, 0}});
   };
   grouped("experts_up", gated * f, h);
   out.push_back(memory_op("experts_act", 2 * pairs * (gated + 1) * f));
@@ -244,7 +281,7 @@ void serving_deepep_moe(std::vector<Item>& out, const ModelArch& m, const StepMi
   const double T = mix.tokens, own = T / s.tp, h = static_cast<double>(m.hidden);
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
   out.push_back(memory_op("mlp_norm", 4 * own * h));
-  out.push_back({Op{"router", OpKind::kGemm, own, E, h, 2.0 * own * E * h, (own * h + own * E) * 2.0 + E * h * 2.0}});
+  out.push_back(router(own, E, h));
   out.push_back(memory_op("router.topk", own * E * 8.0));
   const auto spread = dispatch_spread(m, s.ep, s.nodes);
   const double dests = s.low_latency ? k : spread.gpus;
@@ -291,7 +328,7 @@ void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix,
     gemm(out, "mlp_down", T, h, d.ffn, s);
   } else {
     const double E = static_cast<double>(m.moe.experts);
-    out.push_back({Op{"router", OpKind::kGemm, T, E, h, 2.0 * T * E * h, (T * h + T * E) * 2.0 + E * h * 2.0}});
+    out.push_back(router(T, E, h));
     out.push_back(memory_op("router.topk", T * E * 8.0));
     serving_experts(out, m, mix, s);
     if (m.moe.shared_ffn > 0) {
@@ -343,8 +380,15 @@ std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const Ser
     out.push_back(tp_comm(CollectiveOp::kAllGather, mix.sampled * h * 2));
   // The LM head stays in bf16 (engines keep it unquantised).
   if (mix.sampled > 0) {
-    out.push_back({Op{"lm_head", OpKind::kGemm, mix.sampled, v, h, 2.0 * mix.sampled * v * h,
-                      (mix.sampled * h + mix.sampled * v) * 2.0 + h * v * 2.0}});
+    Op head{"lm_head",
+            OpKind::kGemm,
+            mix.sampled,
+            v,
+            h,
+            2.0 * mix.sampled * v * h,
+            (mix.sampled * h + mix.sampled * v) * 2.0 + h * v * 2.0};
+    head.keep_16bit = true;
+    out.push_back({head});
     out.push_back(memory_op("sampling", mix.sampled * v * 4.0 * 2));
     if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllGather, mix.sampled * v * 4.0 * s.tp));
   }

@@ -4,10 +4,14 @@
 
 namespace cs::models {
 
-/// How weights are stored and multiplied in serving.
-enum class WeightFormat { kBf16, kFp8, kInt8, kInt4 };
+/// How weights are stored and multiplied in serving. kFp4 is NVFP4 and kMxfp4 OCP MXFP4: E2M1
+/// values in blocks of 16 and 32 with a shared scale (weight_format_bytes says the bytes).
+enum class WeightFormat { kBf16, kFp8, kInt8, kInt4, kFp4, kMxfp4 };
 [[nodiscard]] const char* weight_format_name(WeightFormat w);
+/// Bytes per parameter, block scales included.
 [[nodiscard]] double weight_format_bytes(WeightFormat w);
+/// fp4 or mxfp4.
+[[nodiscard]] bool is_fp4(WeightFormat w);
 
 /// What one serving engine step (one forward pass over a mixed batch) contains, as the sums its
 /// cost depends on. All counts are per replica (the TP group shares them).
@@ -48,6 +52,9 @@ struct ServingShape {
   /// all-reduce, computes its share of the routed pairs, and the MLP's all-reduce combines them.
   int ep = 1;
   WeightFormat weights = WeightFormat::kBf16;
+  /// The GPU has FP4 tensor cores (its profile has an fp4 matrix peak): fp4/mxfp4 weights run there
+  /// (W4A4, activations quantised on the fly); without them they are weight-only, as int4.
+  bool fp4_tensor_cores = false;
   double kv_bytes = 2;  ///< bytes per cached K or V element (bf16 2, fp8 1)
   /// Attention data parallelism (SGLang's DP attention): each of the TP GPUs runs attention with
   /// every head over its own sequences (1/TP of the batch) and holds their KV cache alone; before
@@ -71,10 +78,16 @@ struct ServingShape {
   StepRouting routing = {};
   /// The TP degree attention runs at: 1 under attention-DP.
   [[nodiscard]] int attention_tp() const { return dp_attention ? 1 : tp; }
+  /// The GEMMs run on the FP4 tensor cores (fp4/mxfp4 weights on a GPU that has them).
+  [[nodiscard]] bool fp4_gemms() const;
+  /// Weight-only: weights dequantised to bf16 on CUDA cores, multiplied on the bf16 tensor cores
+  /// (int8, int4; fp4/mxfp4 without FP4 tensor cores, as vLLM's Marlin kernels run MXFP4 on Hopper).
+  [[nodiscard]] bool weight_only() const;
 };
 
 /// One decoder layer of `kind` in a serving step, per GPU: GEMMs over the step's tokens with the
-/// weights streamed once (weight-only int8/int4 add their dequantisation on CUDA cores), KV-cache
+/// weights streamed once (weight-only formats add their dequantisation on CUDA cores; FP4 GEMMs
+/// quantise their input activations first), KV-cache
 /// append, attention over each sequence's context (prefill compute-bound, decode reading the
 /// cache; sliding-window layers capped at the window; MLA prefill in its multi-head form and
 /// decode in its absorbed form over the latent cache), and the two TP all-reduces. A MoE layer

@@ -681,11 +681,15 @@ std::vector<Field> serving_fields() {
       {.kind = kI,
        .path = "/quantization/weights",
        .type = kEnum,
-       .choices = {"bf16", "fp8", "int8", "int4"},
+       .choices = {"bf16", "fp8", "int8", "int4", "fp4", "mxfp4"},
        .fallback = "bf16",
        .default_text = "bf16",
        .flag = "--weights",
-       .meaning = "weight format (int8/int4: weight-only)"},
+       .meaning = "weight format (embedding and LM head stay bf16): fp8 W8A8 on the FP8 tensor cores; "
+                  "int8/int4 weight-only (dequantised to bf16); fp4 = NVFP4 (E2M1, an E4M3 scale per 16 "
+                  "values: 0.5625 bytes/param), mxfp4 = OCP MXFP4 (E2M1, an E8M0 scale per 32: 0.53125 "
+                  "bytes/param), on the FP4 tensor cores where the GPU has them (activations quantised "
+                  "to FP4), else weight-only like int4"},
       {.kind = kI,
        .path = "/quantization/kv_dtype",
        .type = kEnum,

@@ -214,10 +214,12 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   if (auto q = r.opt_child("quantization")) {
     const auto w = read_string(*q, F("/quantization/weights"));
-    s.weights = w == "fp8"    ? models::WeightFormat::kFp8
-                : w == "int8" ? models::WeightFormat::kInt8
-                : w == "int4" ? models::WeightFormat::kInt4
-                              : models::WeightFormat::kBf16;
+    s.weights = w == "fp8"     ? models::WeightFormat::kFp8
+                : w == "int8"  ? models::WeightFormat::kInt8
+                : w == "int4"  ? models::WeightFormat::kInt4
+                : w == "fp4"   ? models::WeightFormat::kFp4
+                : w == "mxfp4" ? models::WeightFormat::kMxfp4
+                               : models::WeightFormat::kBf16;
     s.kv_bytes = read_string(*q, F("/quantization/kv_dtype")) == "fp8" ? 1.0 : 2.0;
     q->finish();
   }

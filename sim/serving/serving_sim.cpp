@@ -195,7 +195,10 @@ class ServingRun final : public workload::TaskSource {
         opt_(opt),
         topo_(s.nodes > 1 ? net::Topology::build(s.cluster, s.cluster.gpus, s.nodes, *s.fabric)
                           : net::Topology::build(s.cluster, s.gpus)),
-        gemm_(s.profile, s.weights == models::WeightFormat::kFp8 ? calib::Dtype::kFp8 : calib::Dtype::kBf16,
+        gemm_(s.profile,
+              s.weights == models::WeightFormat::kFp8                                        ? calib::Dtype::kFp8
+              : models::is_fp4(s.weights) && s.profile.matrix_peak.count(calib::Dtype::kFp4) ? calib::Dtype::kFp4
+                                                                                             : calib::Dtype::kBf16,
               s.cuda_graphs),
         other_(s.profile, calib::Dtype::kBf16, s.cuda_graphs),
         rng_(s.seed),
@@ -220,6 +223,7 @@ class ServingRun final : public workload::TaskSource {
       }
       r.shape.expert_slots = expert_slots(mine);
       r.shape.weights = s.weights;
+      r.shape.fp4_tensor_cores = s.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
       r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
       const std::int64_t pools = s.dp_attention ? mine.tp : 1;

@@ -8,7 +8,8 @@ ComputeModel::ComputeModel(const calib::HardwareProfile& profile, calib::Dtype d
     : profile_(profile),
       dtype_(dtype),
       peak_(profile.peak(dtype).value),
-      attention_peak_(profile.peak(dtype == calib::Dtype::kFp8 ? calib::Dtype::kBf16 : dtype).value),
+      attention_peak_(
+          profile.peak(dtype == calib::Dtype::kFp8 || dtype == calib::Dtype::kFp4 ? calib::Dtype::kBf16 : dtype).value),
       hbm_(profile.hbm_bandwidth.value * profile.hbm_fraction.value),
       overhead_(cuda_graphs ? profile.graph_kernel_overhead.value : profile.kernel_overhead.value) {}
 
@@ -19,8 +20,9 @@ double ComputeModel::seconds(const models::Op& op) const {
   switch (op.kind) {
     case models::OpKind::kGemm:
       // Under FP8 training only the decoder's linear layers run FP8 GEMMs (Transformer Engine):
-      // core attention's batched GEMMs, the LM head and the router stay 16-bit.
-      if ((op.core_attention || op.keep_16bit) && dtype_ == calib::Dtype::kFp8) {
+      // core attention's batched GEMMs, the LM head and the router stay 16-bit; so under FP4
+      // serving weights.
+      if ((op.core_attention || op.keep_16bit) && (dtype_ == calib::Dtype::kFp8 || dtype_ == calib::Dtype::kFp4)) {
         matrix_rate =
             attention_peak_ * profile_.gemm_fraction(calib::Dtype::kBf16, op.m, op.n, op.k, op.groups, op.routed);
       } else {

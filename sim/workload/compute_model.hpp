@@ -10,7 +10,8 @@ namespace cs::workload {
 class ComputeModel {
  public:
   /// `cuda_graphs`: kernels pay the profile's in-graph overhead instead of the eager one.
-  /// With fp8, GEMMs run at the FP8 peak (Transformer Engine style) and fused attention in bf16.
+  /// With fp8 (fp4), GEMMs run at the FP8 (FP4) peak (Transformer Engine style) and fused attention,
+  /// and GEMMs marked 16-bit, in bf16.
   ComputeModel(const calib::HardwareProfile& profile, calib::Dtype dtype, bool cuda_graphs = false);
   [[nodiscard]] double seconds(const models::Op& op) const;
   /// A streaming kernel over `bytes` of HBM traffic (optimizer, copies).
