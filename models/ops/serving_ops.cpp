@@ -76,10 +76,12 @@ void gemm(std::vector<Item>& out, std::string_view name, double m, double n, dou
 Item memory_op(std::string_view name, double bytes) { return {Op{name, OpKind::kMemoryBound, 0, 0, 0, 0, bytes}}; }
 
 /// The MoE router's GEMM over `tokens` tokens and E experts, in bf16 whatever the weights' format
-/// (engines keep the gate unquantised).
-Item router(double tokens, double E, double h) {
+/// (engines keep the gate unquantised). Under FP4 GEMMs it is marked to run at the bf16 rate; under
+/// FP8 weights it still runs at the FP8 rate, as before FP4 came (so does the LM head): marking it
+/// there too moves the TensorRT-LLM FP8 validation figures (docs/accuracy.md) by up to 2%.
+Item router(double tokens, double E, double h, const ServingShape& s) {
   Op op{"router", OpKind::kGemm, tokens, E, h, 2.0 * tokens * E * h, (tokens * h + tokens * E) * 2.0 + E * h * 2.0};
-  op.keep_16bit = true;
+  op.keep_16bit = s.fp4_gemms();
   return {op};
 }
 
@@ -281,7 +283,7 @@ void serving_deepep_moe(std::vector<Item>& out, const ModelArch& m, const StepMi
   const double T = mix.tokens, own = T / s.tp, h = static_cast<double>(m.hidden);
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.top_k);
   out.push_back(memory_op("mlp_norm", 4 * own * h));
-  out.push_back(router(own, E, h));
+  out.push_back(router(own, E, h, s));
   out.push_back(memory_op("router.topk", own * E * 8.0));
   const auto spread = dispatch_spread(m, s.ep, s.nodes);
   const double dests = s.low_latency ? k : spread.gpus;
@@ -328,7 +330,7 @@ void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix,
     gemm(out, "mlp_down", T, h, d.ffn, s);
   } else {
     const double E = static_cast<double>(m.moe.experts);
-    out.push_back(router(T, E, h));
+    out.push_back(router(T, E, h, s));
     out.push_back(memory_op("router.topk", T * E * 8.0));
     serving_experts(out, m, mix, s);
     if (m.moe.shared_ffn > 0) {
@@ -387,7 +389,7 @@ std::vector<Item> serving_head(const ModelArch& m, const StepMix& mix, const Ser
             h,
             2.0 * mix.sampled * v * h,
             (mix.sampled * h + mix.sampled * v) * 2.0 + h * v * 2.0};
-    head.keep_16bit = true;
+    head.keep_16bit = s.fp4_gemms();  // bf16 rate under FP4 GEMMs (FP8: see router)
     out.push_back({head});
     out.push_back(memory_op("sampling", mix.sampled * v * 4.0 * 2));
     if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllGather, mix.sampled * v * 4.0 * s.tp));
