@@ -410,6 +410,24 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                      "GPUs; expected allgather, or --dp-attention with EP = TP > 1 on a MoE model (in every pool when "
                      "disaggregated)");
   }
+  // DeepEP across boxes sends a token once per box and forwards it over NVLink there, which the
+  // hierarchical all-to-all models for a group with the same GPUs on each of its boxes.
+  if (s.deepep && s.nodes > 1) {
+    int first = 0;  // replicas, then their stages, then TP ranks take GPUs in order
+    for (int i = 0; i < pools; ++i) {
+      const int tp = s.replica_tp(i), per_box = s.cluster.gpus;
+      for (int k = 0; k < s.replica_pp(i); ++k, first += tp) {
+        const int boxes = (first + tp - 1) / per_box - first / per_box + 1;
+        if (boxes > 1 && (first % per_box != 0 || tp % per_box != 0)) {
+          infeasible(doc.path, "with --moe-a2a deepep across boxes each stage's GPUs must fill whole boxes of " +
+                                   std::to_string(per_box) + " (DeepEP forwards a token once per box over NVLink); " +
+                                   "replica " + std::to_string(i) + " takes GPUs " + std::to_string(first) + "-" +
+                                   std::to_string(first + tp - 1) + ", split unevenly over " + std::to_string(boxes) +
+                                   " boxes");
+        }
+      }
+    }
+  }
   if (s.deepep && (!s.profile.deepep_ll_dispatch_floor || !s.profile.deepep_ll_combine_floor)) {
     throw InputError(doc.path, "/parallel/moe_a2a",
                      "deepep runs decode steps on DeepEP's low-latency kernels, whose fixed floor the GPU's profile "

@@ -176,12 +176,13 @@ std::string serving_table(const ServingResults& r) {
       fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");
   if (r.moe && (r.moe->routing != "balanced" || r.moe->ep > 1)) {  // the default says nothing new
     row("MoE routing",
-        r.moe->routing + (r.moe->ep > 1 ? "; the most loaded of EP " + std::to_string(r.moe->ep) + " GPUs has " +
-                                              fixed(r.moe->load_imbalance_mean, 3) +
-                                              "x the mean GPU's routed tokens (mean over steps; worst step " +
-                                              fixed(r.moe->load_imbalance_max, 3) +
-                                              "x); the GPU whose routed experts take longest sets the pace"
-                                        : "; experts split TP ways, so every GPU has the same share"));
+        r.moe->routing + (r.moe->ep > 1
+                              ? "; the most loaded of EP " + std::to_string(r.moe->ep) + " GPUs" +
+                                    (r.pools ? " (decode pool)" : "") + " has " + fixed(r.moe->load_imbalance_mean, 3) +
+                                    "x the mean GPU's routed tokens (mean over steps; worst step " +
+                                    fixed(r.moe->load_imbalance_max, 3) +
+                                    "x); the GPU whose routed experts take longest sets the pace"
+                              : "; experts split TP ways, so every GPU has the same share"));
   }
   row("memory per GPU", "weights " + gib(r.memory.weights) + ", activations " + gib(r.memory.activations) +
                             ", runtime " + gib(r.memory.other) + ", KV cache " + gib(r.memory.kv_cache) + " of " +

@@ -226,14 +226,16 @@ class ServingRun final : public workload::TaskSource {
       r.shape.fp4_tensor_cores = s.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
       r.shape.kv_bytes = s.kv_bytes;
       r.memory = serving_memory(mine, &r.blocks);
-      const std::int64_t pools = s.dp_attention ? mine.tp : 1;
-      if (r.blocks / pools < opt.min_pool_blocks) {
-        r.blocks = opt.min_pool_blocks * pools;  // --allow-oom: as if the GPU had the memory
-        oom_ = true;
-      }
       if (i == n - 1) {
         memory_ = r.memory;  // the report shows the (decode) pool that holds the KV cache longest
-        blocks_ = r.blocks;
+        blocks_ = r.blocks;  // its own count, also under --allow-oom
+      }
+      // --allow-oom: a pool that cannot hold the longest request is given max batch of them, as if
+      // the GPU had the memory; pools with room keep their own.
+      const std::int64_t pools = s.dp_attention ? mine.tp : 1;
+      if (opt.oom_longest_blocks > 0 && r.blocks / pools < opt.oom_longest_blocks) {
+        r.blocks = opt.oom_longest_blocks * s.max_batch * pools;
+        oom_ = true;
       }
       int first_layer = 0;
       for (int k = 0; k < mine.pp; ++k) {
@@ -921,7 +923,10 @@ class ServingRun final : public workload::TaskSource {
     if (!s_.model.is_moe() || tokens <= 0) return even_;
     if (s_.routing.kind == Kind::kBalanced && s_.routing.redundant_experts == 0) return even_;
     const auto t = static_cast<std::int64_t>(std::llround(tokens));
-    if (auto it = routing_memo_.find(t); it != routing_memo_.end()) return it->second;
+    // Keyed by the replica's EP and TP too: disaggregated pools run different EP (and so a
+    // different placement) for steps of the same token count.
+    const auto key = std::tuple{shape.ep, shape.tp, t};
+    if (auto it = routing_memo_.find(key); it != routing_memo_.end()) return it->second;
     const int ep = std::max(1, shape.ep);
     const auto placement = workload::place_experts(s_.model, s_.routing, ep, static_cast<double>(t));
     const auto& share = placement.expert_share;
@@ -963,7 +968,7 @@ class ServingRun final : public workload::TaskSource {
       // The all-to-alls follow the pairs: the same threshold as training's (build_stage_programs).
       if (out.imbalance > 1 + 1e-12) out.gpu_share = placement.gpu_share;
     }
-    return routing_memo_.emplace(t, std::move(out)).first->second;
+    return routing_memo_.emplace(key, std::move(out)).first->second;
   }
 
   /// The batch's tasks: each stage's layers (the first with the step overhead, the last with the
@@ -977,7 +982,8 @@ class ServingRun final : public workload::TaskSource {
     shape.routing = routed.pace;
     // DeepEP: decode steps (no prompt tokens) run the low-latency kernels, prefill the normal ones.
     shape.low_latency = shape.deepep && mix.prefill_pairs <= 0;
-    if (s_.model.is_moe() && rep.shape.ep > 1) {
+    // The report's imbalance is the (decode) pool's whose EP it names: the last replica's.
+    if (s_.model.is_moe() && rep.shape.ep > 1 && (s_.prefill_replicas == 0 || rep.decode_only)) {
       load_sum_ += routed.imbalance;
       load_max_ = std::max(load_max_, routed.imbalance);
       ++load_steps_;
@@ -1321,9 +1327,10 @@ class ServingRun final : public workload::TaskSource {
   StageProgram program_;
   std::vector<double> kv_area_;
   double kv_max_ = 0;
-  std::map<std::int64_t, RoutedStep> routing_memo_;  ///< per routed token count (its nodes stay put)
-  RoutedStep even_;                                  ///< balanced routing, and steps with no tokens
-  double load_sum_ = 0, load_max_ = 0;               ///< EP: the most loaded GPU over the mean, per step
+  /// Per (EP, TP, routed token count); a std::map, so the shares the all-to-alls point at stay put.
+  std::map<std::tuple<int, int, std::int64_t>, RoutedStep> routing_memo_;
+  RoutedStep even_;                     ///< balanced routing, and steps with no tokens
+  double load_sum_ = 0, load_max_ = 0;  ///< EP: the most loaded GPU over the mean, per step
   std::int64_t load_steps_ = 0;
   std::int64_t steps_ = 0, preemptions_ = 0;
   std::vector<std::pair<SimTime, std::int64_t>> tokens_out_;  ///< (step end, output tokens it produced)
@@ -1432,7 +1439,7 @@ ServingResults simulate_serving(const ServingScenario& s, const ServingRunOption
     // Allowed to run out of memory: every pool holds max_batch of the longest requests, so the KV
     // cache never bounds the batch (a run that cannot admit a request would never end).
     ServingRunOptions oom = options;
-    oom.min_pool_blocks = need * s.max_batch;
+    oom.oom_longest_blocks = need;
     ServingRun run(s, oom);
     return run.run();
   }

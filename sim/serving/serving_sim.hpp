@@ -107,10 +107,11 @@ struct ServingRunOptions {
   /// flow-model times (identical results, one task per stage and step); false: every collective
   /// through the flow model (for tests that check the two agree).
   bool fast_path = true;
-  /// Under `allow_oom`: the KV blocks each pool (a GPU's under attention-DP) is given at least, as if
-  /// the GPU had the memory (0: the memory's own count). Set by simulate_serving when the longest
-  /// request does not fit, so the run completes and reports `fits` false.
-  std::int64_t min_pool_blocks = 0;
+  /// Under `allow_oom`, when the longest request does not fit: its KV blocks. A pool (a GPU's under
+  /// attention-DP) with fewer is given max batch of them, as if the GPU had the memory, so the run
+  /// completes and reports `fits` false (0: every pool keeps its memory's count). Set by
+  /// simulate_serving.
+  std::int64_t oom_longest_blocks = 0;
 };
 
 /// Runs the workload through the replicas' schedulers as an open workload on the executor (the

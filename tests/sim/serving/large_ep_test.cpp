@@ -99,3 +99,22 @@ TEST_CASE("large-EP pools are refused with the numbers when a pool's EP cannot h
       "workload": {"input_len": 10, "output_len": 10, "rate": 1, "requests": 2}})"),
                        doctest::Contains("/disaggregate/decode_ep"), InputError);
 }
+
+TEST_CASE("pools at different EP keep their own routing for steps of the same token count") {
+  // The prefill pool (EP 2) and the decode pool (EP 4) both run 8-token steps; the routing of a
+  // step was cached by token count alone, so the decode pool took EP 2's two shares and the run
+  // stopped on an internal error (review of 4 December).
+  const auto s = parse(R"({"kind": "infer", "model": "qwen3-30b-a3b", "cluster": "hgx-h100",
+      "parallel": {"tp": 2, "ep": 2, "dp_attention": true, "moe_a2a": "deepep"}, "moe": {"routing": "uniform"},
+      "disaggregate": {"prefill": 1, "decode": 1, "prefill_tp": 2, "decode_tp": 4},
+      "workload": {"input_len": 1, "output_len": 4, "rate": "inf", "requests": 8}})");
+  const auto r = serving::simulate_serving(s, false);
+  CHECK(r.requests == 8);
+  CHECK(r.output_tokens == 32);
+  REQUIRE(r.moe.has_value());
+  CHECK(r.moe->ep == 4);
+  // One decode step's 8 tokens x top-8 = 64 pairs over 4 GPUs: the most loaded holds a whole
+  // number of pairs, so its load over the mean (16) is a multiple of 1/16.
+  CHECK(r.moe->load_imbalance_max * 16 == doctest::Approx(std::round(r.moe->load_imbalance_max * 16)));
+  CHECK(report::serving_table(r).find("of EP 4 GPUs (decode pool) has") != std::string::npos);
+}

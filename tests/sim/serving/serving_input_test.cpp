@@ -109,6 +109,8 @@ TEST_CASE("--allow-oom with no room for the KV cache runs to the end as if the G
   CHECK(r.requests == 16);
   CHECK(r.output_tokens == 16 * 100);
   CHECK(r.memory.kv_cache == 0);  // the memory shown is the GPU's, not the one assumed
+  CHECK(r.kv_blocks == 0);
+  CHECK(r.max_concurrency == 0);
   REQUIRE_FALSE(r.warnings.empty());
   CHECK(r.warnings.front().find("does not fit (--allow-oom)") == 0);
 }
