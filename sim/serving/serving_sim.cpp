@@ -1372,8 +1372,13 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   models::StepShape one;
   one.tp = s.tp;
   const auto d = models::layer_dims(s.model, one);
+  // Under attention-DP a GPU runs every head over a TP-th of the tokens (TP need not divide the
+  // heads there, so the widths at TP 1 over TP, not a rounded-down share of the heads).
+  models::StepShape all_heads;
+  const auto d1 = models::layer_dims(s.model, all_heads);
+  const double q_width = s.dp_attention ? d1.q / s.tp : d.q, kv_width = s.dp_attention ? d1.kv / s.tp : d.kv;
   const double v = static_cast<double>((s.model.vocab + s.tp - 1) / s.tp);
-  m.activations = static_cast<double>(s.max_tokens) * 2.0 * (3 * d.hidden + d.q + 2 * d.kv + d.up + d.ffn) +
+  m.activations = static_cast<double>(s.max_tokens) * 2.0 * (3 * d.hidden + q_width + 2 * kv_width + d.up + d.ffn) +
                   static_cast<double>(s.max_batch) * v * 4.0;
   if (s.model.is_moe()) {  // routed pairs' expert tensors and the fp32 router scores
     const double gated = s.model.activation == models::Activation::kSwiGlu ? 2.0 : 1.0;
