@@ -11,6 +11,9 @@ enum class FillType { kBf16, kFp16, kFp32, kFp8E4M3 };
 
 /// Fills `count` elements of `type` at `dst` with `value`.
 cudaError_t fill(void* dst, std::size_t count, FillType type, float value, cudaStream_t stream);
+/// Fills `count` elements with reproducible pseudo-random values in [-1, 1) (GEMM timings on
+/// random data: constant operands draw less power and clock higher than real weights).
+cudaError_t fill_random(void* dst, std::size_t count, FillType type, unsigned seed, cudaStream_t stream);
 /// Streams `bytes` (a multiple of 16) from `src` with 16-byte loads; writes one word to `sink`
 /// only if the data hold an impossible pattern, so the loads cannot be optimised away.
 cudaError_t hbm_read(const void* src, std::size_t bytes, unsigned* sink, int blocks, cudaStream_t stream);

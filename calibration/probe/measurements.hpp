@@ -15,7 +15,8 @@ struct GemmResult {
   Stats time;
   double flops_per_s = 0;  ///< 2 m n k / median time
   bool correct = false;
-  std::string note;  ///< why a shape was skipped (no cuBLASLt algorithm)
+  std::string note;     ///< why a shape was skipped (no cuBLASLt algorithm)
+  bool tabled = false;  ///< a bf16/fp8 grid shape, written to gemm_perf.csv
 };
 /// cuBLASLt GEMMs (TN layout, fp32 accumulation) over LLM shapes; fp8 only on sm_89 and newer.
 [[nodiscard]] std::vector<GemmResult> probe_gemm(int gpu, bool quick, int cc_major, int cc_minor);

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -28,7 +29,7 @@
 
 namespace {
 
-constexpr const char* kProbeVersion = "1";
+constexpr const char* kProbeVersion = "2";
 
 std::vector<int> parse_gpus(const std::string& s, int count) {
   std::vector<int> out;
@@ -262,6 +263,59 @@ int run(int argc, char** argv) {
                                    "NCCL " + nccl_version + " in one process, fitted alpha-beta (max error " +
                                        cs::fixed(fit.max_relative_error * 100, 1) + "%)",
                                    pts});
+  }
+  // The measured kernel tables, in the columns and units of the shipped ones (calibration/kernels/):
+  // gemm_perf.csv from the bf16/fp8 grid, nccl_perf.csv from the NCCL runs. The profile takes them
+  // first and the public tables of its base profile for what the probe does not measure.
+  const std::filesystem::path out_path(out);
+  const std::string tables_name = out_path.stem().string() + ".kernels";
+  const std::filesystem::path tables_dir = out_path.parent_path() / tables_name;
+  std::filesystem::create_directories(tables_dir);
+  {
+    std::ofstream f(tables_dir / "gemm_perf.csv");
+    if (!f) throw cs::InputError((tables_dir / "gemm_perf.csv").string(), "", "cannot write this file");
+    f << "gemm_dtype,m,n,k,latency\n";
+    char buf[64];
+    for (const auto& g : gemm) {
+      if (!g.tabled || !g.correct || g.time.median <= 0) continue;
+      std::snprintf(buf, sizeof buf, "%.6g", g.time.median * 1e3);
+      f << (g.dtype == "bf16" ? "bfloat16" : g.dtype) << ',' << g.m << ',' << g.n << ',' << g.k << ',' << buf << '\n';
+    }
+  }
+  if (!nccl.empty()) {
+    std::ofstream f(tables_dir / "nccl_perf.csv");
+    if (!f) throw cs::InputError((tables_dir / "nccl_perf.csv").string(), "", "cannot write this file");
+    f << "op_name,nccl_dtype,num_gpus,message_size,latency\n";
+    char buf[64];
+    for (const auto& r : nccl) {
+      const std::string op = r.op == "allreduce"       ? "all_reduce"
+                             : r.op == "allgather"     ? "all_gather"
+                             : r.op == "reducescatter" ? "reduce_scatter"
+                             : r.op == "alltoall"      ? "alltoall"
+                                                       : "";
+      if (op.empty()) continue;
+      for (const auto& row : r.rows) {
+        if (row.bytes < 4 || row.time_s <= 0) continue;
+        std::snprintf(buf, sizeof buf, "%.6g", row.time_s * 1e3);
+        f << op << ",float," << r.gpus << ',' << static_cast<long long>(row.bytes / 4) << ',' << buf << '\n';
+      }
+    }
+  }
+  {
+    cs::calib::KernelTableRef own;
+    own.id = "./" + tables_name;
+    own.provenance = cs::calib::Provenance::kMeasured;
+    own.gemm_quantizes_input = false;
+    own.source = std::string("clustersim-probe v") + kProbeVersion + " on " + p0.name + ", " +
+                 raw["date"].get<std::string>() +
+                 ": cuBLASLt (its heuristic's first algorithm, TN, fp32 accumulation) on random operands, median of "
+                 "CUDA-event timings; fp8 rows take inputs already in FP8 (no quantisation in the time)" +
+                 (nccl.empty() ? "" : "; NCCL " + nccl_version + " in one process");
+    auto refs = profile.kernel_tables.refs;
+    profile.kernel_tables.refs.clear();
+    profile.kernel_tables.refs.push_back(own);
+    for (const auto& r : refs) profile.kernel_tables.refs.push_back(r);
+    profile.kernel_tables.listed = profile.kernel_tables.refs.size() > 1;
   }
   const auto j = cs::calib::profile_to_json(profile, raw);
   (void)cs::config::parse_profile(cs::config::JsonDoc{out, nlohmann::json::parse(j.dump())}, profile.id);

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "calibration/profile/kernel_tables.hpp"
+
 namespace cs::calib {
 
 /// Where a figure came from. Reported beside every rate the simulator uses.
@@ -138,11 +140,22 @@ struct HardwareProfile {
   GemmShapeModel gemm_shape;         ///< when enabled, GEMM efficiency by tile and wave (else `gemm`)
   Rate attention_forward_fraction;   ///< achieved fraction of matrix peak in fused attention forward
   Rate attention_backward_fraction;  ///< ... and backward
-  Rate hbm_fraction;                 ///< achieved fraction of HBM bandwidth in streaming kernels
-  Rate kernel_overhead;              ///< seconds added to every kernel (launch and tail)
-  Rate collective_latency;           ///< seconds of fixed cost per collective call (NCCL launch, sync)
-  Rate graph_kernel_overhead;        ///< seconds per kernel inside a CUDA graph (serving decode steps)
-  Rate serving_step_overhead;        ///< seconds of host work per serving-engine iteration
+  /// Flash-attention backward time over forward time at the same shape: how a measured forward
+  /// (the attention tables) gives the backward when no measured backward table exists. Absent:
+  /// the backward stays analytic (its FLOPs at attention_backward_fraction).
+  std::optional<Rate> attention_backward_ratio;
+  /// A grouped GEMM (MoE experts: one kernel over every local expert's rows) over one GEMM of the same
+  /// rows stacked, in time: how the GEMM table (single GEMMs) gives a grouped kernel. Absent: 1.
+  std::optional<Rate> grouped_gemm_ratio;
+  /// Host (CPU) seconds a training framework spends per kernel it launches eagerly (Python, the
+  /// dispatcher, autograd, the launch): a run of kernels between two collectives takes at least its
+  /// kernel count times this, when the GPU would outrun the host. Absent: never host-bound.
+  std::optional<Rate> host_kernel_issue;
+  Rate hbm_fraction;           ///< achieved fraction of HBM bandwidth in streaming kernels
+  Rate kernel_overhead;        ///< seconds added to every kernel (launch and tail)
+  Rate collective_latency;     ///< seconds of fixed cost per collective call (NCCL launch, sync)
+  Rate graph_kernel_overhead;  ///< seconds per kernel inside a CUDA graph (serving decode steps)
+  Rate serving_step_overhead;  ///< seconds of host work per serving-engine iteration
   /// DeepEP's low-latency dispatch and combine kernels (decode): the fixed seconds each takes
   /// beyond what the flow model charges a collective of its bytes (signalling, per-expert counts,
   /// the receiver's polling and layout). Absent when no figure for this GPU exists.
@@ -152,6 +165,10 @@ struct HardwareProfile {
   std::map<std::string, std::string> device;  ///< measured device facts (name, SMs, clocks, versions)
   std::vector<GemmPoint> gemm_table;          ///< measured GEMM rates; when present they set GEMM times
   std::vector<CollectiveCurve> collectives;   ///< measured or imported collective costs
+  /// Measured per-kernel latency tables (calibration/kernels/): when attached, GEMM and attention
+  /// times come from them (interpolated, or scaled beyond their range) instead of the analytic
+  /// curves above, which remain for what the tables do not hold.
+  KernelTables kernel_tables;
 
   /// Achieved fraction of the dtype's peak for a GEMM (or `groups` equal GEMMs as one grouped
   /// kernel): interpolated from `gemm_table` when it has points of this dtype (each group's own

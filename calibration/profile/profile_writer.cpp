@@ -56,6 +56,18 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
                                    std::pair{"deepep_ll_combine_floor", &p.deepep_ll_combine_floor}}) {
     if (*floor) j["achieved"][key] = rate(seconds((*floor)->value), (*floor)->provenance, (*floor)->source);
   }
+  if (p.attention_backward_ratio) {
+    const auto& r = *p.attention_backward_ratio;
+    j["achieved"]["attention_backward_ratio"] = rate(r.value, r.provenance, r.source);
+  }
+  if (p.grouped_gemm_ratio) {
+    const auto& r = *p.grouped_gemm_ratio;
+    j["achieved"]["grouped_gemm_ratio"] = rate(r.value, r.provenance, r.source);
+  }
+  if (p.host_kernel_issue) {
+    const auto& r = *p.host_kernel_issue;
+    j["achieved"]["host_kernel_issue"] = rate(seconds(r.value), r.provenance, r.source);
+  }
   if (p.gemm_shape.enabled()) {
     const auto& g = p.gemm_shape;
     auto tiles = nlohmann::ordered_json::array();
@@ -71,6 +83,18 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p, const nlohmann:
   }
   j["runtime_reserved"] =
       rate(bytes(p.runtime_reserved.value), p.runtime_reserved.provenance, p.runtime_reserved.source);
+  if (!p.kernel_tables.refs.empty()) {
+    auto all = nlohmann::ordered_json::array();
+    for (const auto& k : p.kernel_tables.refs) {
+      nlohmann::ordered_json kt{{"id", k.id}};
+      if (!k.use.empty()) kt["use"] = k.use;
+      if (!k.gemm_quantizes_input) kt["gemm_quantizes_input"] = false;
+      kt["status"] = provenance_name(k.provenance);
+      kt["source"] = k.source;
+      all.push_back(kt);
+    }
+    j["kernel_tables"] = all.size() == 1 && !p.kernel_tables.listed ? all.front() : all;
+  }
   if (!p.device.empty()) {
     nlohmann::ordered_json dev = nlohmann::ordered_json::object();
     for (const auto& [k, v] : p.device) dev[k] = v;

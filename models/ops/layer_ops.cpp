@@ -38,7 +38,11 @@ namespace {
 Item gemm(std::string_view name, double m, double n, double k, const StepShape& s) {
   // Reads A (m x k activations) and B (k x n weights), writes C (m x n).
   const double bytes = (m * k + m * n) * s.act_bytes + k * n * (s.base_4bit ? 0.5 : s.weight_bytes);
-  return {Op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, bytes}};
+  Op op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, bytes};
+  // Under FP8 training Transformer Engine casts every FP8 GEMM's inputs in kernels of their own
+  // (fp8_input_cast, fp8_grad_cast); a 16-bit GEMM (keep_16bit) ignores the flag.
+  op.input_cast_separately = s.fp8 && s.lora_rank == 0;
+  return {op};
 }
 
 /// FP8 training (Transformer Engine): before an FP8 linear layer's GEMM its bf16 input is cast to
@@ -126,6 +130,7 @@ void ring_attention(std::vector<Item>& out, const Op& whole, int cp, double bloc
   Op step = whole;
   step.flops /= cp;
   step.bytes /= cp;
+  step.attention.share /= cp;
   const double shift_bytes = backward ? 2 * block_bytes : block_bytes;
   for (int j = 0; j < cp; ++j) {
     if (j + 1 < cp) {
@@ -248,10 +253,21 @@ void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape&
                T * 2 * (qo + kv) * a,
                true}
           : Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s, kind), T * (qo + kv) * a, true};
+  Op keyed = attn;
+  keyed.attention = {.batch = static_cast<double>(s.micro_batch),
+                     .seq = static_cast<double>(s.seq),
+                     .heads = sh.q_heads,
+                     .kv_heads = sh.kv_heads,
+                     .qk_dim = sh.qk_dim,
+                     .v_dim = sh.v_dim,
+                     .window = kind == AttentionKind::kSlidingWindow ? static_cast<double>(m.sliding_window) : 0.0,
+                     .mla = kind == AttentionKind::kMla,
+                     .share = 1.0 / s.cp};
+  keyed.attention.train = true;
   if (ring_attention_used(s)) {
-    ring_attention(out, attn, s.cp, T * kv * a, backward);
+    ring_attention(out, keyed, s.cp, T * kv * a, backward);
   } else {
-    out.push_back({attn});
+    out.push_back({keyed});
   }
 }
 

@@ -12,6 +12,29 @@ namespace cs::models {
 /// kVectorFlops: work on CUDA cores (not tensor cores), at the profile's fp32 rate.
 enum class OpKind { kGemm, kAttentionForward, kAttentionBackward, kMemoryBound, kVectorFlops };
 
+/// Core attention's shape, so a measured attention table can time it: whole sequences of `seq`
+/// tokens, causal (queries = keys), on one GPU's heads (or, serving, decode steps). `share` is the part of that whole
+/// attention this op computes (context parallelism: 1/CP per rank, a ring step 1/CP of that).
+/// batch 0: not described (the op stays analytic).
+struct AttentionKey {
+  double batch = 0, seq = 0;
+  double heads = 0, kv_heads = 0;
+  double qk_dim = 0, v_dim = 0;
+  double window = 0;  ///< sliding window (0: full)
+  bool mla = false;   ///< DeepSeek MLA in its multi-head (training and prefill) form
+  double share = 1;
+  /// Serving: decode attention (one new token per sequence over `context` cached tokens; `seq`
+  /// unused; MLA in its absorbed form), and an FP8 KV cache (attention in FP8, as TensorRT-LLM runs
+  /// it with an FP8 cache).
+  bool decode = false;
+  double context = 0;
+  bool fp8 = false;
+  /// Training's attention (its kernels, cuDNN's through Transformer Engine, are timed from a training
+  /// table first when the profile has one).
+  bool train = false;
+  bool operator==(const AttentionKey&) const = default;
+};
+
 /// One kernel: its FLOPs and the HBM bytes it moves, on one GPU, for one micro-batch.
 struct Op {
   std::string_view name;  ///< static label ("qkv_proj", "attention", "mlp_down.dgrad"...)
@@ -38,6 +61,11 @@ struct Op {
   /// A fixed time (seconds) on top of the op's FLOPs and bytes: DeepEP's low-latency floor, which
   /// is no kernel of its own but the kernel's fixed work (serving's step programs add it as is).
   double fixed_s = 0;
+  /// A low-precision GEMM (FP8 training under Transformer Engine, FP4 serving) whose input
+  /// activation is quantised by a kernel of its own in this op list: a measured table's latency,
+  /// which includes quantising the input inside the timed call, is charged without that part.
+  bool input_cast_separately = false;
+  AttentionKey attention = {};  ///< kAttentionForward/kAttentionBackward: the shape a table is keyed by
   bool operator==(const Op&) const = default;
 };
 

@@ -66,6 +66,7 @@ void gemm(std::vector<Item>& out, std::string_view name, double m, double n, dou
   const double wb = weight_format_bytes(s.weights);
   const double ab = quantised_input(out, m, k, s);
   Item it{Op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, m * k * ab + m * n * 2.0 + k * n * wb}};
+  it.op.input_cast_separately = s.fp4_gemms();  // fp4_quantize above
   out.push_back(it);
   if (s.weight_only()) {
     const double tiles = std::ceil(m / 128.0);
@@ -90,6 +91,8 @@ Item router(double tokens, double E, double h, const ServingShape& s) {
 void StepMix::add_decode_context(double context) {
   decode_context += context;
   kv_read_tokens += context - 1;
+  decode_seqs += 1;
+  decode_kv_read += context - 1;
   if (window > 0) {
     window_pairs += std::min(context, window);
     window_kv_read += std::min(context - 1, window);
@@ -99,6 +102,7 @@ void StepMix::add_decode_context(double context) {
 void StepMix::add_prefill_context(double before, double chunk) {
   prefill_pairs += chunk * (before + (chunk + 1) / 2);
   kv_read_tokens += before;
+  prefill_seqs += 1;
   if (window > 0) {
     // Query i (1..chunk) sees min(before + i, window) keys.
     const double uncapped = std::clamp(window - before, 0.0, chunk);
@@ -110,7 +114,7 @@ void StepMix::add_prefill_context(double before, double chunk) {
 StepMix StepMix::scaled(double f) const {
   StepMix x = *this;
   for (double* v : {&x.tokens, &x.sampled, &x.prefill_pairs, &x.decode_context, &x.kv_read_tokens, &x.window_pairs,
-                    &x.window_kv_read})
+                    &x.window_kv_read, &x.decode_seqs, &x.prefill_seqs, &x.decode_kv_read})
     *v *= f;
   return x;
 }
@@ -189,6 +193,37 @@ LayerDims serving_dims(const ModelArch& m, const ServingShape& s) {
   return layer_dims(m, shape);
 }
 
+/// The attention of a step's part as a table keys it, on one GPU's heads. Prefill (`decode`
+/// false): its chunks, as that many sequences at the causal length holding the same query-key pairs
+/// (a chunk after cached context stands for a longer prompt). Decode: its sequences, each over their
+/// mean context. Empty (batch 0) when the step has no such part.
+AttentionKey part_key(const StepMix& mix, bool decode, double heads, double kv_heads, double qk, double v, bool mla,
+                      bool fp8 = false) {
+  const double seqs = decode ? mix.decode_seqs : mix.prefill_seqs;
+  if (seqs <= 0 || (!decode && mix.prefill_pairs <= 0)) return {};
+  AttentionKey k{.batch = seqs,
+                 .seq = decode ? 0.0 : std::sqrt(2.0 * mix.prefill_pairs / seqs),
+                 .heads = heads,
+                 .kv_heads = kv_heads,
+                 .qk_dim = qk,
+                 .v_dim = v,
+                 .window = 0,
+                 .mla = mla,
+                 .share = 1};
+  k.decode = decode;
+  k.context = decode ? mix.decode_context / seqs : 0.0;
+  k.fp8 = fp8;
+  return k;
+}
+
+/// One attention kernel of a step (its prefill or its decode part), when it has tokens.
+void attention_part(std::vector<Item>& out, double tokens, double flops, double bytes, const AttentionKey& key) {
+  if (tokens <= 0 || flops <= 0) return;
+  Op op{"attention", OpKind::kAttentionForward, 0, 0, 0, flops, bytes};
+  op.attention = key;
+  out.push_back({op});
+}
+
 /// The attention half of a serving layer, per kind. Under attention-DP, called with one GPU's
 /// share of the mix and TP 1 (no all-reduce).
 void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s,
@@ -216,9 +251,17 @@ void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix
     // run the multi-head form (K/V up-projected, qk 192 and v 128 per head), as serving engines do.
     gemm(out, "q_absorb", T, hq * kvl, nope, s);
     const double decode_pairs = mix.decode_context, prefill_pairs = mix.prefill_pairs;
-    out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0,
-                      2.0 * hq * (decode_pairs * (2 * kvl + rope) + prefill_pairs * (nope + rope + v)),
-                      T * hq * (kvl + rope + kvl) * 2 + mix.kv_read_tokens * (kvl + rope) * s.kv_bytes}});
+    const double decode_tokens = mix.decode_seqs, prefill_tokens = T - decode_tokens;
+    // The prefill pairs and the decode steps as two kernels (as engines run them), each keyed for
+    // the MLA tables: prefill by its chunks at the causal length with the same pairs, decode by its
+    // sequences at their mean context.
+    attention_part(out, prefill_tokens, 2.0 * hq * prefill_pairs * (nope + rope + v),
+                   prefill_tokens * hq * (kvl + rope + kvl) * 2 +
+                       (mix.kv_read_tokens - mix.decode_kv_read) * (kvl + rope) * s.kv_bytes,
+                   part_key(mix, false, hq, hq, nope + rope, v, true));
+    attention_part(out, decode_tokens, 2.0 * hq * decode_pairs * (2 * kvl + rope),
+                   decode_tokens * hq * (kvl + rope + kvl) * 2 + mix.decode_kv_read * (kvl + rope) * s.kv_bytes,
+                   part_key(mix, true, hq, hq, nope + rope, v, true));
     gemm(out, "v_absorb", T, hq * v, kvl, s);
     attn_out = hq * v;
   } else {
@@ -228,11 +271,20 @@ void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix
     out.push_back(memory_op("kv_append", T * 2 * kv * (2 + s.kv_bytes)));
     // QK^T and PV, 2 d FLOPs each per (query, key) pair and head; reads Q and the cached K/V.
     const bool window = kind == AttentionKind::kSlidingWindow && mix.window > 0;
-    const double pairs = window ? mix.window_pairs : mix.prefill_pairs + mix.decode_context;
-    const double read = window ? mix.window_kv_read : mix.kv_read_tokens;
     const double hd = static_cast<double>(m.head_dim);
-    out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, 4.0 * hd * hq * pairs,
-                      T * 2 * (2 * q) + read * 2 * kv * s.kv_bytes}});
+    if (window) {
+      // Sliding-window layers: one kernel over the pairs the window leaves (analytic).
+      out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, 4.0 * hd * hq * mix.window_pairs,
+                        T * 2 * (2 * q) + mix.window_kv_read * 2 * kv * s.kv_bytes}});
+    } else {
+      const double kvh = kv / hd, decode_tokens = mix.decode_seqs, prefill_tokens = T - decode_tokens;
+      attention_part(out, prefill_tokens, 4.0 * hd * hq * mix.prefill_pairs,
+                     prefill_tokens * 2 * (2 * q) + (mix.kv_read_tokens - mix.decode_kv_read) * 2 * kv * s.kv_bytes,
+                     part_key(mix, false, hq, kvh, hd, hd, false, s.kv_bytes < 2));
+      attention_part(out, decode_tokens, 4.0 * hd * hq * mix.decode_context,
+                     decode_tokens * 2 * (2 * q) + mix.decode_kv_read * 2 * kv * s.kv_bytes,
+                     part_key(mix, true, hq, kvh, hd, hd, false, s.kv_bytes < 2));
+    }
   }
   gemm(out, "out_proj", T, h, attn_out, s);
   if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllReduce, T * h * 2));

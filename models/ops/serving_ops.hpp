@@ -21,6 +21,9 @@ struct StepMix {
   double prefill_pairs = 0;   ///< sum over prefill chunks of new * (context before + (new + 1) / 2): causal QK pairs
   double decode_context = 0;  ///< sum over decoding sequences of their context length (QK pairs)
   double kv_read_tokens = 0;  ///< tokens of cached K/V read by attention (prefill context before + decode context)
+  /// Sequences decoding and prefill chunks in the step, and the decode part of kv_read_tokens: how
+  /// a measured attention table (keyed by batch and length) times each part.
+  double decode_seqs = 0, prefill_seqs = 0, decode_kv_read = 0;
   /// The model's sliding window (0: none), and the pair and cache-read sums with each query's keys
   /// capped at the window (what sliding-window layers compute and read).
   double window = 0;

@@ -337,7 +337,10 @@ CollectivePlan plan_collective(const net::Topology& topo, const CollectiveReques
     CollectiveRequest model = req;
     model.curves = {};
     auto p = plan_collective(topo, model);
-    const double bw_s = req.bytes * bus_factor(req.op, n) / c->busbw_bytes_per_s;
+    // A table: its time at this size, less the floor it has at any size (its smallest size's time),
+    // is this call's bandwidth term.
+    const double bw_s = c->time_s ? std::max(c->time_s(req.bytes) - c->alpha_s, 1e-9)
+                                  : req.bytes * bus_factor(req.op, n) / c->busbw_bytes_per_s;
     for (auto& f : p.flows) f.rate_cap = bw_s > 0 ? f.bytes / bw_s : net::kUncapped;
     p.algorithm = Algorithm::kMeasured;
     p.latency_s = c->alpha_s;

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,6 +52,8 @@ struct CollectivePlan {
 /// A measured (or imported) collective cost for one scope: `op` on `gpus` GPUs spread over `nodes`
 /// nodes (inside one node when 1) joined by `fabric` ("" inside a node); time alpha + S x bus
 /// factor / busbw (nccl-tests' fit).
+/// Or a measured table of times by size (a GPU's NCCL table): `time_s(bytes)` when set, its smallest
+/// size's time as alpha and the rest as the bandwidth term of each call.
 struct MeasuredCurve {
   CollectiveOp op = CollectiveOp::kAllReduce;
   int gpus = 0;
@@ -58,6 +61,7 @@ struct MeasuredCurve {
   std::string fabric;
   double alpha_s = 0;
   double busbw_bytes_per_s = 0;
+  std::function<double(double)> time_s;
 };
 
 /// A non-uniform all-to-all carries its traffic matrix in `pair_bytes`: n x n, row-major, entry

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
+#include "sim/config/json_doc.hpp"
+#include "sim/config/kernel_table_file.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/core/errors.hpp"
 
@@ -10,14 +14,6 @@ namespace cs::config {
 
 namespace fs = std::filesystem;
 
-namespace {
-/// A regular file at `path`? Never throws: a name too long, a symlink loop or a permission
-/// problem is just "no such file" here, and load() reports the details if it is read.
-bool regular_file(const std::string& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) && !ec;
-}
-}  // namespace
 
 const char* kind_name(CatalogKind kind) {
   switch (kind) {
@@ -30,7 +26,20 @@ const char* kind_name(CatalogKind kind) {
   return "item";
 }
 
-Catalog::Catalog(std::string root) : root_(std::move(root)) {}
+/// The kernel-table folders a catalog has opened, by path.
+struct Catalog::KernelFolders {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const calib::KernelTableSource>> open;
+};
+
+Catalog::Catalog(std::string root) : root_(std::move(root)), kernel_folders_(std::make_shared<KernelFolders>()) {}
+
+std::shared_ptr<const calib::KernelTableSource> Catalog::kernel_folder(const std::string& dir) const {
+  const std::lock_guard lock(kernel_folders_->mutex);
+  auto& slot = kernel_folders_->open[dir];
+  if (!slot) slot = open_kernel_folder(dir);
+  return slot;
+}
 
 std::string Catalog::folder(CatalogKind kind) const {
   switch (kind) {
@@ -58,13 +67,13 @@ std::string Catalog::locate(CatalogKind kind, const std::string& id_or_path, con
   const bool is_path =
       id_or_path.find('/') != std::string::npos || (id_or_path.size() > 5 && id_or_path.ends_with(".json"));
   if (is_path) {
-    if (!regular_file(id_or_path)) {
+    if (!is_regular_file(id_or_path)) {
       throw InputError(referrer, pointer, std::string("no ") + kind_name(kind) + " file '" + id_or_path + "'");
     }
     return id_or_path;
   }
   const std::string path = folder(kind) + "/" + id_or_path + ".json";
-  if (regular_file(path)) return path;
+  if (is_regular_file(path)) return path;
   const auto all = ids(kind);
   // Name the folder relative to the data root, so messages read the same on every checkout.
   const std::string rel = folder(kind).substr(root_.size() + 1);

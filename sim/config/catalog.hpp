@@ -1,6 +1,11 @@
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace cs::calib {
+class KernelTableSource;
+}
 
 namespace cs::config {
 
@@ -22,9 +27,14 @@ class Catalog {
   /// Throws InputError naming `referrer`/`pointer` when there is no such id or file.
   [[nodiscard]] std::string locate(CatalogKind kind, const std::string& id_or_path, const std::string& referrer,
                                    const std::string& pointer) const;
+  /// The measured kernel tables in folder `dir`, opened once per catalog (and its copies): every
+  /// scenario resolved through it shares the tables it has loaded (thread-safe).
+  [[nodiscard]] std::shared_ptr<const calib::KernelTableSource> kernel_folder(const std::string& dir) const;
 
  private:
+  struct KernelFolders;
   std::string root_;
+  std::shared_ptr<KernelFolders> kernel_folders_;
 };
 
 [[nodiscard]] const char* kind_name(CatalogKind kind);

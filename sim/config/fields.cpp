@@ -352,6 +352,18 @@ std::vector<Field> training_fields() {
        .member = &ScenarioSpec::grad_dtype,
        .resolved = [](const Scenario& s) { return J(s.grad_bytes == 2.0 ? "bf16" : "fp32"); }},
       {.kind = kT,
+       .path = "/training/overlap_grad_reduce",
+       .type = kBool,
+       .fallback = true,
+       .default_text = "true",
+       .flag = "--overlap-grad-reduce",
+       .meaning = "reduce each gradient bucket over data parallel as soon as the last micro-batch's backward has "
+                  "produced it, under the rest of that backward (Megatron --overlap-grad-reduce, on in NeMo and "
+                  "Megatron-Bridge recipes); false: every bucket after the whole backward, as Megatron-LM runs "
+                  "without the flag",
+       .member = &ScenarioSpec::overlap_grad_reduce,
+       .resolved = [](const Scenario& s) { return J(s.overlap_grad_reduce); }},
+      {.kind = kT,
        .path = "/training/grad_bucket_params",
        .type = kInt,
        .unit = "parameters",

@@ -160,6 +160,11 @@ FileSizeLimit::FileSizeLimit(std::uint64_t max_bytes) : previous_(max_file_bytes
 FileSizeLimit::~FileSizeLimit() { max_file_bytes().store(previous_); }
 std::uint64_t FileSizeLimit::current() { return max_file_bytes().load(); }
 
+bool is_regular_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) && !ec;
+}
+
 std::string read_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;

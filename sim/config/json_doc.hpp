@@ -34,6 +34,10 @@ class FileSizeLimit {
   std::uint64_t previous_;
 };
 
+/// A regular file at `path`? Never throws: a name too long, a symlink loop or a permission problem
+/// is just "no such file" here, and read_file() reports the details if it is read.
+[[nodiscard]] bool is_regular_file(const std::string& path);
+
 /// Reads a whole input file as bytes. Only regular files (not directories, devices, pipes) of at
 /// most FileSizeLimit::current() bytes are read; anything else is an InputError naming the path.
 [[nodiscard]] std::string read_file(const std::string& path);

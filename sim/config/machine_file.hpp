@@ -27,4 +27,9 @@ struct BoxRefs {
 
 [[nodiscard]] Box resolve_box(const Catalog& catalog, const std::string& file, const BoxRefs& refs);
 
+/// One hardware profile by id or path, its kernel tables attached (the unknown id reported at
+/// `file` / `pointer`).
+[[nodiscard]] calib::HardwareProfile resolve_profile(const Catalog& catalog, const std::string& id_or_path,
+                                                     const std::string& file, const std::string& pointer);
+
 }  // namespace cs::config

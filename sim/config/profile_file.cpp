@@ -1,5 +1,7 @@
 #include "sim/config/profile_file.hpp"
 
+#include <algorithm>
+
 #include "sim/config/json_doc.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/core/errors.hpp"
@@ -128,6 +130,12 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
     }
     p.attention_forward_fraction = read_rate(a, "attention_forward_fraction", Dimension::kCount, 0.01, 1.0);
     p.attention_backward_fraction = read_rate(a, "attention_backward_fraction", Dimension::kCount, 0.01, 1.0);
+    if (a.raw("attention_backward_ratio"))
+      p.attention_backward_ratio = read_rate(a, "attention_backward_ratio", Dimension::kCount, 1.0, 10.0);
+    if (a.raw("grouped_gemm_ratio"))
+      p.grouped_gemm_ratio = read_rate(a, "grouped_gemm_ratio", Dimension::kCount, 1.0, 10.0);
+    if (a.raw("host_kernel_issue"))
+      p.host_kernel_issue = read_rate(a, "host_kernel_issue", Dimension::kTime, 0.0, 1e-2);
     p.hbm_fraction = read_rate(a, "hbm_fraction", Dimension::kCount, 0.01, 1.0);
     p.kernel_overhead = read_rate(a, "kernel_overhead", Dimension::kTime, 0.0, 1.0);
     p.collective_latency = read_rate(a, "collective_latency", Dimension::kTime, 0.0, 1.0);
@@ -141,6 +149,39 @@ HardwareProfile parse_profile(const config::JsonDoc& doc, const std::string& id)
     a.finish();
   }
   p.runtime_reserved = read_rate(r, "runtime_reserved", Dimension::kBytes, 0.0, 1e15);
+  // One folder (an object) or several in order of preference (an array of them).
+  const auto read_tables = [&](config::Reader& k) {
+    calib::KernelTableRef ref;
+    ref.id = k.req_string("id");
+    if (ref.id.empty()) k.fail_at("id", "expected a folder id under calibration/kernels/ or a path");
+    const auto& groups = calib::kernel_table_groups();
+    for (const auto& g : k.opt_string_list("use")) {
+      if (std::find(groups.begin(), groups.end(), g) == groups.end()) {
+        std::string all;
+        for (const auto& x : groups) all += (all.empty() ? "" : ", ") + x;
+        const auto near = closest_match(g, groups);
+        k.fail_at("use", "unknown table group '" + g + "'" + (near ? "; did you mean '" + *near + "'?" : "") +
+                             " (expected some of " + all + ")");
+      } else if (std::find(ref.use.begin(), ref.use.end(), g) != ref.use.end()) {
+        k.fail_at("use", "'" + g + "' is listed twice");
+      } else {
+        ref.use.push_back(g);
+      }
+    }
+    ref.gemm_quantizes_input = k.opt_bool("gemm_quantizes_input", true);
+    ref.provenance = to_provenance(k.req_enum("status", kStatuses));
+    ref.source = k.req_string("source");
+    if (ref.source.empty())
+      k.fail_at("source", "expected where the tables were measured (a citation or the probe run); got an empty string");
+    k.finish();
+    p.kernel_tables.refs.push_back(ref);
+  };
+  if (r.has("kernel_tables") && r.raw("kernel_tables")->is_array()) {
+    p.kernel_tables.listed = true;
+    for (auto& k : r.each("kernel_tables", false)) read_tables(k);
+  } else if (auto k = r.opt_child("kernel_tables")) {
+    read_tables(*k);
+  }
   if (auto dev = r.opt_child("device")) {
     for (const auto& key : dev->keys()) {
       const auto* v = dev->raw(key);

@@ -424,6 +424,7 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
   }
   s.grad_bucket_params = spec.grad_bucket_params;
   s.grad_bytes = spec.grad_dtype == "bf16" ? 2.0 : 4.0;
+  s.overlap_grad_reduce = spec.overlap_grad_reduce;
   s.network_model =
       spec.network_model == "analytical" ? net::NetworkModelKind::kAnalytical : net::NetworkModelKind::kFlow;
   s.dp_symmetry = spec.symmetry == "dp";

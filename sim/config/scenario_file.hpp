@@ -54,6 +54,7 @@ struct ScenarioSpec {
   std::int64_t micro_batch = 1;
   std::string dtype = "bf16";
   std::string grad_dtype = "fp32";
+  bool overlap_grad_reduce = true;
   double grad_bucket_params = 40e6;
   std::string network_model = "flow";
   std::string symmetry = "none";

@@ -7,6 +7,7 @@
 
 #include "sim/core/peak_memory.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/report/writers.hpp"
 
 namespace cs::report {
 
@@ -99,6 +100,10 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   }
   j["collectives_s"] = nlohmann::ordered_json::object();
   for (const auto& [label, seconds] : r.collectives_s) j["collectives_s"][label] = seconds;
+  auto sources = nlohmann::ordered_json::object();
+  for (std::size_t k = 0; k < r.compute_sources.size(); ++k)
+    sources[calib::kernel_source_name(static_cast<calib::KernelSource>(k))] = r.compute_sources[k];
+  j["compute_sources"] = sources;
   j["steps"] = r.steps;
   j["preemptions"] = r.preemptions;
   if (r.cost) {
@@ -197,6 +202,7 @@ std::string serving_table(const ServingResults& r) {
             r.cost->currency + "/h)");
   }
   row("profile", r.profile + " (" + r.profile_origin + ")");
+  row("kernel times from", compute_sources_text(r.compute_sources));
   for (const auto& w : r.warnings) o << "warning: " << w << "\n";
   return o.str();
 }

@@ -128,6 +128,10 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
   r.hw_tflops_per_gpu = step.hardware_flops / r.step_time_s / s.gpus / 1e12;
   r.hfu = step.hardware_flops / (r.step_time_s * s.gpus * run.peak_flops);
   r.stage_layers = step.stage_layers;
+  double sourced = 0;
+  for (double x : step.compute_sources) sourced += x;
+  for (std::size_t k = 0; k < r.compute_sources.size(); ++k)
+    r.compute_sources[k] = sourced > 0 ? step.compute_sources[k] / sourced : 0.0;
   // Eq. 3 describes GPT layers (4h MLP, GELU, full multi-head attention) only.
   if (s.model.activation == models::Activation::kGelu && s.model.ffn == 4 * s.model.hidden &&
       s.model.kv_heads == s.model.heads) {
@@ -180,6 +184,20 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
         rate_text(p.gemm_ceiling(s.dtype), "", p.gemm_shape.provenance) + ", " + shortest(p.gemm_shape.sms) + " SMs");
   } else {
     r.rates.emplace_back("GEMM efficiency (max)", rate_text(p.gemm.max_fraction, "", p.gemm.provenance));
+  }
+  for (const auto& k : p.kernel_tables.refs) {
+    if (!k.data) continue;
+    std::string groups;
+    for (const auto& g : calib::kernel_table_groups()) {
+      if (k.uses(g)) groups += (groups.empty() ? "" : ", ") + g;
+    }
+    r.rates.emplace_back("kernel tables " + k.id, groups + " (" + calib::provenance_name(k.provenance) + ")");
+  }
+  if (p.kernel_tables.attached()) {
+    if (p.attention_backward_ratio) {
+      r.rates.emplace_back("attention bwd / fwd",
+                           rate_text(p.attention_backward_ratio->value, "", p.attention_backward_ratio->provenance));
+    }
   }
   r.rates.emplace_back("attention fwd/bwd fraction",
                        shortest(p.attention_forward_fraction.value) + " / " +

@@ -78,6 +78,9 @@ struct TrainResults {
   /// attention, with the recompute forward) per step, per GPU, per second: their papers' metric.
   double megatron_tflops_per_gpu = 0;
   Breakdown breakdown;
+  /// Shares of the step's compute time by where each kernel's time came from (calib::KernelSource
+  /// order: measured table hit, interpolated, extrapolated, analytic); they sum to 1.
+  std::array<double, calib::kKernelSources> compute_sources{};
   models::MemoryBreakdown memory;
   bool fits = false;
   double single_gpu_step_time_s = 0;

@@ -49,6 +49,10 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
                       {"idle", r.breakdown.idle},
                       {"pipeline_bubble", r.breakdown.pipeline_bubble},
                       {"comm_total", r.breakdown.comm_total}};
+  auto sources = nlohmann::ordered_json::object();
+  for (std::size_t k = 0; k < r.compute_sources.size(); ++k)
+    sources[calib::kernel_source_name(static_cast<calib::KernelSource>(k))] = r.compute_sources[k];
+  j["compute_sources"] = sources;
   j["memory_per_gpu"] = {{"weights", r.memory.weights},     {"gradients", r.memory.gradients},
                          {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
                          {"other", r.memory.other},         {"total", r.memory.total},
@@ -100,6 +104,7 @@ namespace {
 std::string gib(double b) { return fixed(b / (1024.0 * 1024.0 * 1024.0), 1) + " GiB"; }
 std::string ms(double s) { return fixed(s * 1e3, 1) + " ms"; }
 std::string pct(double f) { return fixed(f * 100.0, 1) + "%"; }
+
 std::string secs(double s) { return s >= 1.0 ? fixed(s, 3) + " s" : ms(s); }
 
 }  // namespace
@@ -159,6 +164,7 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   row("compute", [](const TrainResults& r) {
     return secs(r.breakdown.compute) + " (" + pct(r.breakdown.compute / r.step_time_s) + ")";
   });
+  row("  kernel times from", [](const TrainResults& r) { return compute_sources_text(r.compute_sources); });
   row("exposed communication", [](const TrainResults& r) {
     return secs(r.breakdown.exposed_comm) + " (" + pct(r.breakdown.exposed_comm / r.step_time_s) + ")";
   });
@@ -264,6 +270,13 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
   }
   out << "Every rate's source is cited in its profile or cluster file; formulas: docs/metrics.md.\n";
   return out.str();
+}
+
+std::string compute_sources_text(const std::array<double, 4>& s) {
+  const double table = s[0] + s[1] + s[2];
+  if (table <= 0) return "analytic model only";
+  return fixed(table * 100, 0) + "% tables (" + fixed(s[0] * 100, 0) + " hit, " + fixed(s[1] * 100, 0) + " interp, " +
+         fixed(s[2] * 100, 0) + " extrap), " + fixed(s[3] * 100, 0) + "% analytic";
 }
 
 }  // namespace cs::report

@@ -89,6 +89,9 @@ struct Scenario {
   /// under bf16) or 2 (`training.grad_dtype: "bf16"`, Megatron-core's grad_reduce_in_fp32 off).
   double grad_bytes = 4;
   double grad_bucket_params = 40e6;
+  /// Data-parallel gradient buckets reduced under the last backward as each fills (Megatron
+  /// --overlap-grad-reduce), or all after the whole backward (false).
+  bool overlap_grad_reduce = true;
   net::NetworkModelKind network_model = net::NetworkModelKind::kFlow;
   /// `symmetry: "dp"`: simulate one data-parallel replica (all of its CP ranks); its data-parallel
   /// collectives still move every replica's flows. Exact when replicas never contend with each

@@ -285,6 +285,7 @@ class ServingRun final : public workload::TaskSource {
     eo.network = net::NetworkModelKind::kFlow;
     eo.collective_latency_s = s_.profile.collective_latency.value;
     eo.curves = &s_.profile.collectives;
+    eo.kernel_tables = &s_.profile.kernel_tables;
     const auto log = workload::simulate_open(s_.gpus, topo_, eo, *this);
     events_ = log.events;
     for (const auto& r : reqs_)
@@ -618,20 +619,21 @@ class ServingRun final : public workload::TaskSource {
 
   /// A GEMM's time, remembered by shape: engine steps repeat their token counts, and the shape
   /// model's tile search costs more than the rest of a step's arithmetic.
-  [[nodiscard]] double gemm_seconds(const models::Op& op) const {
+  [[nodiscard]] calib::KernelTime gemm_time(const models::Op& op) const {
     const GemmKey key{op.m,      op.n,     op.k,
                       op.groups, op.bytes, (op.routed ? 1 : 0) + (op.keep_16bit ? 2 : 0) + (op.core_attention ? 4 : 0)};
     auto it = gemm_memo_.find(key);
     if (it != gemm_memo_.end()) return it->second;
-    const double t = gemm_.seconds(op);
+    const auto t = gemm_.timed(op);
     gemm_memo_.emplace(key, t);
     return t;
   }
+  [[nodiscard]] double gemm_seconds(const models::Op& op) const { return gemm_time(op).seconds; }
 
   /// Ops to segments: consecutive kernels become one compute segment (its time rounded once). The
   /// all-to-alls take the step's per-GPU shares of the routed pairs (`dest_share`, null: even).
   void to_segments(const std::vector<models::Item>& items, std::vector<Segment>& out,
-                   const std::vector<double>* dest_share = nullptr) const {
+                   const std::vector<double>* dest_share = nullptr, double runs = 1) {
     double compute = 0;
     bool pending = false;
     const auto flush = [&] {
@@ -662,7 +664,10 @@ class ServingRun final : public workload::TaskSource {
         compute += it.op.fixed_s;  // DeepEP's low-latency floor: fixed work, no kernel of its own
         pending = true;
       } else {
-        compute += it.op.kind == models::OpKind::kGemm ? gemm_seconds(it.op) : other_.seconds(it.op);
+        const auto t = it.op.kind == models::OpKind::kGemm ? gemm_time(it.op) : other_.timed(it.op);
+        compute += t.seconds;
+        // Each layer built here runs `runs` times in the step (its kind's layers).
+        sources_[static_cast<std::size_t>(t.source)] += t.seconds * runs;
         pending = true;
       }
     }
@@ -989,13 +994,15 @@ class ServingRun final : public workload::TaskSource {
       ++load_steps_;
     }
     if (s_.model.kinds.empty()) {
-      to_segments(models::serving_layer(s_.model, mix, shape), layer_, share);
+      to_segments(models::serving_layer(s_.model, mix, shape), layer_, share, static_cast<double>(s_.model.layers));
     } else {
       kind_layer_.clear();
+      std::map<models::LayerKind, double> count;
+      for (std::int64_t l = 0; l < s_.model.layers; ++l) count[s_.model.layer_kind(l)] += 1;
       for (std::int64_t l = 0; l < s_.model.layers; ++l) {
         const auto kind = s_.model.layer_kind(l);
         if (!kind_layer_.contains(kind))
-          to_segments(models::serving_layer(s_.model, mix, shape, kind), kind_layer_[kind], share);
+          to_segments(models::serving_layer(s_.model, mix, shape, kind), kind_layer_[kind], share, count[kind]);
       }
     }
     to_segments(models::serving_head(s_.model, mix, shape), head_);
@@ -1253,6 +1260,9 @@ class ServingRun final : public workload::TaskSource {
       moe.load_imbalance_max = load_steps_ > 0 ? load_max_ : 1.0;
       r.moe = moe;
     }
+    double sourced = 0;
+    for (double x : sources_) sourced += x;
+    for (std::size_t k = 0; k < sources_.size(); ++k) r.compute_sources[k] = sourced > 0 ? sources_[k] / sourced : 0.0;
     for (std::size_t k = 0; k < comm_time_.size(); ++k) {
       if (comm_time_[k] > SimTime{}) r.collectives_s.emplace_back(kCollectiveLabels[k], comm_time_[k].seconds());
     }
@@ -1283,6 +1293,7 @@ class ServingRun final : public workload::TaskSource {
   ServingRunOptions opt_;
   net::Topology topo_;
   workload::ComputeModel gemm_, other_;
+  workload::SourceSeconds sources_{};  ///< compute time by source, over every layer run
   ServingMemory memory_;
   std::int64_t blocks_ = 0;
   std::mt19937_64 rng_;
@@ -1320,7 +1331,7 @@ class ServingRun final : public workload::TaskSource {
       return static_cast<std::size_t>(h);
     }
   };
-  mutable std::unordered_map<GemmKey, double, GemmKeyHash> gemm_memo_;
+  mutable std::unordered_map<GemmKey, calib::KernelTime, GemmKeyHash> gemm_memo_;
   std::vector<Planned> plan_;
   std::vector<Segment> layer_, head_;
   std::map<models::LayerKind, std::vector<Segment>> kind_layer_;  ///< per layer kind (models with several)

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -86,6 +87,10 @@ struct ServingResults {
   /// all-reduce, all-gather, reduce-scatter; DeepEP's dispatch and combine all-to-alls), summed
   /// over every layer, step, stage and replica; labels that never ran are left out.
   std::vector<std::pair<std::string, double>> collectives_s;
+  /// Shares of the run's compute time by where each kernel's time came from (calib::KernelSource
+  /// order: measured table hit, interpolated, extrapolated, analytic), over every layer each step
+  /// ran; they sum to 1.
+  std::array<double, 4> compute_sources{};
   struct Cost {
     std::string offer, currency;
     double price_per_hour = 0, per_million_output_tokens = 0, per_million_tokens = 0;

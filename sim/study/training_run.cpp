@@ -78,6 +78,7 @@ TrainingRun run_training(const scenario::Scenario& s, const RunOptions& options)
   eo.collective_latency_s = s.profile.collective_latency.value;
   eo.record_links = options.record_links;
   eo.curves = &s.profile.collectives;
+  eo.kernel_tables = &s.profile.kernel_tables;
   eo.partition = options.partition;
   // The step and the one-GPU baseline are independent simulations: run side by side.
   const bool baseline = options.single_gpu_baseline && s.gpus > 1;

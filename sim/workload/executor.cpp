@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <span>
 #include <tuple>
@@ -51,13 +52,52 @@ inline constexpr std::size_t kOpenStreamTrim = 64;
 
 /// What every partition shares: the graph, the per-task and per-stream state (each element is
 /// written by one partition only), and the ownership map.
-/// A profile's curves in the collectives' terms (the op parsed once).
-std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::CollectiveCurve>* curves) {
+/// A profile's curves in the collectives' terms (the op parsed once), then its NCCL table's
+/// one-node scopes (all-reduce, all-gather and reduce-scatter x GPU count), each timed by the table
+/// at the call's size.
+std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::CollectiveCurve>* curves,
+                                                 const calib::KernelTables* tables) {
   std::vector<coll::MeasuredCurve> out;
-  if (!curves) return out;
-  for (const auto& c : *curves) {
-    coll::MeasuredCurve m{coll::CollectiveOp::kAllReduce, c.gpus, c.nodes, c.fabric, c.alpha_s, c.busbw_bytes_per_s};
-    if (coll::parse_op(c.op, m.op)) out.push_back(std::move(m));
+  if (curves) {
+    for (const auto& c : *curves) {
+      coll::MeasuredCurve m{
+          coll::CollectiveOp::kAllReduce, c.gpus, c.nodes, c.fabric, c.alpha_s, c.busbw_bytes_per_s, {}};
+      if (coll::parse_op(c.op, m.op)) out.push_back(std::move(m));
+    }
+  }
+  if (!tables || !tables->table(calib::KernelTable::kNccl)) return out;
+  // Not all-to-all: the simulator's all-to-alls are MoE exchanges (uneven, rail-forwarded, or
+  // DeepEP's kernels rather than NCCL's), which nccl-tests' uniform all-to-all does not measure.
+  const std::pair<coll::CollectiveOp, const char*> ops[] = {{coll::CollectiveOp::kAllReduce, "all_reduce"},
+                                                            {coll::CollectiveOp::kAllGather, "all_gather"},
+                                                            {coll::CollectiveOp::kReduceScatter, "reduce_scatter"}};
+  for (const auto& [op, name] : ops) {
+    for (int gpus : {2, 4, 8}) {
+      // The table's floor: its smallest measured size (a few hundred bytes).
+      const auto floor = calib::table_nccl(*tables, name, gpus, 1.0);
+      if (!floor) continue;
+      coll::MeasuredCurve m{op, gpus, 1, "", floor->seconds, 0, {}};
+      // A step repeats a handful of sizes millions of times: each size looked up once (the
+      // partitions ask from their own threads).
+      struct Seen {
+        std::mutex mutex;
+        std::map<double, double> by_bytes;
+      };
+      auto seen = std::make_shared<Seen>();
+      const std::string table_op = name;
+      m.time_s = [tables, table_op, gpus, floor = floor->seconds, seen](double bytes) {
+        {
+          const std::lock_guard lock(seen->mutex);
+          if (auto it = seen->by_bytes.find(bytes); it != seen->by_bytes.end()) return it->second;
+        }
+        const auto t = calib::table_nccl(*tables, table_op, gpus, bytes);
+        const double s = t ? t->seconds : floor;
+        const std::lock_guard lock(seen->mutex);
+        seen->by_bytes.emplace(bytes, s);
+        return s;
+      };
+      out.push_back(std::move(m));
+    }
   }
   return out;
 }
@@ -131,7 +171,7 @@ struct Shared {
   std::vector<coll::MeasuredCurve> curves;  ///< the profile's curves, for plan_collective
 
   Shared(const WorkloadGraph& graph, const net::Topology& t, const ExecutorOptions& o)
-      : g(graph), topo(t), opt(o), links(t.link_count()), curves(measured_curves(o.curves)) {}
+      : g(graph), topo(t), opt(o), links(t.link_count()), curves(measured_curves(o.curves, o.kernel_tables)) {}
 
   [[nodiscard]] std::uint32_t node_partition(std::uint32_t gpu) const {
     return partitioned ? gpu / gpus_per_partition : kSerial;

@@ -58,6 +58,10 @@ struct ExecutorOptions {
   /// whose group has a curve of its own scope (op, GPUs, nodes, fabric) takes the curve's time and
   /// still loads the links with its flows (coll::plan_collective).
   const std::vector<calib::CollectiveCurve>* curves = nullptr;
+  /// Measured NCCL tables (the profile's kernel tables): a one-node all-reduce, all-gather or
+  /// reduce-scatter of a GPU count the table holds takes the table's time at its size, and still
+  /// loads the links. After `curves`, which a calibrated box measured itself.
+  const calib::KernelTables* kernel_tables = nullptr;
   /// Let the parallel engine split a multi-node run into node and fabric partitions (false: one
   /// partition, the plain serial engine; for comparison in tests and benchmarks).
   bool partition = true;

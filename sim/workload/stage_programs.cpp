@@ -65,7 +65,26 @@ void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& ite
       open = true;
     }
     if (auto w = tagged.find(it.wait); it.wait > 0 && w != tagged.end()) prog.back().after.push_back(w->second);
-    prog.back().seconds += compute.seconds(it.op) * compute_scale;
+    const auto t = compute.timed(it.op);
+    prog.back().seconds += t.seconds * compute_scale;
+    prog.back().sources[static_cast<std::size_t>(t.source)] += t.seconds * compute_scale;
+    // A wait marker (no FLOPs, no bytes) launches nothing.
+    if (it.op.flops > 0 || it.op.bytes > 0) prog.back().kernels += 1;
+  }
+}
+
+/// A training framework launches each kernel from the host (Python, dispatcher, autograd, the
+/// launch: `host_s` each, the profile's host_kernel_issue): a run of kernels between collectives
+/// cannot finish before the host has issued them, however fast the GPU runs them. The wait beyond
+/// the kernels' own time is the host's, an analytic figure.
+void bound_by_host(std::vector<ProgramItem>& prog, double host_s) {
+  if (host_s <= 0) return;
+  for (auto& p : prog) {
+    if (p.comm) continue;
+    const double host = p.kernels * host_s;
+    if (host <= p.seconds) continue;
+    p.sources[static_cast<std::size_t>(calib::KernelSource::kAnalytic)] += host - p.seconds;
+    p.seconds = host;
   }
 }
 
@@ -350,6 +369,10 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
       sp.expert_params += s.lora_rank > 0 ? 0.0 : lp.expert;
     }
     first_layer += n;
+  }
+  for (auto& sp : programs) {
+    for (auto* prog : {&sp.f, &sp.b, &sp.b_last, &sp.bi, &sp.w, &sp.w_last, &sp.f_pair, &sp.b_pair, &sp.b_last_pair})
+      bound_by_host(*prog, compute.host_issue_s());
   }
   return programs;
 }

@@ -22,7 +22,9 @@ struct ProgramItem {
   const char* label = "";
   Category category = Category::kForward;
   int layer = -1;
-  double seconds = 0;  ///< compute
+  double seconds = 0;       ///< compute
+  SourceSeconds sources{};  ///< compute: `seconds` by where each kernel's time came from
+  int kernels = 0;          ///< compute: the kernels merged into it (what the host launches)
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   double bytes = 0;  ///< comm
   /// Parameters whose gradients are final after this item (in the last micro-batch's backward),

@@ -604,7 +604,9 @@ std::vector<TaskId> add_gradient_buckets(const StepLayout& L, const std::vector<
     const auto id = g.add_collective_on(grp.gid, grp.flow_gid, Stream::kComm, Category::kDpComm, label, -1, -1,
                                         shard ? coll::CollectiveOp::kReduceScatter : coll::CollectiveOp::kAllReduce,
                                         bucket * L.s.grad_bytes);
-    for (int r : grp.sim) g.depend(bt.last_backward[static_cast<std::size_t>(r)][i], id);
+    // Without overlap (Megatron's default) every bucket waits for the whole backward.
+    const std::size_t after = L.s.overlap_grad_reduce ? i : items.size() - 1;
+    for (int r : grp.sim) g.depend(bt.last_backward[static_cast<std::size_t>(r)][after], id);
     out.push_back(id);
     bucket = 0;
   }
@@ -637,7 +639,7 @@ ExpertReductions add_expert_reductions(const StepLayout& L, int stage, const std
 /// parameter (docs/metrics.md), over the shard ZeRO leaves it; ZeRO-1/2 then all-gathers the
 /// updated weights.
 void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& programs, const BlockTasks& bt,
-                   const Zero3Tasks& zero3, const ComputeModel& compute, WorkloadGraph& g) {
+                   const Zero3Tasks& zero3, const ComputeModel& compute, WorkloadGraph& g, double& optimizer_s) {
   const double act_bytes = step_shape(L.s, true).act_bytes;
   for (int st = 0; st < L.P; ++st) {
     std::vector<ProgramItem> last_items;  // the stage's last backwards, in schedule order
@@ -667,6 +669,7 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
       const double cast_bytes =
           L.s.dtype == calib::Dtype::kFp8 && L.s.lora_rank == 0 ? 4.0 * (stage_params + expert_params) : 0.0;
       const double opt_seconds = compute.memory_seconds(30.0 * opt_params + cast_bytes);
+      if (t == 0) optimizer_s += opt_seconds;
       for (int r : grp.sim) {
         const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1,
                                       SimTime::from_seconds(opt_seconds));
@@ -709,7 +712,7 @@ std::vector<ProgramItem> final_items(const StepLayout& L, const std::vector<Stag
 /// times; a bucket waits for both). ZeRO-1/2 shards the optimizer over the whole group. Each rank
 /// then steps both of its chunks' shards.
 void add_dualpipe_optimizer(const StepLayout& L, const std::vector<StagePrograms>& programs, const BlockTasks& bt,
-                            const ComputeModel& compute, WorkloadGraph& g) {
+                            const ComputeModel& compute, WorkloadGraph& g, double& optimizer_s) {
   const double act_bytes = step_shape(L.s, true).act_bytes;
   const bool shard = L.plan.zero >= 1;
   std::map<int, std::vector<TaskId>> waits;  // per simulated rank: the reductions its optimizer waits for
@@ -784,7 +787,9 @@ void add_dualpipe_optimizer(const StepLayout& L, const std::vector<StagePrograms
         shard ? params / (2.0 * L.plan.dpcp()) + expert_params / (2.0 * L.plan.edp()) : params + expert_params;
     const double cast_bytes =
         L.s.dtype == calib::Dtype::kFp8 && L.s.lora_rank == 0 ? 4.0 * (params + expert_params) : 0.0;
-    const auto opt = SimTime::from_seconds(compute.memory_seconds(30.0 * opt_params + cast_bytes));
+    const double opt_seconds = compute.memory_seconds(30.0 * opt_params + cast_bytes);
+    optimizer_s += opt_seconds;
+    const auto opt = SimTime::from_seconds(opt_seconds);
     for (int r : L.stage_ranks(st)) {
       const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1, opt);
       for (auto w : waits[r]) g.depend(w, id);
@@ -815,15 +820,25 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
       step.stage_layers[static_cast<std::size_t>(st)] += chunk_layers[static_cast<std::size_t>(L.vstage(st, c))];
 
   const auto programs = build_stage_programs(s, compute);
+  for (int st = 0; st < L.P; ++st) {
+    const auto blocks = L.blocks(st);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      for (const auto& item : block_program(L, programs, st, blocks, b)) {
+        for (std::size_t k = 0; k < item.sources.size(); ++k) step.compute_sources[k] += item.sources[k];
+      }
+    }
+  }
   reserve_tasks(L, programs, step.graph);
   const auto blocks = instantiate_stages(L, programs, step.graph);
   add_pipeline_transfers(L, blocks, step.graph);
+  // The optimizer is a memory-bound kernel: analytic.
+  auto& optimizer_s = step.compute_sources[static_cast<std::size_t>(calib::KernelSource::kAnalytic)];
   if (L.dual) {
-    add_dualpipe_optimizer(L, programs, blocks, compute, step.graph);
+    add_dualpipe_optimizer(L, programs, blocks, compute, step.graph, optimizer_s);
     return step;
   }
   const auto zero3 = add_zero3(L, blocks, step.stage_layers[0], step.graph);
-  add_optimizer(L, programs, blocks, zero3, compute, step.graph);
+  add_optimizer(L, programs, blocks, zero3, compute, step.graph, optimizer_s);
   return step;
 }
 

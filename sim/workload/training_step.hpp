@@ -14,6 +14,9 @@ struct TrainingStep {
   double tokens = 0;          ///< tokens per step (global batch x sequence)
   std::int64_t micro_batches = 0;
   std::vector<int> stage_layers;  ///< decoder layers of each pipeline stage
+  /// Compute time of the step's kernels by where each one's time came from (measured table,
+  /// interpolated, extrapolated, analytic), summed over one GPU of each pipeline stage.
+  SourceSeconds compute_sources{};
 };
 
 /// Builds one step (stage 4). Each pipeline stage runs its micro-batches' forward (F) and backward

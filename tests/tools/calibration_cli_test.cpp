@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "tests/support/builders.hpp"
@@ -61,4 +62,61 @@ TEST_CASE("a training run on an imported profile says the collective rates were 
   CHECK(j["profile_origin"] == "imported");
   CHECK(j["rates"]["collective allreduce x8"].get<std::string>().find("(imported)") != std::string::npos);
   CHECK(j["collectives"][0]["algorithm"] == "measured");
+}
+
+TEST_CASE("kernels gemm at a table row reports that row as measured, the simulator's time and the table's coverage") {
+  const auto r = run_cli("kernels gemm --gpu h100-sxm --m 4096 --n 8192 --k 8192 --dtype fp8 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["table"]["source"] == "measured");
+  CHECK(j["measured_s"].get<double>() == doctest::Approx(j["table"]["seconds"].get<double>()));
+  // calibration/kernels/h100_sxm/gemm_perf: fp8,4096,8192,8192 -> 0.446614 ms.
+  CHECK(j["measured_s"].get<double>() == doctest::Approx(0.446614e-3).epsilon(1e-5));
+  CHECK(j["coverage"]["m"]["max"] == 32768);
+  CHECK(j["used"]["seconds"].get<double>() >= j["table"]["seconds"].get<double>());
+  // Between rows: interpolated, and no row to report.
+  const auto b = run_cli("kernels gemm --gpu h100-sxm --m 5000 --n 8192 --k 8192 --dtype fp8 --json");
+  REQUIRE(b.exit_code == 0);
+  const auto bj = nlohmann::json::parse(b.out);
+  CHECK(bj["table"]["source"] == "interpolated");
+  CHECK(bj["measured_s"].is_null());
+}
+
+TEST_CASE("a training result says what share of its compute time came from measured tables, and sums to 1") {
+  const auto r = run_cli("train --model llama3.1-8b --cluster hgx-h100 --tp 8 --seq 4096 --global-batch 8 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& s = j["compute_sources"];
+  double sum = 0;
+  for (const char* k : {"measured", "interpolated", "extrapolated", "analytic"}) sum += s[k].get<double>();
+  CHECK(sum == doctest::Approx(1.0));
+  CHECK(s["measured"].get<double>() + s["interpolated"].get<double>() > 0.5);
+  // A profile without tables: everything analytic, and the text says so.
+  const auto p = run_cli("train --model llama3.1-8b --cluster pcie-h100x8 --tp 8 --seq 4096 --global-batch 8 --json");
+  REQUIRE(p.exit_code == 0);
+  CHECK(nlohmann::json::parse(p.out)["compute_sources"]["analytic"].get<double>() == doctest::Approx(1.0));
+  const auto t = run_cli("train --model llama3.1-8b --cluster pcie-h100x8 --tp 8 --seq 4096 --global-batch 8");
+  CHECK(t.out.find("kernel times from") != std::string::npos);
+  CHECK(t.out.find("analytic model only") != std::string::npos);
+}
+
+TEST_CASE("import kernels makes a profile that takes its folder's tables first, and a run uses them") {
+  const std::string dir = "/tmp/cs-import-kernels";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/gemm_perf.csv");
+    // One GEMM shape, 10x slower than the public H100 row, so its use shows in the step time.
+    f << "gemm_dtype,m,n,k,latency\nbfloat16,4096,4096,4096,2.0\nbfloat16,8192,4096,4096,4.0\n";
+  }
+  const std::string out = dir + "/box.json";
+  const auto imp = run_cli("import kernels " + dir + " --base h100-sxm --out " + out);
+  REQUIRE(imp.exit_code == 0);
+  const auto prof = nlohmann::json::parse(cs::test::slurp(out));
+  REQUIRE(prof["kernel_tables"].is_array());
+  CHECK(prof["kernel_tables"][0]["id"] == "./");
+  CHECK(prof["kernel_tables"][0]["status"] == "imported");
+  CHECK(prof["kernel_tables"][1]["id"] == "h100_sxm");
+  const auto k = run_cli("kernels gemm --gpu " + out + " --m 4096 --n 4096 --k 4096 --json");
+  REQUIRE(k.exit_code == 0);
+  CHECK(nlohmann::json::parse(k.out)["measured_s"].get<double>() == doctest::Approx(2.0e-3));
 }

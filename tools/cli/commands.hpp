@@ -45,6 +45,7 @@ Action add_describe(CLI::App& app, const Globals& g);
 Action add_plan(CLI::App& app, const Globals& g);
 Action add_claims(CLI::App& app, const Globals& g);
 Action add_sweep(CLI::App& app, const Globals& g);
+Action add_kernels(CLI::App& app, const Globals& g);
 /// Runs an inference scenario document (kind "infer"); shared by `infer` and `run`.
 /// `report`: also write the HTML report there (empty: none).
 int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const TraceFlags& trace,

@@ -1,5 +1,7 @@
-// `import nccl-tests` and `import topo`: a user who already ran nccl-tests or `nvidia-smi topo -m`
-// on a rented box gets a calibrated profile or a cluster file without our probe.
+// `import nccl-tests`, `import kernels` and `import topo`: a user who already ran nccl-tests,
+// measured kernel tables or `nvidia-smi topo -m` on a rented box gets a calibrated profile or a
+// cluster file without our probe.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -14,6 +16,7 @@
 #include "sim/config/catalog.hpp"
 #include "sim/config/cluster_file.hpp"
 #include "sim/config/json_doc.hpp"
+#include "sim/config/kernel_table_file.hpp"
 #include "sim/config/profile_file.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
@@ -63,14 +66,84 @@ Action add_import(CLI::App& app, const Globals& g) {
   nccl->add_option("--op", o->op, "collective of every file, when their names do not say it");
   nccl->add_option("--gpus", o->gpus, "GPUs per run, when the files do not list their ranks");
   nccl->add_option("--out", o->out, "profile JSON to write")->required();
+  struct KernelOpts {
+    std::string dir, base, out, source;
+    std::vector<std::string> use;
+  };
+  auto ko = std::make_shared<KernelOpts>();
+  auto* kernels = cmd->add_subcommand(
+      "kernels", "a folder of measured kernel tables (calibration/kernels/README.md) into a profile that uses them");
+  kernels->add_option("dir", ko->dir, "folder of gemm_perf.csv[.gz], context_attention_perf.csv[.gz], ...")->required();
+  kernels->add_option("--base", ko->base, "profile whose rates the new one starts from (the GPU's datasheet profile)")
+      ->required();
+  kernels->add_option("--use", ko->use,
+                      "table groups to take from the folder (gemm, attention, mla, moe, nccl, deepep; "
+                      "default: every group it has)");
+  kernels->add_option("--source", ko->source, "where and how the tables were measured (default: the folder)");
+  kernels->add_option("--out", ko->out, "profile JSON to write")->required();
   auto* topo = cmd->add_subcommand("topo", "read `nvidia-smi topo -m` output into a cluster file");
   topo->add_option("file", o->topo_file, "nvidia-smi topo -m output")->required();
   topo->add_option("--profile", o->profile, "profile id of the GPUs")->capture_default_str();
   topo->add_option("--pcie-gen", o->pcie_gen,
                    "PCIe generation of the GPU links: 4 or 5 (default: 5 for Hopper profiles, else 4)");
   topo->add_option("--out", o->out, "cluster JSON to write")->required();
-  return [o, nccl, &g]() -> int {
+  return [o, nccl, kernels, ko, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
+    if (kernels->parsed()) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(ko->dir, ec))
+        throw InputError("command line", "dir", "'" + ko->dir + "' is not a folder");
+      const auto& groups = calib::kernel_table_groups();
+      for (const auto& u : ko->use) {
+        if (std::find(groups.begin(), groups.end(), u) == groups.end())
+          throw InputError("command line", "--use",
+                           "unknown table group '" + u + "'; expected gemm, attention, mla, moe, nccl or deepep");
+      }
+      // Every table in the folder read in full now, so a bad row is reported here, not mid-run.
+      std::cout << "# kernel tables in " << ko->dir << "\n";
+      int found = 0;
+      for (auto t : calib::all_kernel_tables()) {
+        const auto path = config::kernel_table_path(ko->dir, t);
+        if (path.empty()) continue;
+        const auto& schema = calib::kernel_table_schema(t);
+        if (!ko->use.empty() && std::find(ko->use.begin(), ko->use.end(), schema.group) == ko->use.end()) continue;
+        const auto table = config::read_kernel_table(path, t);
+        ++found;
+        std::cout << "  " << std::left << std::setw(32) << std::filesystem::path(path).filename().string() << std::right
+                  << std::setw(9) << table.rows() << " rows, " << table.keys().size() << " keys (" << schema.group
+                  << ")\n";
+      }
+      if (found == 0)
+        throw InputError(ko->dir, "", "no kernel table of the groups asked for (expected files such as gemm_perf.csv)");
+      const auto base_path = catalog.locate(config::CatalogKind::kProfile, ko->base, "command line", "--base");
+      auto p = config::parse_profile(config::load(base_path), ko->base);
+      p.id = stem(ko->out);
+      p.origin = calib::Provenance::kImported;
+      calib::KernelTableRef ref;
+      // The folder as seen from the profile's own folder, so the pair can move together.
+      const auto out_dir = std::filesystem::absolute(ko->out).parent_path();
+      auto rel = std::filesystem::absolute(ko->dir).lexically_relative(out_dir).string();
+      if (rel.empty() || rel == ".") {
+        rel = "./";
+      } else if (rel.find('/') == std::string::npos) {
+        rel = "./" + rel;
+      }
+      ref.id = rel;
+      ref.use = ko->use;
+      ref.provenance = calib::Provenance::kImported;
+      ref.source = ko->source.empty() ? "kernel tables imported from " + ko->dir : ko->source;
+      auto refs = p.kernel_tables.refs;
+      p.kernel_tables.refs.assign(1, ref);
+      for (const auto& r : refs) p.kernel_tables.refs.push_back(r);
+      p.kernel_tables.listed = p.kernel_tables.refs.size() > 1;
+      p.source =
+          "kernel tables imported from " + ko->dir + "; every other figure from " + ko->base + " (" + p.source + ")";
+      const auto j = calib::profile_to_json(p);
+      (void)config::parse_profile(config::JsonDoc{ko->out, nlohmann::json::parse(j.dump())}, p.id);  // reads back
+      write_text(ko->out, j.dump(2) + "\n");
+      std::cout << "# wrote " << ko->out << " (base profile " << ko->base << "; tables " << ref.id << " first)\n";
+      return 0;
+    }
     if (nccl->parsed()) {
       if (!o->op.empty()) {
         coll::CollectiveOp op{};

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   reg(cs::cli::add_plan, "plan");
   reg(cs::cli::add_claims, "claims");
   reg(cs::cli::add_sweep, "sweep");
+  reg(cs::cli::add_kernels, "kernels");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -102,9 +102,9 @@ std::vector<Case> parse_cases(const config::JsonDoc& doc) {
         c.fail_at("scenario", "expected a training scenario object");
       else
         k.serving = *sc;
-      k.metric = c.req_enum(
-          "metric", {"megatron_tflops_per_gpu", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu", "tokens_per_s_per_gpu"});
-      k.unit = c.req_enum("unit", {"TFLOP/s", "%", "tokens/s/GPU"});
+      k.metric = c.req_enum("metric", {"megatron_tflops_per_gpu", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu",
+                                       "tokens_per_s_per_gpu", "step_time_s", "allocated_gib"});
+      k.unit = c.req_enum("unit", {"TFLOP/s", "%", "tokens/s/GPU", "s", "GiB"});
     } else if (k.kind == "serving") {
       // An infer scenario (the schema of `run FILE` with "kind": "infer") and the metric to read.
       const auto* sc = c.raw("scenario");
@@ -208,10 +208,14 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
             const auto file = config::parse_scenario(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving});
             const auto sc = config::resolve(file.specs.at(0), catalog, doc.path + " " + where + "/scenario");
             const auto r = report::train_results(sc, study::run_training(sc, study::RunOptions{false, false}));
+            // allocated_gib: what torch.cuda.max_memory_allocated counts, the memory per GPU without
+            // the CUDA/NCCL runtime reserve (`other`), which the allocator never sees.
             c.predicted = c.metric == "megatron_tflops_per_gpu" ? r.megatron_tflops_per_gpu
                           : c.metric == "hw_tflops_per_gpu"     ? r.hw_tflops_per_gpu
                           : c.metric == "mfu"                   ? r.mfu * 100
                           : c.metric == "tokens_per_s_per_gpu"  ? r.tokens_per_s / sc.gpus
+                          : c.metric == "step_time_s"           ? r.step_time_s
+                          : c.metric == "allocated_gib"         ? (r.memory.total - r.memory.other) / 1073741824.0
                                                                 : r.tflops_per_gpu;
             c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.plan.tp) + " PP" + std::to_string(sc.plan.pp) +
                                (sc.plan.cp > 1 ? " CP" + std::to_string(sc.plan.cp) : std::string()) + " DP" +
@@ -299,8 +303,9 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
           std::cout << c.op << " " << c.metric << ", " << c.gpus << " GPUs of `" << c.cluster << "`, "
                     << human_bytes(c.bytes) << ", algo " << c.algorithm_used;
         }
-        std::cout << " | " << fixed(c.published, 1) << " " << c.unit << " | " << fixed(c.predicted, 1) << " " << c.unit
-                  << " | " << pct(c.predicted / c.published - 1.0) << " | " << c.role << " |\n";
+        const int digits = c.unit == "s" ? 3 : (c.unit == "GiB" ? 2 : 1);
+        std::cout << " | " << fixed(c.published, digits) << " " << c.unit << " | " << fixed(c.predicted, digits) << " "
+                  << c.unit << " | " << pct(c.predicted / c.published - 1.0) << " | " << c.role << " |\n";
       }
       std::cout << "\nScored (validation) cases: " << scored.size() << "; median |error| " << fixed(median * 100, 1)
                 << "%, max |error| " << fixed(max * 100, 1) << "%.\n";
@@ -310,8 +315,9 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
               << "predicted" << std::setw(9) << "error"
               << "  role\n";
     for (const auto& c : cases) {
-      std::cout << std::left << std::setw(40) << c.id << std::right << std::setw(12) << fixed(c.published, 1)
-                << std::setw(12) << fixed(c.predicted, 1) << std::setw(9) << pct(c.predicted / c.published - 1.0)
+      const int digits = c.unit == "s" ? 3 : (c.unit == "GiB" ? 2 : 1);
+      std::cout << std::left << std::setw(40) << c.id << std::right << std::setw(12) << fixed(c.published, digits)
+                << std::setw(12) << fixed(c.predicted, digits) << std::setw(9) << pct(c.predicted / c.published - 1.0)
                 << "  " << c.role << "\n";
     }
     std::cout << "scored cases " << scored.size() << ": median |error| " << fixed(median * 100, 1) << "%, max |error| "

@@ -1,21 +1,37 @@
 #!/usr/bin/env bash
 # Prepared for a session lent a GPU machine (see the device tool's README): run from the repo root
-# there, with build/ carried (binaries built here are x86-64 like it). Writes the measured profile,
-# the probe's log and a comparison run under $OUT.
-#   device run: carry ["build"], command: "bash tools/scripts/device-calibrate.sh"
+# there. Binaries built here are x86-64 like it; carry them in .device/ (ignored by git) with the
+# one library the image may lack:
+#   mkdir -p .device && cp build/clustersim build/clustersim-probe /usr/lib/x86_64-linux-gnu/libtbb.so.12 .device/
+#   device run: carry [".device"], command: "bash tools/scripts/device-calibrate.sh"
+# It writes under $OUT: the measured profile and its kernel tables (clustersim calibrate), PyTorch's
+# attention forward/backward, memory-bound kernel and layer timings (tools/scripts/measure_kernels.py),
+# all packed in one archive (the device returns at most 8 files), and the logs.
 set -uo pipefail
 out="${OUT:-/tmp/cs-out}"
-mkdir -p "$out"
-# CUDA libraries: the toolkit's, else the ones PyTorch's wheels carry (cuBLAS, NCCL).
+mkdir -p "$out/pack"
+bin="${CS_BIN:-.device}"
+[ -x "$bin/clustersim" ] || bin=build
+# CUDA libraries: the toolkit's, else the ones PyTorch's wheels carry (cuBLAS, NCCL); then ours.
 libs=/usr/local/cuda/lib64:/usr/local/cuda/lib
-for d in $(python3 -c 'import glob,site; [print(p) for s in site.getsitepackages() for p in glob.glob(s+"/nvidia/*/lib")]' 2>/dev/null); do
+for d in $(python3 -c 'import glob,site; [print(p) for s in site.getsitepackages() for p in glob.glob(s+"/nvidia/*/lib")+glob.glob(s+"/nvidia/cu13/lib")]' 2>/dev/null); do
   libs="$libs:$d"
 done
-export LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}"
-nvidia-smi > "$out/nvidia-smi.txt" 2>&1
-nvidia-smi topo -m > "$out/topo.txt" 2>&1
-build/clustersim calibrate --out "$out/h200-sxm.measured.json" 2>&1 | tee "$out/probe.log"
-build/clustersim inspect "$out/h200-sxm.measured.json" >> "$out/probe.log" 2>&1
-build/clustersim train --model llama3.1-8b --cluster hgx-h200 --gpus 1 --profile "$out/h200-sxm.measured.json" \
-  --tp 1 --seq 4096 --global-batch 4 --allow-oom >> "$out/probe.log" 2>&1
-ls -la "$out"
+export LD_LIBRARY_PATH="$libs:$PWD/$bin:${LD_LIBRARY_PATH:-}"
+{
+  date -u
+  nvidia-smi
+  nvidia-smi -q -d CLOCK,POWER | head -60
+  ldd "$bin/clustersim-probe"
+} > "$out/pack/machine.txt" 2>&1
+start=$(date +%s)
+timeout 210 "$bin/clustersim" --data-dir "$PWD" calibrate --out "$out/pack/h200-sxm.measured.json" > "$out/pack/probe.log" 2>&1
+echo "calibrate exit $? after $(( $(date +%s) - start )) s" | tee -a "$out/pack/probe.log"
+tail -25 "$out/pack/probe.log"
+start=$(date +%s)
+PYTHONUNBUFFERED=1 timeout 270 python3 tools/scripts/measure_kernels.py --out "$out/pack/torch" --budget-s 220 > "$out/pack/torch.log" 2>&1
+echo "measure_kernels exit $? after $(( $(date +%s) - start )) s" | tee -a "$out/pack/torch.log"
+tail -15 "$out/pack/torch.log"
+tar czf "$out/results.tar.gz" -C "$out/pack" .
+cp "$out/pack/probe.log" "$out/pack/torch.log" "$out/" 2>/dev/null
+ls -la "$out" "$out/pack"

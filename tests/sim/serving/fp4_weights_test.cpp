@@ -82,9 +82,11 @@ TEST_CASE("fp4 weights run at the FP4 rate on B200 and weight-only on H100") {
   const auto run = [](const std::string& cluster, const std::string& w, const std::string& load) {
     return serving::simulate_serving(make("llama3.1-70b", cluster, 4, 1, w, load));
   };
-  // B200 has FP4 tensor cores (9,000 TFLOP/s dense against FP8's 4,500): a prefill-bound run is
-  // faster in fp4 than in fp8, and decode reads fewer weight bytes.
-  CHECK(run("hgx-b200", "fp4", prefill).ttft.mean < 0.8 * run("hgx-b200", "fp8", prefill).ttft.mean);
+  // B200 has FP4 tensor cores (9,000 TFLOP/s dense against FP8's 4,500; its measured GEMMs,
+  // b200_sxm gemm_perf at 8192^3: nvfp4 3,864 against fp8 2,335 TFLOP/s): a prefill-bound run is
+  // faster in fp4 than in fp8 (attention and the rest do not speed up), and decode reads fewer
+  // weight bytes.
+  CHECK(run("hgx-b200", "fp4", prefill).ttft.mean < 0.9 * run("hgx-b200", "fp8", prefill).ttft.mean);
   CHECK(run("hgx-b200", "fp4", decode).tpot.mean < run("hgx-b200", "fp8", decode).tpot.mean);
   // H100 has none: fp4 is int4 with 1/16 byte more per weight, so never faster than int4, and its
   // bf16 prefill is slower than fp8's W8A8.

@@ -203,13 +203,16 @@ TEST_CASE(
     "FP8 training: linear GEMMs at the FP8 peak make the step faster, TE's weight cache costs memory, its FP8 "
     "saved inputs save some") {
   const std::string base =
-      R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 8}, "training": {"seq": 4096, "global_batch": 8, "dtype": ")";
+      R"({"model": "llama3.1-8b", "cluster": "hgx-h100", "gpus": 1, "parallel": {"tp": 1}, "allow_oom": true, "training": {"seq": 4096, "global_batch": 2, "dtype": ")";
   const auto bf16 = eval(test::scenario_from_json(base + R"(bf16"}})"));
   const auto fp8 = eval(test::scenario_from_json(base + R"(fp8"}})"));
+  // Whole-width GEMMs (TP 1: 4096 rows by 4096-14336): the measured FP8 rows (h100_sxm gemm_perf,
+  // quantisation of the input taken out: TE casts it in a kernel of its own) are 1.5-1.7x the bf16
+  // ones, less the casts around them.
   CHECK(fp8.step_time_s < 0.9 * bf16.step_time_s);
   // The FP8 cast of every decoder linear weight and its transpose: 2 B per element, 32 layers.
   models::StepShape shape;
-  shape.tp = 8;
+  shape.tp = 1;
   const auto m = test::shipped_model("llama3.1-8b");
   CHECK(fp8.memory.weights ==
         doctest::Approx(bf16.memory.weights + 2.0 * 32 * models::linear_weight_elements(m, shape)));
@@ -284,7 +287,10 @@ TEST_CASE("the rank order places TP groups: TP innermost keeps them inside a nod
   double tp_inner = 0, tp_spread = 0;
   for (const auto& c : inner.collectives) tp_inner += c.label == "tp.allreduce" ? c.seconds_per_gpu : 0;
   for (const auto& c : spread.collectives) tp_spread += c.label == "tp.allreduce" ? c.seconds_per_gpu : 0;
-  CHECK(tp_spread > 1.5 * tp_inner);
+  // Inside the node the all-reduces take the H100's measured NCCL times (16 MiB: 240 GB/s bus
+  // bandwidth, calibration/kernels/h100_sxm/nccl_perf); across nodes the flow model (one node's NCCL
+  // table says nothing about two): the spread ring is still the slower one.
+  CHECK(tp_spread > 1.1 * tp_inner);
   CHECK(spread.plan.order == std::array<char, 4>{'d', 't', 'c', 'p'});
 }
 

@@ -1,0 +1,231 @@
+#include "calibration/profile/kernel_tables.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "calibration/profile/hardware_profile.hpp"
+
+namespace cs::calib {
+
+namespace {
+
+const std::array<KernelTableSchema, kKernelTables>& schemas() {
+  static const std::array<KernelTableSchema, kKernelTables> s{{
+      {KernelTable::kGemm, "gemm_perf", "gemm", {"gemm_dtype"}, {"m", "n", "k"}},
+      {KernelTable::kContextAttention,
+       "context_attention_perf",
+       "attention",
+       {"kernel_source", "head_dim", "window_size", "attn_dtype", "kv_cache_dtype"},
+       {"batch_size", "isl", "num_heads", "num_key_value_heads"}},
+      {KernelTable::kTrainAttention,
+       "train_attention_perf",
+       "attention",
+       {"head_dim", "window_size", "attn_dtype", "kv_cache_dtype"},
+       {"batch_size", "isl", "num_heads", "num_key_value_heads"}},
+      {KernelTable::kTrainAttentionBwd,
+       "train_attention_bwd_perf",
+       "attention",
+       {"head_dim", "window_size", "attn_dtype", "kv_cache_dtype"},
+       {"batch_size", "isl", "num_heads", "num_key_value_heads"}},
+      {KernelTable::kGenerationAttention,
+       "generation_attention_perf",
+       "attention",
+       {"kernel_source", "head_dim", "window_size", "kv_cache_dtype"},
+       {"batch_size", "step", "num_heads", "num_key_value_heads"}},
+      {KernelTable::kContextMla, "context_mla_perf", "mla", {"kv_cache_dtype"}, {"batch_size", "isl", "num_heads"}},
+      {KernelTable::kGenerationMla,
+       "generation_mla_perf",
+       "mla",
+       {"kv_cache_dtype"},
+       {"batch_size", "step", "num_heads"}},
+      {KernelTable::kMoe,
+       "moe_perf",
+       "moe",
+       {"kernel_source", "moe_dtype", "distribution", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+        "moe_ep_size"},
+       {"num_tokens"}},
+      {KernelTable::kNccl, "nccl_perf", "nccl", {"op_name", "nccl_dtype", "num_gpus"}, {"message_size"}},
+      {KernelTable::kCustomAllReduce, "custom_allreduce_perf", "nccl", {"num_gpus"}, {"message_size"}},
+      {KernelTable::kDeepepLlDispatch,
+       "wideep_deepep_ll_perf",
+       "deepep",
+       {"hidden_size", "num_topk", "num_experts"},
+       {"num_token"},
+       "dispatch_avg_t_us",
+       1e-6},
+      {KernelTable::kDeepepLlCombine,
+       "wideep_deepep_ll_perf",
+       "deepep",
+       {"hidden_size", "num_topk", "num_experts"},
+       {"num_token"},
+       "combine_avg_t_us",
+       1e-6},
+  }};
+  return s;
+}
+
+std::string num(double v) {
+  const auto i = static_cast<long long>(std::llround(v));
+  return std::to_string(i);
+}
+
+std::string join(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += '|';
+    out += p;
+  }
+  return out;
+}
+
+/// The first kernel source (in order of preference) under which the table has the key.
+std::optional<KernelTime> first_source(const LatencyTable& t, std::initializer_list<const char*> sources,
+                                       const std::string& rest, std::span<const double> axes,
+                                       const LatencyTable::Model& model) {
+  for (const char* s : sources) {
+    if (auto r = t.lookup(std::string(s) + "|" + rest, axes, model)) return r;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const KernelTableSchema& kernel_table_schema(KernelTable t) { return schemas()[static_cast<std::size_t>(t)]; }
+
+const std::array<KernelTable, kKernelTables>& all_kernel_tables() {
+  static const std::array<KernelTable, kKernelTables> a = [] {
+    std::array<KernelTable, kKernelTables> x{};
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<KernelTable>(i);
+    return x;
+  }();
+  return a;
+}
+
+const std::vector<std::string>& kernel_table_groups() {
+  static const std::vector<std::string> g{"gemm", "attention", "mla", "moe", "nccl", "deepep"};
+  return g;
+}
+
+bool KernelTableRef::uses(const std::string& group) const {
+  return use.empty() || std::find(use.begin(), use.end(), group) != use.end();
+}
+
+const LatencyTable* KernelTableRef::table(KernelTable t) const {
+  if (!data || !uses(kernel_table_schema(t).group)) return nullptr;
+  return data->table(t);
+}
+
+const KernelTableRef* KernelTables::source_of(KernelTable t) const {
+  for (const auto& r : refs) {
+    if (r.data && r.uses(kernel_table_schema(t).group) && r.data->has(t)) return &r;
+  }
+  return nullptr;
+}
+
+const LatencyTable* KernelTables::table(KernelTable t) const {
+  const auto* r = source_of(t);
+  return r ? r->table(t) : nullptr;
+}
+
+bool KernelTables::attached() const {
+  return std::any_of(refs.begin(), refs.end(), [](const KernelTableRef& r) { return r.data != nullptr; });
+}
+
+std::string gemm_table_dtype(Dtype d) {
+  switch (d) {
+    case Dtype::kBf16: return "bfloat16";
+    case Dtype::kFp8: return "fp8";
+    case Dtype::kFp4: return "nvfp4";
+    case Dtype::kFp16:
+    case Dtype::kTf32:
+    case Dtype::kFp32: return "";
+  }
+  return "";
+}
+
+std::optional<KernelTime> table_gemm(const KernelTables& t, Dtype d, double m, double n, double k,
+                                     const LatencyTable::Model& model) {
+  const auto* table = t.table(KernelTable::kGemm);
+  const std::string key = gemm_table_dtype(d);
+  if (!table || key.empty()) return std::nullopt;
+  const double axes[] = {m, n, k};
+  return table->lookup(key, axes, model);
+}
+
+std::optional<KernelTime> table_context_attention(const KernelTables& t, const AttentionQuery& q,
+                                                  const LatencyTable::Model& model) {
+  const std::string dtype = q.fp8 ? "fp8" : "bfloat16";
+  if (q.mla) {
+    const auto* table = t.table(KernelTable::kContextMla);
+    if (!table || q.window > 0) return std::nullopt;
+    const double axes[] = {q.batch, q.seq, q.heads};
+    return table->lookup(dtype, axes, model);
+  }
+  const auto* table = t.table(KernelTable::kContextAttention);
+  if (!table) return std::nullopt;
+  const double axes[] = {q.batch, q.seq, q.heads, q.kv_heads};
+  return first_source(*table, {"torch_flow", "torch_flow_flashinfer", "default"},
+                      join({num(q.head_dim), num(q.window), dtype, dtype}), axes, model);
+}
+
+std::optional<KernelTime> table_train_attention(const KernelTables& t, const AttentionQuery& q, bool backward,
+                                                const LatencyTable::Model& model) {
+  const auto* table = t.table(backward ? KernelTable::kTrainAttentionBwd : KernelTable::kTrainAttention);
+  if (!table) return std::nullopt;
+  // MLA's training form: q/k 192 (128 + 64 rope), v 128, one K/V head per query head.
+  const double head_dim = q.mla ? 192 : q.head_dim, kv_heads = q.mla ? q.heads : q.kv_heads;
+  const double axes[] = {q.batch, q.seq, q.heads, kv_heads};
+  return table->lookup(join({num(head_dim), num(q.window), "bfloat16", "bfloat16"}), axes, model);
+}
+
+std::optional<KernelTime> table_generation_attention(const KernelTables& t, const AttentionQuery& q, double context,
+                                                     const LatencyTable::Model& model) {
+  const std::string dtype = q.fp8 ? "fp8" : "bfloat16";
+  const double step = std::max(1.0, context - 1);
+  if (q.mla) {
+    const auto* table = t.table(KernelTable::kGenerationMla);
+    if (!table || q.window > 0) return std::nullopt;
+    const double axes[] = {q.batch, step, q.heads};
+    return table->lookup(dtype, axes, model);
+  }
+  const auto* table = t.table(KernelTable::kGenerationAttention);
+  if (!table) return std::nullopt;
+  const double axes[] = {q.batch, step, q.heads, q.kv_heads};
+  return first_source(*table, {"torch_flow", "torch_flow_flashinfer", "default"},
+                      join({num(q.head_dim), num(q.window), dtype}), axes, model);
+}
+
+std::optional<KernelTime> table_moe(const KernelTables& t, const MoeQuery& q) {
+  const auto* table = t.table(KernelTable::kMoe);
+  if (!table) return std::nullopt;
+  const double axes[] = {q.tokens};
+  const std::string rest =
+      join({q.dtype, "power_law_1.01", num(q.hidden), num(q.inter), num(q.topk), num(q.experts), num(q.tp), num(q.ep)});
+  if (q.gated) return first_source(*table, {"moe_torch_flow_cutlass", "moe_torch_flow"}, rest, axes, {});
+  return first_source(*table, {"moe_torch_flow_nongated"}, rest, axes, {});
+}
+
+std::optional<KernelTime> table_nccl(const KernelTables& t, const std::string& op, int gpus, double bytes) {
+  const auto* table = t.table(KernelTable::kNccl);
+  if (!table) return std::nullopt;
+  // Above the measured sizes a collective's time grows with its bytes (bandwidth-bound); below them
+  // it stays at the smallest size's (latency-bound).
+  const LatencyTable::Model linear = [](std::span<const double> a) { return std::max(a[0], 1e6); };
+  // message_size counts elements (PROVENANCE.md): half 2 bytes each (aiconfigurator's rows),
+  // float 4 (the probe's).
+  for (const auto& [dtype, size] : {std::pair{"half", 2.0}, std::pair{"float", 4.0}}) {
+    const double axes[] = {bytes / size};
+    if (auto r = table->lookup(join({op, dtype, std::to_string(gpus)}), axes, linear)) return r;
+  }
+  return std::nullopt;
+}
+
+std::optional<KernelTime> table_custom_allreduce(const KernelTables& t, int gpus, double bytes) {
+  const auto* table = t.table(KernelTable::kCustomAllReduce);
+  if (!table) return std::nullopt;
+  const double axes[] = {bytes / 2};
+  const LatencyTable::Model linear = [](std::span<const double> a) { return std::max(a[0], 1e6); };
+  return table->lookup(std::to_string(gpus), axes, linear);
+}
+
+}  // namespace cs::calib

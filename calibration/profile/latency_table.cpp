@@ -1,0 +1,183 @@
+#include "calibration/profile/latency_table.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "sim/core/check.hpp"
+
+namespace cs::calib {
+
+const char* kernel_source_name(KernelSource s) {
+  switch (s) {
+    case KernelSource::kMeasured: return "measured";
+    case KernelSource::kInterpolated: return "interpolated";
+    case KernelSource::kExtrapolated: return "extrapolated";
+    case KernelSource::kAnalytic: return "analytic";
+  }
+  return "?";
+}
+
+LatencyTable::LatencyTable(std::vector<std::string> axis_names) : axis_names_(std::move(axis_names)) {}
+
+void LatencyTable::add(const std::string& key, std::span<const double> axes, double seconds) {
+  CS_ASSERT(!finished_, "rows are added before finish()");
+  CS_ASSERT(axes.size() == axis_names_.size(), "a row has one value per axis");
+  CS_ASSERT(seconds > 0, "latencies are positive (the reader refuses others)");
+  auto& d = blocks_[key].data;
+  for (double a : axes) {
+    CS_ASSERT(a > 0, "axis values are positive (the reader refuses others)");
+    d.push_back(a);
+  }
+  d.push_back(std::log(seconds));
+}
+
+void LatencyTable::finish() {
+  CS_ASSERT(!finished_, "finish() once");
+  const std::size_t n = axes(), stride = n + 1;
+  for (auto& entry : blocks_) {
+    auto& b = entry.second;  // a plain reference: the comparator below captures it
+    const std::size_t rows = b.rows(stride);
+    std::vector<std::size_t> order(rows);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const auto less = [&](std::size_t x, std::size_t y) {
+      return std::lexicographical_compare(b.data.begin() + static_cast<std::ptrdiff_t>(x * stride),
+                                          b.data.begin() + static_cast<std::ptrdiff_t>(x * stride + n),
+                                          b.data.begin() + static_cast<std::ptrdiff_t>(y * stride),
+                                          b.data.begin() + static_cast<std::ptrdiff_t>(y * stride + n));
+    };
+    std::stable_sort(order.begin(), order.end(), less);
+    std::vector<double> sorted;
+    sorted.reserve(b.data.size());
+    for (std::size_t i = 0; i < rows;) {
+      // Rows with equal axes: one row at their mean log latency.
+      std::size_t j = i + 1;
+      while (j < rows && !less(order[i], order[j])) ++j;
+      double sum = 0;
+      for (std::size_t r = i; r < j; ++r) sum += b.data[order[r] * stride + n];
+      for (std::size_t a = 0; a < n; ++a) sorted.push_back(b.data[order[i] * stride + a]);
+      sorted.push_back(sum / static_cast<double>(j - i));
+      i = j;
+    }
+    b.data = std::move(sorted);
+  }
+  finished_ = true;
+}
+
+std::size_t LatencyTable::rows() const {
+  std::size_t n = 0;
+  for (const auto& [key, b] : blocks_) n += b.rows(axes() + 1);
+  return n;
+}
+
+std::vector<std::string> LatencyTable::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [key, b] : blocks_) out.push_back(key);
+  return out;
+}
+
+LatencyTable::Coverage LatencyTable::coverage(const std::string& key, std::size_t axis) const {
+  Coverage c;
+  const auto it = blocks_.find(key);
+  if (it == blocks_.end() || axis >= axes()) return c;
+  const std::size_t stride = axes() + 1;
+  std::vector<double> values;
+  for (std::size_t r = 0; r < it->second.rows(stride); ++r) values.push_back(it->second.data[r * stride + axis]);
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  if (values.empty()) return c;
+  return {values.front(), values.back(), values.size()};
+}
+
+LatencyTable::Leaf LatencyTable::descend(const Block& b, std::size_t depth, std::size_t lo, std::size_t hi,
+                                         std::span<const double> query, std::vector<double>& target,
+                                         std::vector<char>& clamped, const Model& model) const {
+  const std::size_t n = axes(), stride = n + 1;
+  const auto value = [&](std::size_t row, std::size_t axis) { return b.data[row * stride + axis]; };
+  if (depth == n) {
+    Leaf leaf{value(lo, n), false, false};
+    bool any_clamped = false;
+    for (std::size_t a = 0; a < n; ++a) {
+      any_clamped = any_clamped || clamped[a] != 0;
+      target[a] = clamped[a] ? query[a] : value(lo, a);
+    }
+    if (any_clamped) {
+      leaf.extrapolated = true;
+      if (model) {
+        std::vector<double> row(n);
+        for (std::size_t a = 0; a < n; ++a) row[a] = value(lo, a);
+        const double at_row = model(row), at_target = model(target);
+        if (at_row > 0 && at_target > 0) leaf.log_seconds += std::log(at_target) - std::log(at_row);
+      }
+    }
+    return leaf;
+  }
+  // Rows [lo, hi) share axes 0 .. depth-1, so their values of axis `depth` are sorted.
+  const auto lower = [&](double v) {
+    std::size_t a = lo, z = hi;
+    while (a < z) {
+      const std::size_t mid = a + (z - a) / 2;
+      if (value(mid, depth) < v) {
+        a = mid + 1;
+      } else {
+        z = mid;
+      }
+    }
+    return a;
+  };
+  const auto upper = [&](double v) {
+    std::size_t a = lo, z = hi;
+    while (a < z) {
+      const std::size_t mid = a + (z - a) / 2;
+      if (value(mid, depth) <= v) {
+        a = mid + 1;
+      } else {
+        z = mid;
+      }
+    }
+    return a;
+  };
+  const double q = query[depth];
+  const std::size_t p = lower(q);
+  if (p < hi && value(p, depth) == q) {
+    clamped[depth] = 0;
+    return descend(b, depth + 1, p, upper(q), query, target, clamped, model);
+  }
+  if (p == lo || p == hi) {
+    // Outside the measured range of this axis (among the rows matching so far): its edge.
+    const double edge = p == lo ? value(lo, depth) : value(hi - 1, depth);
+    clamped[depth] = 1;
+    auto leaf = descend(b, depth + 1, lower(edge), upper(edge), query, target, clamped, model);
+    clamped[depth] = 0;
+    leaf.extrapolated = true;
+    return leaf;
+  }
+  const double v1 = value(p - 1, depth), v2 = value(p, depth);
+  clamped[depth] = 0;
+  const auto below = descend(b, depth + 1, lower(v1), p, query, target, clamped, model);
+  const auto above = descend(b, depth + 1, p, upper(v2), query, target, clamped, model);
+  const double w = (std::log(q) - std::log(v1)) / (std::log(v2) - std::log(v1));
+  return {(1 - w) * below.log_seconds + w * above.log_seconds, true, below.extrapolated || above.extrapolated};
+}
+
+std::optional<KernelTime> LatencyTable::lookup(const std::string& key, std::span<const double> axes_in,
+                                               const Model& model) const {
+  CS_ASSERT(finished_, "lookups after finish()");
+  CS_ASSERT(axes_in.size() == axes(), "a query has one value per axis");
+  const auto it = blocks_.find(key);
+  if (it == blocks_.end() || it->second.data.empty()) return std::nullopt;
+  for (double a : axes_in) {
+    if (!(a > 0) || !std::isfinite(a)) return std::nullopt;  // no shape to look up (a zero-sized GEMM)
+  }
+  std::vector<double> target(axes());
+  std::vector<char> clamped(axes(), 0);
+  const auto leaf = descend(it->second, 0, 0, it->second.rows(axes() + 1), axes_in, target, clamped, model);
+  KernelTime t;
+  t.seconds = std::exp(leaf.log_seconds);
+  t.source = leaf.extrapolated   ? KernelSource::kExtrapolated
+             : leaf.interpolated ? KernelSource::kInterpolated
+                                 : KernelSource::kMeasured;
+  return t;
+}
+
+}  // namespace cs::calib
