@@ -14,7 +14,6 @@ namespace cs::config {
 
 namespace fs = std::filesystem;
 
-
 const char* kind_name(CatalogKind kind) {
   switch (kind) {
     case CatalogKind::kModel: return "model";

@@ -17,7 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 /// Splits one CSV line at commas (the tables are written without quoting: PROVENANCE.md).
 void split(std::string_view line, std::vector<std::string_view>& out) {
   out.clear();

@@ -1,8 +1,8 @@
 // Measured kernel tables (sim/config/kernel_table_file): any file, plain or gzip, read as each
 // table kind, then looked up at a shape: a table or an InputError naming the file and line.
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "sim/config/kernel_table_file.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
