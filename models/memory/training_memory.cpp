@@ -1,6 +1,7 @@
 #include "models/memory/training_memory.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace cs::models {
@@ -65,53 +66,8 @@ double params_per_gpu(const ModelArch& m, int tp) {
   return layers + rest;
 }
 
-/// What core attention saves for its backward beyond Q, K, V and its output: flash attention the
-/// fp32 log-sum-exp per query and head; unfused attention the softmax output, and with dropout its
-/// 1-byte mask and output (Korthikanti et al. 2022, Eq. 1: 5 a s^2 b bytes per layer).
-double core_attention_bytes(const ModelArch& m, const StepShape& s) {
-  if (s.flash_attention) return 4.0 * s.tokens() * static_cast<double>(q_heads_per_rank(m, s.tp));
-  return score_elements(m, s) * (s.act_bytes + (m.attention_dropout ? 1.0 + s.act_bytes : 0.0));
-}
-
 double layer_activation_bytes(const ModelArch& m, const StepShape& s, LayerKind kind) {
-  const auto d = layer_dims(m, s);
-  const double T = d.tokens;
-  const double r = d.norm_tokens / d.tokens;  // 1/TP under sequence parallelism
-  const double a = d.act_bytes;
-  double bytes = 0;
-  // A linear layer keeps its input for the weight gradient: bf16, or under FP8 the FP8 cast
-  // (Transformer Engine saves the quantised input; under SP the local shard, gathered again).
-  const double lin = s.fp8 ? 1.0 : a;
-  bytes += (a + lin) * T * d.hidden * r;  // attention-norm input, QKV input
-  if (kind.attention == AttentionKind::kMla) {
-    const auto& x = m.mla;
-    const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
-    const double qk = static_cast<double>(x.qk_nope_dim + x.qk_rope_dim), v = static_cast<double>(x.v_dim);
-    bytes += lin * T * static_cast<double>(x.q_lora_rank + x.kv_lora_rank);  // the up-projections' inputs
-    bytes += a * T * hq * (2 * qk + v);                                      // Q, K, V per head
-    bytes += a * T * hq * v;                                                 // attention output
-    if (s.fp8) bytes += T * hq * v;                                          // its FP8 cast
-  } else {
-    bytes += a * T * (d.q + 2 * d.kv);  // Q, K, V
-    bytes += a * T * d.q;               // attention output (flash backward; bf16 out_proj input)
-    if (s.fp8) bytes += T * d.q;        // its FP8 cast, the out_proj input
-  }
-  bytes += core_attention_bytes(m, s);    // flash: the softmax log-sum-exp; unfused: the score matrices
-  bytes += (a + lin) * T * d.hidden * r;  // MLP-norm input, MLP-up (or router) input
-  if (kind.ffn == FeedForwardKind::kDense) {
-    bytes += a * T * d.up;     // activation-function inputs
-    bytes += lin * T * d.ffn;  // MLP-down input
-  } else {
-    const double Tm = T / s.tp, E = static_cast<double>(m.moe.experts);
-    const double pairs = Tm * static_cast<double>(m.moe.top_k) * s.expert_load * s.etp;
-    const double gated = m.activation == Activation::kSwiGlu ? 2.0 : 1.0;
-    const double f = static_cast<double>(m.moe.expert_ffn) / s.etp, fs = static_cast<double>(m.moe.shared_ffn);
-    bytes += 4 * Tm * E;                                          // fp32 router scores
-    bytes += pairs * (lin * d.hidden + a * gated * f + lin * f);  // per pair: expert input, up output, down input
-    bytes += Tm * (lin * d.hidden + a * gated * fs + lin * fs);   // shared experts
-  }
-  if (m.hidden_dropout) bytes += 2 * T * d.hidden * r;  // two dropout masks, one byte per element
-  return bytes;
+  return layer_activations(m, s, kind).total();
 }
 
 double head_activation_bytes(const ModelArch& m, const StepShape& s) {
@@ -162,7 +118,7 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
     const double base = in.shape.base_4bit ? (p - outer_here) * 0.5 + outer_here * 2.0 : p * 2.0;
     b.weights = base + adapters * 2.0;
     b.gradients = adapters * 4.0;
-    b.optimizer = adapters * 12.0 / (in.zero >= 1 ? dp : 1);
+    b.optimizer = adapters * (4.0 + 2.0 * in.moment_bytes) / (in.zero >= 1 ? dp : 1);
   } else {
     // bf16 weights; under FP8 Transformer Engine also caches each decoder linear weight's FP8 cast
     // and its transpose (made on the step's first micro-batch, reused by the others): 2 B/param.
@@ -186,29 +142,40 @@ MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& 
                              : p * wb + layers_here * cache;
     // Dense parameters are sharded over DP x CP, routed experts over expert-DP.
     b.gradients = in.zero >= 2 ? (p - expert) * in.grad_bytes / dp + expert * in.grad_bytes / edp : p * in.grad_bytes;
-    b.optimizer = (p - expert) * 12.0 / (in.zero >= 1 ? dp : 1) + expert * 12.0 / (in.zero >= 1 ? edp : 1);
+    // fp32 master weights and Adam's two moments (and a GPU-held fp32 weight average).
+    const double state = 4.0 + 2.0 * in.moment_bytes + (in.ema_on_gpu ? 4.0 : 0.0);
+    b.optimizer = (p - expert) * state / (in.zero >= 1 ? dp : 1) + expert * state / (in.zero >= 1 ? edp : 1);
   }
-  // Per micro-batch in flight: every layer's saved tensors, or with full recompute only each
-  // layer's input (plus one layer's full set while it is recomputed); selective recompute drops
-  // the attention output and its log-sum-exp (recomputed from Q, K, V).
+  // Per micro-batch in flight: every layer's saved tensors less what its selective recompute
+  // drops; with full recompute only the checkpointed inputs (uniform: one per group of layers;
+  // block: the first layers of each chunk), plus one group's (or layer's) full set while it is
+  // re-run.
   const auto d = layer_dims(m, in.shape);
   const double input_only = d.act_bytes * d.norm_tokens * d.hidden;
   std::map<LayerKind, int> count;  // the stage's layers of each kind
   for (int l = in.first_layer; l < in.first_layer + n; ++l) ++count[m.layer_kind(l)];
-  double kept = 0;  // the stage's layers, per micro-batch
+  double kept = 0, whole = 0;  // the stage's layers, per micro-batch: as kept, and whole
   for (const auto& [kind, k] : count) {
-    const double layer = layer_activation_bytes(m, in.shape, kind);
-    const double attention_out =
-        kind.attention == AttentionKind::kMla
-            ? d.act_bytes * d.tokens * static_cast<double>(q_heads_per_rank(m, in.shape.tp) * m.mla.v_dim)
-            : d.act_bytes * d.tokens * d.q;
-    const double per_layer_kept = in.recompute == 2   ? input_only
-                                  : in.recompute == 1 ? layer - attention_out - core_attention_bytes(m, in.shape)
-                                                      : layer;
-    kept += static_cast<double>(k) * per_layer_kept;
+    const auto acts = layer_activations(m, in.shape, kind, in.fp8_cache);
+    kept += static_cast<double>(k) * (in.recompute == 1 ? acts.kept(in.modules) : acts.total());
+    whole += static_cast<double>(k) * acts.total();
+  }
+  double buffer = 0;
+  if (in.recompute == 2 && n > 0) {
+    const double g = std::max(1, in.recompute_layers);
+    if (in.recompute_block) {
+      // The first layers of each chunk keep their input only; the rest everything.
+      const double per_chunk = static_cast<double>(n) / std::max(1, in.chunks);
+      const double recomputed = std::min(g, per_chunk) * std::max(1, in.chunks);
+      kept = recomputed * input_only + (static_cast<double>(n) - recomputed) / static_cast<double>(n) * whole;
+      buffer = layer_acts;
+    } else {
+      kept = std::ceil(static_cast<double>(n) / g) * input_only;
+      buffer = std::min(g, static_cast<double>(n)) * layer_acts;
+    }
   }
   const double head = in.last_stage ? head_activation_bytes(m, in.shape) : 0.0;
-  b.activations = in.micro_batches_in_flight * (kept + head) + (in.recompute == 2 ? layer_acts : 0.0);
+  b.activations = in.micro_batches_in_flight * (kept + head) + buffer;
   b.other = in.runtime_reserved + in.comm_buffers;
   b.total = b.weights + b.gradients + b.optimizer + b.activations + b.other;
   b.capacity = in.capacity;

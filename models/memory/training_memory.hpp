@@ -1,6 +1,7 @@
 #pragma once
 #include "models/llm/model_arch.hpp"
 #include "models/ops/layer_ops.hpp"
+#include "models/ops/recompute.hpp"
 
 namespace cs::models {
 
@@ -72,13 +73,24 @@ struct TrainingMemoryInputs {
   int edp = 1;  ///< expert-DP: what ZeRO divides the experts' optimizer state (and gradients) by
   bool first_stage = true;
   bool last_stage = true;
-  int recompute = 0;  ///< 0 none, 1 selective (attention output not kept), 2 full (layer inputs only)
+  int recompute = 0;         ///< 0 none, 1 selective (`modules`), 2 full (layer inputs only)
+  RecomputeModules modules;  ///< selective recompute's modules
+  /// Full recompute: block (only the first `recompute_layers` layers of each model chunk), else
+  /// uniform in groups of `recompute_layers` (each group's input kept; one group re-run at a time).
+  bool recompute_block = false;
+  int recompute_layers = 1;
+  int chunks = 1;           ///< model chunks of the stage (interleaved schedule)
+  bool fp8_cache = false;   ///< DeepSeek's FP8 activation caching
+  double moment_bytes = 4;  ///< bytes of each Adam moment (4 fp32, 2 bf16)
+  bool ema_on_gpu = false;  ///< an fp32 weight average held with the optimizer state
 };
 
 /// Mixed-precision Adam as Megatron-LM runs it: bf16 weights (2 B/param; under FP8 the decoder's
 /// linear weights also keep Transformer Engine's cached FP8 copy and its transpose, 2 B/param),
-/// main gradients (`grad_bytes` per param), fp32 master weights + Adam m and v (12 B/param,
-/// divided by DP x CP under ZeRO-1).
+/// main gradients (`grad_bytes` per param), fp32 master weights + Adam m and v (4 + 2 x
+/// `moment_bytes` B/param, and 4 more for a GPU-held weight average; divided by DP x CP under
+/// ZeRO-1). Activations: each layer's saved tensors less what its recompute drops, times the
+/// micro-batches in flight.
 [[nodiscard]] MemoryBreakdown training_memory(const ModelArch& m, const TrainingMemoryInputs& in);
 
 }  // namespace cs::models

@@ -116,6 +116,16 @@ void gemm_backward(std::vector<Item>& out, std::string_view dgrad, std::string_v
 
 Item memory_op(std::string_view name, double bytes) { return {Op{name, OpKind::kMemoryBound, 0, 0, 0, 0, bytes}}; }
 
+/// DeepSeek-V3's FP8 activation cache (arXiv:2412.19437, Sec. 3.3.2): an activation function's
+/// input, kept for backward, is cast to FP8 as it is made (read 2 bytes, write 1 per element) and
+/// read back to bf16 in backward (read 1, write 2).
+void act_cache_cast(std::vector<Item>& out, double elements, const StepShape& s) {
+  if (s.fp8_act_cache) out.push_back(memory_op("act_cache.cast", 3.0 * elements));
+}
+void act_cache_read(std::vector<Item>& out, double elements, const StepShape& s) {
+  if (s.fp8_act_cache) out.push_back(memory_op("act_cache.read", 3.0 * elements));
+}
+
 /// Context-parallel collectives (ring attention's shift, the all-gather flavour's K/V exchange).
 Item cp_comm(CollectiveOp op, const char* label, double bytes) {
   return {Op{}, Comm{op, GroupKind::kCp, label, bytes}};
@@ -391,6 +401,7 @@ void dense_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepSha
   if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   base_gemm(out, "mlp_up", T, up_n, h, s, true);
   out.push_back(memory_op("mlp_act", (up_n + f) * T * a));
+  act_cache_cast(out, up_n * T, s);
   base_gemm(out, "mlp_down", T, h, f, s);
   if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
   out.push_back(memory_op("mlp_residual", (m.hidden_dropout ? 4.5 : 3.0) * Tn * h * a));
@@ -402,6 +413,7 @@ void dense_ffn_backward(std::vector<Item>& out, const ModelArch& m, const StepSh
   out.push_back(memory_op("mlp_residual.bwd", (m.hidden_dropout ? 4.0 : 2.0) * Tn * h * a));
   if (s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
   gemm_backward(out, "mlp_down.dgrad", "mlp_down.wgrad", T, h, f, s);
+  act_cache_read(out, up_n * T, s);
   out.push_back(memory_op("mlp_act.bwd", (2 * up_n + f) * T * a));
   gemm_backward(out, "mlp_up.dgrad", "mlp_up.wgrad", T, up_n, h, s);
   if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
@@ -464,6 +476,7 @@ void moe_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepShape
   fp8_input_cast(out, d.pairs * h, false, s);
   out.push_back(grouped_gemm("experts_up", d, d.up, h, s, s.weight_bytes));
   out.push_back(memory_op("experts_act", (d.up + d.ffn) * d.pairs * a));
+  act_cache_cast(out, d.up * d.pairs, s);
   fp8_input_cast(out, d.pairs * d.ffn, false, s);
   out.push_back(grouped_gemm("experts_down", d, h, d.ffn, s, s.weight_bytes));
   if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kReduceScatter, "etp.reducescatter", d.pairs * h * a));
@@ -477,6 +490,7 @@ void moe_ffn_forward(std::vector<Item>& out, const ModelArch& m, const StepShape
     if (s.tp > 1 && s.sp) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
     base_gemm(out, "shared_up", Ts, d.shared_up / t, h, s);
     out.push_back(memory_op("shared_act", (d.shared_up + d.shared_ffn) / t * Ts * a));
+    act_cache_cast(out, d.shared_up / t * Ts, s);
     base_gemm(out, "shared_down", Ts, h, d.shared_ffn / t, s);
     if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kReduceScatter, T * h * a));
   }
@@ -511,6 +525,7 @@ void moe_ffn_backward(std::vector<Item>& out, const ModelArch& m, const StepShap
     const double Ts = s.tp > 1 ? T : Tm, t = s.tp;
     if (s.tp > 1) out.push_back(tp_comm(CollectiveOp::kAllGather, T * h * a));
     gemm_backward(out, "shared_down.dgrad", "shared_down.wgrad", Ts, h, d.shared_ffn / t, s);
+    act_cache_read(out, d.shared_up / t * Ts, s);
     out.push_back(memory_op("shared_act.bwd", (2 * d.shared_up + d.shared_ffn) / t * Ts * a));
     gemm_backward(out, "shared_up.dgrad", "shared_up.wgrad", Ts, d.shared_up / t, h, s);
     if (s.tp > 1) out.push_back(tp_comm(s.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, T * h * a));
@@ -521,6 +536,7 @@ void moe_ffn_backward(std::vector<Item>& out, const ModelArch& m, const StepShap
   if (s.ep > 1) out.push_back(ep_comm(CollectiveOp::kAllToAll, "ep.combine.bwd", back));
   if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kAllGather, "etp.allgather", d.pairs * h * a));
   grouped_backward(out, "experts_down.dgrad", "experts_down.wgrad", d, h, d.ffn, s);
+  act_cache_read(out, d.up * d.pairs, s);
   out.push_back(memory_op("experts_act.bwd", (2 * d.up + d.ffn) * d.pairs * a));
   grouped_backward(out, "experts_up.dgrad", "experts_up.wgrad", d, d.up, h, s);
   if (s.etp > 1) out.push_back(etp_comm(CollectiveOp::kReduceScatter, "etp.reducescatter", d.pairs * h * a));

@@ -127,6 +127,9 @@ struct StepShape {
   /// cast to FP8 with their amax, the casts' transposes kept for the weight gradient) and keep
   /// their inputs for backward in FP8; attention, norms, the LM head and everything else in bf16.
   bool fp8 = false;
+  /// DeepSeek-V3's FP8 activation caching: the activation functions' inputs kept for backward in
+  /// FP8 (a cast after the GEMM that makes them, read back in backward).
+  bool fp8_act_cache = false;
   /// Expert parallelism (MoE layers): experts split over EP ranks, each expert over ETP ranks.
   int ep = 1;
   int etp = 1;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "models/ops/recompute.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/core/check.hpp"
 #include "sim/core/errors.hpp"
@@ -389,6 +390,79 @@ std::vector<Field> training_fields() {
              return J(s.plan.recompute == plan::Recompute::kFull        ? "full"
                       : s.plan.recompute == plan::Recompute::kSelective ? "selective"
                                                                         : "none");
+           }},
+      {.kind = kT,
+       .path = "/training/recompute_modules",
+       .type = kString,
+       .fallback = "",
+       .default_text = "(none; core_attn under selective)",
+       .flag = "--recompute-modules",
+       .meaning = "selective recompute's modules, comma-separated, as Megatron-core names them: core_attn, mlp, moe, "
+                  "moe_act, layernorm, mla_up_proj, shared_experts (each keeps less for backward and runs its forward "
+                  "again before it); implies recompute selective",
+       .member = &ScenarioSpec::recompute_modules,
+       .resolved = [](const Scenario& s) { return J(models::RecomputeModules{s.plan.recompute_modules}.text()); }},
+      {.kind = kT,
+       .path = "/training/recompute_method",
+       .type = kEnum,
+       .choices = {"uniform", "block"},
+       .fallback = "uniform",
+       .default_text = "uniform",
+       .flag = "--recompute-method",
+       .meaning = "full recompute's layers (Megatron --recompute-method): uniform checkpoints every layer in groups "
+                  "of recompute_num_layers; block recomputes only the first recompute_num_layers layers of each "
+                  "pipeline stage's model chunk",
+       .member = &ScenarioSpec::recompute_method,
+       .resolved =
+           [](const Scenario& s) {
+             return J(s.plan.recompute_method == plan::RecomputeMethod::kBlock ? "block" : "uniform");
+           }},
+      {.kind = kT,
+       .path = "/training/recompute_num_layers",
+       .type = kInt,
+       .unit = "layers",
+       .min = 1,
+       .max = 100000,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--recompute-num-layers",
+       .meaning = "full recompute: the layers of a checkpointed group (uniform) or recomputed per model chunk (block)",
+       .member = &ScenarioSpec::recompute_num_layers,
+       .resolved = [](const Scenario& s) { return J(s.plan.recompute_layers); }},
+      {.kind = kT,
+       .path = "/training/activation_cache",
+       .type = kEnum,
+       .choices = {"bf16", "fp8"},
+       .fallback = "bf16",
+       .default_text = "bf16",
+       .flag = "--activation-cache",
+       .meaning = "activations kept for backward: bf16, or fp8 as DeepSeek-V3 caches the attention output and the "
+                  "activation functions' inputs (arXiv:2412.19437 Sec. 3.3.2; with their cast kernels)",
+       .member = &ScenarioSpec::activation_cache,
+       .resolved = [](const Scenario& s) { return J(s.fp8_activation_cache ? "fp8" : "bf16"); }},
+      {.kind = kT,
+       .path = "/training/optimizer_dtype",
+       .type = kEnum,
+       .choices = {"fp32", "bf16"},
+       .fallback = "fp32",
+       .default_text = "fp32",
+       .flag = "--optimizer-dtype",
+       .meaning = "the Adam moments: fp32, or bf16 as DeepSeek-V3 keeps them (master weights stay fp32)",
+       .member = &ScenarioSpec::optimizer_dtype,
+       .resolved = [](const Scenario& s) { return J(s.optimizer_moment_bytes == 2 ? "bf16" : "fp32"); }},
+      {.kind = kT,
+       .path = "/training/ema",
+       .type = kEnum,
+       .choices = {"none", "gpu", "cpu"},
+       .fallback = "none",
+       .default_text = "none",
+       .flag = "--ema",
+       .meaning = "an fp32 moving average of the weights: none, on the GPU (sharded as the optimizer state), or in CPU "
+                  "memory as DeepSeek-V3 keeps it (neither GPU memory nor GPU time)",
+       .member = &ScenarioSpec::ema,
+       .resolved =
+           [](const Scenario& s) {
+             return J(s.ema == Scenario::Ema::kGpu ? "gpu" : s.ema == Scenario::Ema::kCpu ? "cpu" : "none");
            }},
       {.kind = kT,
        .path = "/training/attention",

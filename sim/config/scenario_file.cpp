@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "models/ops/recompute.hpp"
 #include "sim/config/cluster_file.hpp"
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/fields.hpp"
@@ -338,6 +339,44 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
   s.plan.recompute = spec.recompute == "full"        ? plan::Recompute::kFull
                      : spec.recompute == "selective" ? plan::Recompute::kSelective
                                                      : plan::Recompute::kNone;
+  {
+    models::RecomputeModules modules;
+    if (auto bad = models::parse_recompute_modules(spec.recompute_modules, modules)) {
+      std::vector<std::string> names;
+      for (auto m : models::all_recompute_modules()) names.emplace_back(models::recompute_module_name(m));
+      const auto near = closest_match(*bad, names);
+      throw InputError(file, "/training/recompute_modules",
+                       "unknown module '" + *bad + "'" + (near ? "; did you mean '" + *near + "'?" : "") +
+                           " (expected some of core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts, "
+                           "comma-separated)");
+    }
+    if (!modules.empty() && s.plan.recompute == plan::Recompute::kFull) {
+      throw InputError(file, "/training/recompute_modules",
+                       "modules are selective recompute's; recompute is full (every layer's forward runs again)");
+    }
+    if (!modules.empty()) s.plan.recompute = plan::Recompute::kSelective;
+    // Megatron's selective recompute without modules named recomputes core attention.
+    if (s.plan.recompute == plan::Recompute::kSelective && modules.empty())
+      modules.add(models::RecomputeModule::kCoreAttn);
+    s.plan.recompute_modules = modules.bits;
+  }
+  s.plan.recompute_method =
+      spec.recompute_method == "block" ? plan::RecomputeMethod::kBlock : plan::RecomputeMethod::kUniform;
+  s.plan.recompute_layers = spec.recompute_num_layers;
+  // Megatron takes --recompute-method and --recompute-num-layers with full recompute only.
+  if (s.plan.recompute != plan::Recompute::kFull &&
+      (s.plan.recompute_method == plan::RecomputeMethod::kBlock || s.plan.recompute_layers != 1)) {
+    throw InputError(file,
+                     s.plan.recompute_method == plan::RecomputeMethod::kBlock ? "/training/recompute_method"
+                                                                              : "/training/recompute_num_layers",
+                     "applies to full recompute (training.recompute \"full\"); recompute is " +
+                         std::string(s.plan.recompute == plan::Recompute::kSelective ? "selective" : "none"));
+  }
+  s.fp8_activation_cache = spec.activation_cache == "fp8";
+  s.optimizer_moment_bytes = spec.optimizer_dtype == "bf16" ? 2.0 : 4.0;
+  s.ema = spec.ema == "gpu"   ? scenario::Scenario::Ema::kGpu
+          : spec.ema == "cpu" ? scenario::Scenario::Ema::kCpu
+                              : scenario::Scenario::Ema::kNone;
   if (spec.pp > s.model.layers) {
     infeasible(file, "PP " + std::to_string(spec.pp) + " is larger than the " + std::to_string(s.model.layers) +
                          " layers of " + s.model.id);

@@ -55,6 +55,12 @@ struct ScenarioSpec {
   std::string dtype = "bf16";
   std::string grad_dtype = "fp32";
   bool overlap_grad_reduce = true;
+  std::string recompute_modules;
+  std::string recompute_method = "uniform";
+  int recompute_num_layers = 1;
+  std::string activation_cache = "bf16";
+  std::string optimizer_dtype = "fp32";
+  std::string ema = "none";
   double grad_bucket_params = 40e6;
   std::string network_model = "flow";
   std::string symmetry = "none";

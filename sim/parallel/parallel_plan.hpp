@@ -1,5 +1,6 @@
 #pragma once
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,10 @@ enum class PipelineSchedule { kOneFOneB, kGpipe, kDualPipe };
 /// The schedule's name as scenario files and the JSON write it ("1f1b", "gpipe", "dualpipe").
 [[nodiscard]] const char* schedule_name(PipelineSchedule schedule);
 enum class Recompute { kNone, kSelective, kFull };
+/// Full recompute's layers (Megatron --recompute-method): uniform checkpoints every layer in groups
+/// of `recompute_layers` (each group's input kept, the group re-run as one); block recomputes only
+/// the first `recompute_layers` layers of each pipeline stage's model chunk.
+enum class RecomputeMethod { kUniform, kBlock };
 
 /// A rank's coordinates: pipeline stage, d = dp index x CP + cp index, tensor rank t.
 struct Coords {
@@ -39,6 +44,11 @@ struct ParallelPlan {
   int zero = 0;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   Recompute recompute = Recompute::kNone;
+  /// Selective recompute's modules (models::RecomputeModules bits; core_attn alone when
+  /// `recompute` is selective and none were named).
+  std::uint8_t recompute_modules = 0;
+  RecomputeMethod recompute_method = RecomputeMethod::kUniform;
+  int recompute_layers = 1;
 
   [[nodiscard]] int gpus() const { return tp * cp * dp * pp; }
   /// Replicas of the dense weights within a stage: DP x CP (gradients are reduced over both).

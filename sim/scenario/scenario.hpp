@@ -92,6 +92,16 @@ struct Scenario {
   /// Data-parallel gradient buckets reduced under the last backward as each fills (Megatron
   /// --overlap-grad-reduce), or all after the whole backward (false).
   bool overlap_grad_reduce = true;
+  /// DeepSeek-V3's FP8 activation caching (`training.activation_cache: "fp8"`): the attention
+  /// output and the activation functions' inputs kept in FP8 for backward, with their casts.
+  bool fp8_activation_cache = false;
+  /// Bytes of each Adam moment (4: fp32; 2: bf16, `training.optimizer_dtype`); master weights fp32.
+  double optimizer_moment_bytes = 4;
+  /// An exponential moving average of the weights (fp32): none, on the GPU (sharded as the
+  /// optimizer state, updated in its step) or in CPU memory (DeepSeek-V3: out of the GPU's memory
+  /// and, updated asynchronously, out of its time).
+  enum class Ema : std::uint8_t { kNone, kGpu, kCpu };
+  Ema ema = Ema::kNone;
   net::NetworkModelKind network_model = net::NetworkModelKind::kFlow;
   /// `symmetry: "dp"`: simulate one data-parallel replica (all of its CP ranks); its data-parallel
   /// collectives still move every replica's flows. Exact when replicas never contend with each

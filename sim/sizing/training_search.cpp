@@ -1,5 +1,8 @@
 #include "sim/sizing/training_search.hpp"
 
+#include "models/ops/recompute.hpp"
+#include "sim/study/memory_options.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -165,7 +168,11 @@ std::string plan_text(const Choice& c) {
   if (c.zero > 0) t += " ZeRO-" + std::to_string(c.zero);
   if (c.sp) t += " SP";
   t += " mb" + std::to_string(c.micro_batch);
-  if (c.recompute != plan::Recompute::kNone) t += std::string(" recompute ") + recompute_name(c.recompute);
+  if (c.recompute == plan::Recompute::kSelective && c.recompute_modules != 0) {
+    t += " recompute " + models::RecomputeModules{c.recompute_modules}.text();
+  } else if (c.recompute != plan::Recompute::kNone) {
+    t += std::string(" recompute ") + recompute_name(c.recompute);
+  }
   return t;
 }
 
@@ -247,14 +254,30 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
                 int least_recompute_so_far = 3;
                 const int max_zero = dp * cp > 1 ? 3 : 0;  // the optimizer shards over DP x CP
                 for (int zero = 0; zero <= max_zero; ++zero) {
+                  std::optional<scenario::Scenario> plain;  // the shape without recompute
                   for (int ri = 0; ri < 3; ++ri) {
-                    Choice c{nodes, tp, pp, dp, ep, zero, vpp, tp > 1, recomputes[ri], mb, cp};
+                    Choice c{nodes, tp, pp, dp, ep, zero, vpp, tp > 1, recomputes[ri], 0, mb, cp};
                     ++result.counts.enumerated;
                     std::optional<scenario::Scenario> s;
-                    try {
-                      s.emplace(make(oi, c));
-                    } catch (const InfeasibleError&) {
-                    } catch (const InputError&) {
+                    if (ri == 1 && plain) {
+                      // Selective: the cheapest module set that fits, as the frameworks would pick it.
+                      for (const auto& o : study::memory_options(*plain)) {
+                        if (o.applied.plan.recompute != plan::Recompute::kSelective || !o.memory.fits()) continue;
+                        c.recompute_modules = o.applied.plan.recompute_modules;
+                        s.emplace(o.applied);
+                        break;
+                      }
+                      if (!s) {
+                        ++result.counts.too_big;
+                        continue;
+                      }
+                    } else {
+                      try {
+                        s.emplace(make(oi, c));
+                      } catch (const InfeasibleError&) {
+                      } catch (const InputError&) {
+                      }
+                      if (ri == 0 && s) plain = *s;
                     }
                     if (!s) {
                       ++result.counts.invalid;

@@ -27,12 +27,15 @@ struct Choice {
   int vpp = 1;  ///< model chunks per pipeline stage (interleaved 1F1B when > 1)
   bool sp = false;
   plan::Recompute recompute = plan::Recompute::kNone;
+  /// Selective recompute's modules (models::RecomputeModules bits): the cheapest in compute that
+  /// makes the plan fit (study::memory_options).
+  std::uint8_t recompute_modules = 0;
   std::int64_t micro_batch = 1;
   int cp = 1;  ///< context parallelism: the sequence split over CP GPUs (ring attention)
   bool operator==(const Choice&) const = default;
 };
 /// "TP2 PP1 DP4 ZeRO-1 SP mb1" (+ " VPP2" after PP when interleaved, " CP2" before DP, " EP4" for MoE,
-/// " recompute full|selective").
+/// " recompute full" or " recompute layernorm,moe_act").
 [[nodiscard]] std::string plan_text(const Choice& c);
 
 /// An offer as the search sees it: its boxes, the node counts to try, the fabric that joins them.

@@ -1,5 +1,6 @@
 #include "sim/study/training_run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -21,9 +22,17 @@ Feasibility training_feasibility(const scenario::Scenario& s) {
 std::string does_not_fit_message(const scenario::Scenario& s, const models::MemoryBreakdown& m) {
   const double gib = 1024.0 * 1024.0 * 1024.0;
   auto g = [&](double b) { return fixed(b / gib, 1); };
+  // The parts largest first: where memory would have to come from.
+  std::vector<std::pair<double, const char*>> parts{{m.activations, "activations"},
+                                                    {m.optimizer, "optimizer"},
+                                                    {m.weights, "weights"},
+                                                    {m.gradients, "gradients"},
+                                                    {m.other, "other"}};
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string list;
+  for (const auto& [bytes, name] : parts) list += std::string(list.empty() ? "" : ", ") + name + " " + g(bytes);
   return "does not fit: needs " + g(m.total) + " GiB per GPU, " + s.profile.gpu_name + " has " + g(m.capacity) +
-         " GiB (weights " + g(m.weights) + ", gradients " + g(m.gradients) + ", optimizer " + g(m.optimizer) +
-         ", activations " + g(m.activations) + ", other " + g(m.other) + ")";
+         " GiB (" + list + ")";
 }
 
 net::Topology training_topology(const scenario::Scenario& s) {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "models/memory/training_memory.hpp"
+#include "models/ops/recompute.hpp"
 #include "models/ops/tp_overlap.hpp"
 #include "sim/core/check.hpp"
 
@@ -99,10 +100,10 @@ void mark_last_compute(std::vector<ProgramItem>& prog, double params, double exp
   CS_ASSERT(false, "a backward block has a compute item");
 }
 
-/// The op lists of one layer kind: forward, backward, and what selective recompute re-runs (the
-/// core attention's compute; Korthikanti et al. 2022, Sec. 5).
+/// The op lists of one layer kind: forward, backward, and what selective recompute re-runs (its
+/// modules' forward ops: core attention, Korthikanti et al. 2022, Sec. 5, and Megatron-core's others).
 struct KindOps {
-  std::vector<models::Item> forward, backward, attention_forward;
+  std::vector<models::Item> forward, backward, selective;
 };
 
 /// The program transforms a run asks for: two-batch overlap of MoE layers, then TP overlap.
@@ -118,16 +119,14 @@ Overlaps overlaps_of(const scenario::Scenario& s) {
   return o;
 }
 
-KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, models::LayerKind kind,
-                 const Overlaps& o) {
+KindOps kind_ops(const models::ModelArch& m, const models::StepShape& shape, models::LayerKind kind, const Overlaps& o,
+                 const models::RecomputeModules& modules) {
   KindOps k{models::layer_forward(m, shape, kind), models::layer_backward(m, shape, kind), {}};
+  // Selective recompute's modules, taken from the plain forward (before the overlaps reorder it).
+  k.selective = models::recompute_items(k.forward, modules);
   if (o.tbo && kind.ffn == models::FeedForwardKind::kMoe) {
     k.forward = models::two_batch_overlap(k.forward);
     k.backward = models::two_batch_overlap(k.backward);
-  }
-  // Selective recompute re-runs core attention only, which has no TP collective: taken before.
-  for (const auto& it : k.forward) {
-    if (!it.comm && it.op.core_attention) k.attention_forward.push_back(it);
   }
   if (o.tp) {
     k.forward = models::tp_comm_overlap(k.forward, *o.tp);
@@ -164,13 +163,19 @@ std::vector<models::Item> async_all_to_alls(std::vector<models::Item> items, int
 
 /// The ops of every layer kind the model has, built once per kind.
 std::map<models::LayerKind, KindOps> ops_by_kind(const models::ModelArch& m, const models::StepShape& shape,
-                                                 const Overlaps& o = {}) {
+                                                 const models::RecomputeModules& modules, const Overlaps& o = {}) {
   std::map<models::LayerKind, KindOps> out;
   for (std::int64_t l = 0; l < m.layers; ++l) {
     const auto kind = m.layer_kind(l);
-    if (!out.contains(kind)) out.emplace(kind, kind_ops(m, shape, kind, o));
+    if (!out.contains(kind)) out.emplace(kind, kind_ops(m, shape, kind, o, modules));
   }
   return out;
+}
+
+/// Whether layer `l` of a virtual stage of `n` layers re-runs its whole forward before its backward.
+bool fully_recomputed(const scenario::Scenario& s, int l) {
+  if (s.plan.recompute != plan::Recompute::kFull) return false;
+  return s.plan.recompute_method != plan::RecomputeMethod::kBlock || l < s.plan.recompute_layers;
 }
 
 }  // namespace
@@ -217,6 +222,7 @@ models::StepShape step_shape(const scenario::Scenario& s, bool balanced) {
   shape.lora_rank = s.lora_rank;
   shape.base_4bit = s.qlora;
   shape.fp8 = s.dtype == calib::Dtype::kFp8;
+  shape.fp8_act_cache = s.fp8_activation_cache;
   shape.cp = s.plan.cp;
   shape.flash_attention = s.flash_attention;
   shape.cp_ring = s.cp_ring;
@@ -273,7 +279,8 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
     if (s.plan.ep > 1 && (shape.expert_load > 1 + 1e-12 || ep.rail_forwarded))
       ep.dest_share = std::make_shared<const std::vector<double>>(std::move(placement.gpu_share));
   }
-  const auto ops = ops_by_kind(m, shape, overlaps);
+  const models::RecomputeModules modules{s.plan.recompute_modules};
+  const auto ops = ops_by_kind(m, shape, modules, overlaps);
   const auto params = stage_params(s);
   const auto emb_f = models::embedding_forward(m, shape), emb_b = models::embedding_backward(m, shape);
   const auto head_f = models::head_forward(m, shape), head_b = models::head_backward(m, shape);
@@ -344,10 +351,10 @@ std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, con
         append(b, form(head_b), compute, part == Part::kWeight ? "head.wgrad" : "head.bwd", Category::kBackward, -1);
       for (int l = n - 1; l >= 0; --l) {
         const auto& k = kind_of(l);
-        if (s.plan.recompute == plan::Recompute::kFull && part != Part::kWeight)
+        if (fully_recomputed(s, l) && part != Part::kWeight)
           append(b, form(k.forward), compute, "layer.recompute", Category::kRecompute, l, ep, scale(l));
-        if (s.plan.recompute == plan::Recompute::kSelective && part != Part::kWeight)
-          append(b, k.attention_forward, compute, "attention.recompute", Category::kRecompute, l);
+        if (s.plan.recompute == plan::Recompute::kSelective && part != Part::kWeight && !k.selective.empty())
+          append(b, form(k.selective), compute, "modules.recompute", Category::kRecompute, l, ep, scale(l));
         append(b, form(k.backward), compute, part == Part::kWeight ? "layer.wgrad" : "layer.bwd", Category::kBackward,
                l, ep, scale(l));
         if (marks) {
@@ -385,15 +392,23 @@ std::optional<models::TpOverlap> tp_overlap_of(const scenario::Scenario& s, int 
 MicroBatchFlops micro_batch_flops(const scenario::Scenario& s) {
   const auto& m = s.model;
   const auto shape = step_shape(s, true);
-  const auto ops = ops_by_kind(m, shape);
+  const auto ops = ops_by_kind(m, shape, models::RecomputeModules{s.plan.recompute_modules});
   std::map<models::LayerKind, double> count;  // layers of each kind
   for (std::int64_t l = 0; l < m.layers; ++l) count[m.layer_kind(l)] += 1;
+  // Full recompute in blocks re-runs the first layers of each virtual stage only.
+  double full_share = 1;
+  if (s.plan.recompute == plan::Recompute::kFull && s.plan.recompute_method == plan::RecomputeMethod::kBlock) {
+    const auto per_stage = split_layers(static_cast<int>(m.layers), s.plan.pp * s.plan.vpp);
+    double recomputed = 0;
+    for (int n : per_stage) recomputed += std::min(n, s.plan.recompute_layers);
+    full_share = recomputed / static_cast<double>(m.layers);
+  }
   double layers = 0, recompute = 0;
   for (const auto& [kind, n] : count) {
     const auto& k = ops.at(kind);
     layers += n * (models::model_flops(k.forward) + models::model_flops(k.backward));
-    if (s.plan.recompute == plan::Recompute::kFull) recompute += n * models::model_flops(k.forward);
-    if (s.plan.recompute == plan::Recompute::kSelective) recompute += n * models::model_flops(k.attention_forward);
+    if (s.plan.recompute == plan::Recompute::kFull) recompute += full_share * n * models::model_flops(k.forward);
+    if (s.plan.recompute == plan::Recompute::kSelective) recompute += n * models::model_flops(k.selective);
   }
   return {models::model_flops(models::embedding_forward(m, shape)) +
               models::model_flops(models::embedding_backward(m, shape)) + layers +

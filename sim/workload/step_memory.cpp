@@ -33,6 +33,13 @@ models::TrainingMemoryInputs stage_inputs(const scenario::Scenario& s, const mod
   in.recompute = s.plan.recompute == plan::Recompute::kFull        ? 2
                  : s.plan.recompute == plan::Recompute::kSelective ? 1
                                                                    : 0;
+  in.modules = models::RecomputeModules{s.plan.recompute_modules};
+  in.recompute_block = s.plan.recompute_method == plan::RecomputeMethod::kBlock;
+  in.recompute_layers = s.plan.recompute_layers;
+  in.chunks = s.plan.schedule == plan::PipelineSchedule::kDualPipe ? 1 : s.plan.vpp;
+  in.fp8_cache = s.fp8_activation_cache;
+  in.moment_bytes = s.optimizer_moment_bytes;
+  in.ema_on_gpu = s.ema == scenario::Scenario::Ema::kGpu;
   return in;
 }
 
@@ -74,23 +81,70 @@ models::MemoryBreakdown dualpipe_rank(const scenario::Scenario& s, const models:
   return a;
 }
 
+/// The peak activations of pipeline stage `st` under the schedule the step runs (GPipe, 1F1B or
+/// interleaved), walked block by block: a forward keeps one micro-batch of its model chunk's
+/// layers (the last virtual stage also its LM head and loss tensors), its backward frees it. Each
+/// chunk's bytes per micro-batch are its own, so the head counts only as often as its chunk is in
+/// flight. Also the equivalent micro-batches of the whole stage (for the report).
+struct ActivationPeak {
+  double bytes = 0;
+  double micro_batches = 0;
+};
+
+ActivationPeak activation_peak(const scenario::Scenario& s, const models::StepShape& shape, int st) {
+  const int P = s.plan.pp, V = s.plan.vpp;
+  const auto layers = split_layers(static_cast<int>(s.model.layers), P * V);
+  std::vector<double> bytes(static_cast<std::size_t>(V), 0.0), share(static_cast<std::size_t>(V), 0.0);
+  double stage_layers = 0;
+  for (int c = 0; c < V; ++c) stage_layers += layers[static_cast<std::size_t>(c * P + st)];
+  for (int c = 0; c < V; ++c) {
+    const int vs = c * P + st;
+    auto in = stage_inputs(s, shape, st, P, 1, 1);
+    in.stage_layers = layers[static_cast<std::size_t>(vs)];
+    in.first_layer = 0;
+    for (int k = 0; k < vs; ++k) in.first_layer += layers[static_cast<std::size_t>(k)];
+    in.first_stage = vs == 0;
+    in.last_stage = vs == P * V - 1;
+    in.chunks = 1;
+    const double with = models::training_memory(s.model, in).activations;
+    in.micro_batches_in_flight = 0;
+    bytes[static_cast<std::size_t>(c)] = with - models::training_memory(s.model, in).activations;
+    share[static_cast<std::size_t>(c)] = stage_layers > 0 ? in.stage_layers / stage_layers : 1.0 / V;
+  }
+  std::vector<double> held(static_cast<std::size_t>(V), 0.0);
+  ActivationPeak peak;
+  double held_layers = 0;
+  for (const auto& b : schedule(s.plan.schedule, st, P, static_cast<int>(s.micro_batches()), V)) {
+    if (b.weight) continue;
+    const auto c = static_cast<std::size_t>(b.chunk);
+    held[c] += b.forward ? 1.0 : -1.0;
+    held_layers += (b.forward ? 1.0 : -1.0) * share[c];
+    double now = 0;
+    for (std::size_t k = 0; k < held.size(); ++k) now += held[k] * bytes[k];
+    if (now > peak.bytes) peak.bytes = now;
+    peak.micro_batches = std::max(peak.micro_batches, held_layers);
+  }
+  return peak;
+}
+
 }  // namespace
+
+double micro_batches_in_flight(const scenario::Scenario& s, int stage) {
+  return activation_peak(s, step_shape(s), stage).micro_batches;
+}
 
 models::MemoryBreakdown training_memory_of(const scenario::Scenario& s) {
   const auto shape = step_shape(s);  // one routing sample for every stage
   models::MemoryBreakdown worst;
   const bool dual = s.plan.schedule == plan::PipelineSchedule::kDualPipe;
-  // The most loaded pipeline stage (1F1B keeps P - stage micro-batches in flight; GPipe all).
-  const auto micro = static_cast<double>(s.micro_batches());
   for (int st = 0; st < s.plan.pp; ++st) {
-    // In flight on stage s: GPipe all micro-batches; 1F1B P - s; interleaved its warm-up chunks
-    // plus one, each 1/V of a micro-batch's layers.
-    const double P = s.plan.pp, V = s.plan.vpp;
-    const double in_flight = s.plan.schedule == plan::PipelineSchedule::kGpipe ? micro
-                             : V > 1 ? std::min(micro * V, (P - st - 1) * 2 + (V - 1) * P + 1) / V
-                                     : std::min(micro, P - st);
-    const auto m = dual ? dualpipe_rank(s, shape, st)
-                        : models::training_memory(s.model, stage_inputs(s, shape, st, s.plan.pp, in_flight, 1));
+    auto m = dual ? dualpipe_rank(s, shape, st)
+                  : models::training_memory(s.model, stage_inputs(s, shape, st, s.plan.pp, 0, 1));
+    if (!dual) {
+      // With none in flight the activations are the recompute buffer alone; then the schedule's peak.
+      m.activations += activation_peak(s, shape, st).bytes;
+      m.total = m.weights + m.gradients + m.optimizer + m.activations + m.other;
+    }
     if (st == 0 || m.total > worst.total) worst = m;
   }
   return worst;

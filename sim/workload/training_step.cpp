@@ -635,9 +635,16 @@ ExpertReductions add_expert_reductions(const StepLayout& L, int stage, const std
   return out;
 }
 
-/// Each stage's gradient reduction and optimizer: mixed-precision Adam streams 30 bytes per
-/// parameter (docs/metrics.md), over the shard ZeRO leaves it; ZeRO-1/2 then all-gathers the
-/// updated weights.
+/// Bytes mixed-precision Adam streams per parameter it updates (docs/metrics.md, "Optimizer"):
+/// the fp32 master weight and gradient read, the master written (12), the two moments read and
+/// written (4 x their bytes), the bf16 copy written (2); a GPU-held fp32 weight average read and
+/// written (8).
+double optimizer_bytes_per_param(const scenario::Scenario& s) {
+  return 14.0 + 4.0 * s.optimizer_moment_bytes + (s.ema == scenario::Scenario::Ema::kGpu ? 8.0 : 0.0);
+}
+
+/// Each stage's gradient reduction and optimizer (optimizer_bytes_per_param over the shard ZeRO
+/// leaves it); ZeRO-1/2 then all-gathers the updated weights.
 void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& programs, const BlockTasks& bt,
                    const Zero3Tasks& zero3, const ComputeModel& compute, WorkloadGraph& g, double& optimizer_s) {
   const double act_bytes = step_shape(L.s, true).act_bytes;
@@ -668,7 +675,7 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
       // over-count); ZeRO does not shard it, every rank casts the weights it computes with.
       const double cast_bytes =
           L.s.dtype == calib::Dtype::kFp8 && L.s.lora_rank == 0 ? 4.0 * (stage_params + expert_params) : 0.0;
-      const double opt_seconds = compute.memory_seconds(30.0 * opt_params + cast_bytes);
+      const double opt_seconds = compute.memory_seconds(optimizer_bytes_per_param(L.s) * opt_params + cast_bytes);
       if (t == 0) optimizer_s += opt_seconds;
       for (int r : grp.sim) {
         const auto id = g.add_compute(r, Stream::kCompute, Category::kOptimizer, "optimizer", -1, -1,
@@ -787,7 +794,7 @@ void add_dualpipe_optimizer(const StepLayout& L, const std::vector<StagePrograms
         shard ? params / (2.0 * L.plan.dpcp()) + expert_params / (2.0 * L.plan.edp()) : params + expert_params;
     const double cast_bytes =
         L.s.dtype == calib::Dtype::kFp8 && L.s.lora_rank == 0 ? 4.0 * (params + expert_params) : 0.0;
-    const double opt_seconds = compute.memory_seconds(30.0 * opt_params + cast_bytes);
+    const double opt_seconds = compute.memory_seconds(optimizer_bytes_per_param(L.s) * opt_params + cast_bytes);
     optimizer_s += opt_seconds;
     const auto opt = SimTime::from_seconds(opt_seconds);
     for (int r : L.stage_ranks(st)) {

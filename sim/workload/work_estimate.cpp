@@ -1,5 +1,7 @@
 #include "sim/workload/work_estimate.hpp"
 
+#include "models/ops/recompute.hpp"
+
 #include <cmath>
 
 #include "models/memory/training_memory.hpp"
@@ -51,7 +53,10 @@ double micro_batch_tasks(const scenario::Scenario& s, int tp, bool sp, int cp) {
   }
   double per_layer = list_tasks(layer_f, tp) + list_tasks(layer_b, tp);
   if (s.plan.recompute == plan::Recompute::kFull) per_layer += list_tasks(layer_f, tp);
-  if (s.plan.recompute == plan::Recompute::kSelective) per_layer += tp;  // the attention kernels, one run
+  if (s.plan.recompute == plan::Recompute::kSelective)  // the modules' kernels and collectives
+    per_layer += list_tasks(
+        models::recompute_items(models::layer_forward(m, shape), models::RecomputeModules{s.plan.recompute_modules}),
+        tp);
   return static_cast<double>(m.layers) * per_layer + list_tasks(models::embedding_forward(m, shape), tp) +
          list_tasks(models::embedding_backward(m, shape), tp) + list_tasks(models::head_forward(m, shape), tp) +
          list_tasks(models::head_backward(m, shape), tp);

@@ -19,6 +19,13 @@ namespace {
 
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
+/// The train flags of a ranked plan's recompute: the policy, and selective's modules.
+std::string recompute_flags(const nlohmann::json& p) {
+  const auto modules = p["recompute_modules"].get<std::string>();
+  return " --recompute " + p["recompute"].get<std::string>() +
+         (modules.empty() ? std::string() : " --recompute-modules " + modules);
+}
+
 // A small, quick search: a 1.7B model on two offers (one box each), short steps.
 const std::string kSmall =
     "plan --model megatron-gpt-1.7b --job train:1B --offers cn-8x-h100-sxm,hk-2x-h100-nvlink --fabric none "
@@ -93,9 +100,8 @@ TEST_CASE("plan's flow step is train's step for the same plan and box") {
   std::string flags = "train --model megatron-gpt-1.7b --cluster hgx-h100 --seq 2048 --global-batch 32 --json --tp " +
                       std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --vpp " +
                       std::to_string(p["vpp"].get<int>()) + " --dp " + std::to_string(p["dp"].get<int>()) + " --zero " +
-                      std::to_string(p["zero"].get<int>()) + " --recompute " + p["recompute"].get<std::string>() +
-                      " --micro-batch " + std::to_string(p["micro_batch"].get<int>()) +
-                      (p["sp"].get<bool>() ? " --sp" : "");
+                      std::to_string(p["zero"].get<int>()) + recompute_flags(p) + " --micro-batch " +
+                      std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "");
   const auto t = run_cli(flags);
   REQUIRE(t.exit_code == 0);
   const auto tj = nlohmann::json::parse(t.out);
@@ -196,7 +202,7 @@ TEST_CASE("plan finetune: a full fine-tune is the training search, and LoRA and 
         "--tp " +
         std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --vpp " +
         std::to_string(p["vpp"].get<int>()) + " --dp " + std::to_string(p["dp"].get<int>()) + " --zero " +
-        std::to_string(p["zero"].get<int>()) + " --recompute " + p["recompute"].get<std::string>() + " --micro-batch " +
+        std::to_string(p["zero"].get<int>()) + recompute_flags(p) + " --micro-batch " +
         std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "") +
         ((*r)["job"]["qlora"].get<bool>() ? " --qlora" : "");
     const auto t = run_cli(flags);
@@ -621,7 +627,7 @@ TEST_CASE("plan's analytical score, read off two short runs, is the whole analyt
         "--network-model analytical --symmetry dp --tp " +
         std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --vpp " +
         std::to_string(p["vpp"].get<int>()) + " --dp " + std::to_string(p["dp"].get<int>()) + " --zero " +
-        std::to_string(p["zero"].get<int>()) + " --recompute " + p["recompute"].get<std::string>() + " --micro-batch " +
+        std::to_string(p["zero"].get<int>()) + recompute_flags(p) + " --micro-batch " +
         std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "");
     const auto t = run_cli(flags);
     REQUIRE_MESSAGE(t.exit_code == 0, flags);
@@ -648,8 +654,7 @@ TEST_CASE("plan searches context parallelism for long sequences, and its CP plan
                             std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) +
                             " --vpp " + std::to_string(p["vpp"].get<int>()) + " --cp " +
                             std::to_string(p["cp"].get<int>()) + " --dp " + std::to_string(p["dp"].get<int>()) +
-                            " --zero " + std::to_string(p["zero"].get<int>()) + " --recompute " +
-                            p["recompute"].get<std::string>() + " --micro-batch " +
+                            " --zero " + std::to_string(p["zero"].get<int>()) + recompute_flags(p) + " --micro-batch " +
                             std::to_string(p["micro_batch"].get<int>()) + (p["sp"].get<bool>() ? " --sp" : "");
   const auto t = run_cli(flags);
   REQUIRE_MESSAGE(t.exit_code == 0, flags);

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "models/ops/recompute.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
@@ -108,6 +109,7 @@ nlohmann::ordered_json candidate_json(const sizing::Candidate& c) {
                    {"zero", c.choice.zero},
                    {"sp", c.choice.sp},
                    {"recompute", recompute_text(c.choice.recompute)},
+                   {"recompute_modules", models::RecomputeModules{c.choice.recompute_modules}.text()},
                    {"micro_batch", c.choice.micro_batch}};
   j["fabric"] = c.fabric.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.fabric);
   j["job_time_s"] = c.job_time_s;
@@ -556,6 +558,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       spec.zero = c.zero;
       spec.sp = c.sp;
       spec.recompute = recompute_text(c.recompute);
+      spec.recompute_modules = models::RecomputeModules{c.recompute_modules}.text();
       spec.micro_batch = c.micro_batch;
       spec.seq = o->seq;
       spec.global_batch = o->global_batch;

@@ -18,6 +18,7 @@
 #include "sim/report/writers.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/study/batch.hpp"
+#include "sim/study/memory_options.hpp"
 #include "sim/study/training_run.hpp"
 #include "sim/workload/step_memory.hpp"
 #include "tools/cli/commands.hpp"
@@ -69,7 +70,19 @@ std::string oom_hint(const scenario::Scenario& s) {
                       (p.zero + 1 < most ? "-" + std::to_string(most) : "") + " (shards over DP)");
   }
   if (p.tp > 1 && !p.sp) fixes.push_back(flag("/parallel/sp") + " (splits activations over TP)");
-  if (p.recompute != plan::Recompute::kFull)
+  // What the frameworks do to fit (recompute modules, full recompute, FP8 activations, bf16 Adam
+  // moments), each measured on this plan: the cheapest in compute that fits first.
+  std::string options;
+  int listed = 0;
+  for (const auto& o : study::memory_options(s)) {
+    if (!o.memory.fits() || listed == 3) continue;
+    options +=
+        std::string(listed++ ? " or " : "") + o.flags + " (" + fixed(o.memory.total / 1073741824.0, 1) + " GiB, " +
+        (o.extra_compute_s > 0.0005 ? "+" + fixed(o.extra_compute_s, 3) + " s of compute a step" : "no extra compute") +
+        ")";
+  }
+  if (!options.empty()) fixes.insert(fixes.begin(), options + ", the cheapest that fit");
+  if (options.empty() && p.recompute != plan::Recompute::kFull)
     fixes.push_back(flag("/training/recompute") +
                     (p.recompute == plan::Recompute::kNone ? " selective or full" : " full"));
   if (s.micro_batch > 1) fixes.push_back("a smaller " + flag("/training/micro_batch"));
