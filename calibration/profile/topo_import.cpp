@@ -119,8 +119,15 @@ TopoMatrix parse_topo_matrix(const std::string& text, const std::string& file) {
   return m;
 }
 
+int pcie_gen_of(const std::string& gpu_name) {
+  for (const char* gen5 : {"H100", "H200", "H800", "H20", "B100", "B200", "GB200"}) {
+    if (gpu_name.find(gen5) != std::string::npos) return 5;
+  }
+  return 4;
+}
+
 nlohmann::ordered_json topo_to_cluster(const TopoMatrix& m, const std::string& file, const std::string& profile,
-                                       int pcie_gen) {
+                                       int pcie_gen, const std::string& pcie_gen_origin) {
   const int n = static_cast<int>(m.gpus.size());
   auto nv = [&](int a, int b) { return nvlinks(m.relation[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]); };
   auto rel = [&](int a, int b) { return m.relation[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]; };
@@ -142,7 +149,7 @@ nlohmann::ordered_json topo_to_cluster(const TopoMatrix& m, const std::string& f
   c["profile"] = profile;
   c["gpus"] = n;
   c["source"] = "nvidia-smi topo -m output " + file + " (clustersim import topo); PCIe generation " +
-                std::to_string(pcie_gen) + " given on the command line";
+                std::to_string(pcie_gen) + " " + pcie_gen_origin;
   nlohmann::ordered_json types = nlohmann::ordered_json::object();
   const bool gen5 = pcie_gen >= 5;
   types["pcie"] = {{"bandwidth", gen5 ? "63 GB/s" : "31.5 GB/s"},

@@ -26,7 +26,13 @@ struct TopoMatrix {
 /// one count -> an NVSwitch with that many 25 GB/s links per GPU; NV# on some pairs -> bridges;
 /// PIX groups -> PCIe switches, PXB -> a switch above them, GPUs per NUMA node under one root
 /// complex, root complexes joined by the host-staged socket link. PCIe generation 4 or 5.
+/// `pcie_gen_origin` says where the generation came from, for the file's source.
 [[nodiscard]] nlohmann::ordered_json topo_to_cluster(const TopoMatrix& m, const std::string& file,
-                                                     const std::string& profile, int pcie_gen);
+                                                     const std::string& profile, int pcie_gen,
+                                                     const std::string& pcie_gen_origin = "given on the command line");
+
+/// The PCIe generation of a GPU's host link by its name: 5 for Hopper (H100, H200, H800, H20) and
+/// Blackwell (B100, B200), 4 for Ampere and Ada (A100, A800, L40S, L20, RTX 4090) and anything older.
+[[nodiscard]] int pcie_gen_of(const std::string& gpu_name);
 
 }  // namespace cs::calib

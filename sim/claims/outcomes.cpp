@@ -167,27 +167,45 @@ Outcomes Outcomes::run(const config::Catalog& catalog, const std::vector<Input>&
   Outcomes out;
   for (auto& j : jobs) {
     const auto key = std::make_pair(j.out.file, j.out.variant);
-    CS_ASSERT(!out.by_key_.count(key), "a variant name repeats within a claim file");
+    if (out.by_key_.count(key))
+      throw InputError(j.out.file, "/variants", "the variant name '" + j.out.variant + "' repeats in this file");
     out.by_key_.emplace(key, std::move(j.out));
   }
   return out;
 }
 
+// A data folder's claim files can be edited (a variant renamed, a plan that no longer fits): each
+// is the input's fault, named with its file and variant, never an abort.
 const Outcome& Outcomes::at(const std::string& file, const std::string& variant) const {
   const auto it = by_key_.find({file, variant});
-  CS_ASSERT(it != by_key_.end(), "a claim asks for a variant its inputs do not have");
-  return it->second;
+  if (it != by_key_.end()) return it->second;
+  std::string have;
+  for (const auto& [key, o] : by_key_) {
+    if (key.first == file) have += (have.empty() ? "'" : ", '") + key.second + "'";
+  }
+  throw InputError(file, "/variants",
+                   "the seed claims read a variant named '" + variant + "', which this file does not have" +
+                       (have.empty() ? std::string(" (it has none)") : " (it has " + have + ")"));
 }
+
+namespace {
+/// The claim needs `o` simulated; it was not because it does not fit or run (exit 4, naming it).
+[[noreturn]] void not_simulated(const Outcome& o, const std::string& what) {
+  throw InfeasibleError(o.file + (o.variant.empty() ? "" : " (variant '" + o.variant + "')") +
+                        ": the seed claims need " + what +
+                        ", but it did not run: " + (o.problem.empty() ? "sized only" : o.problem));
+}
+}  // namespace
 
 const report::TrainResults& Outcomes::train(const std::string& file, const std::string& variant) const {
   const auto& o = at(file, variant);
-  CS_ASSERT(o.train.has_value(), "a claim needs a training variant that was not simulated");
+  if (!o.train) not_simulated(o, "its training step");
   return *o.train;
 }
 
 const serving::ServingResults& Outcomes::serve(const std::string& file, const std::string& variant) const {
   const auto& o = at(file, variant);
-  CS_ASSERT(o.serve.has_value(), "a claim needs a serving variant that was not simulated");
+  if (!o.serve) not_simulated(o, "its serving run");
   return *o.serve;
 }
 

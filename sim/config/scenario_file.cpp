@@ -299,6 +299,8 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
   Scenario s;
   s.name = spec.name;
   s.description = spec.description;
+  if (spec.nodes <= 1 && !spec.fabric.empty())
+    s.warnings.push_back("fabric '" + spec.fabric + "' not used: one node has no fabric (set nodes to join several)");
   s.model = std::move(machine.model);
   s.cluster = std::move(machine.cluster);
   s.profile = std::move(machine.profile);
@@ -409,6 +411,11 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
   }
   resolve_experts(spec, s, file);
   s.seq = spec.seq;
+  if (s.model.max_positions > 0 && s.seq > s.model.max_positions) {
+    s.warnings.push_back("sequence " + std::to_string(s.seq) + " is past " + s.model.id + "'s context of " +
+                         std::to_string(s.model.max_positions) +
+                         " tokens: simulated as a context-extension run (the same layers at this length)");
+  }
   s.global_batch = spec.global_batch;
   s.micro_batch = spec.micro_batch;
   if (s.seq % (s.plan.cp * (s.plan.sp ? s.plan.tp : 1)) != 0) {

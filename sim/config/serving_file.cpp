@@ -302,6 +302,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.offer = std::move(m.offer);
   }
   s.fabric = resolve_fabric(catalog, doc.path, s.nodes, fabric);
+  if (s.nodes <= 1 && !fabric.empty())
+    s.warnings.push_back("fabric '" + fabric + "' not used: one node has no fabric (set nodes to join several)");
   if (!trace_file.empty()) s.trace = read_trace(trace_file, s.model.max_positions);
   if (s.arrivals != Arrivals::kTrace && s.model.max_positions > 0 && s.input.hi + s.output.hi > s.model.max_positions) {
     throw InputError(doc.path, "/workload/input_len",

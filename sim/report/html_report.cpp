@@ -21,6 +21,8 @@ const char* kComm = "#ff7f0e";
 const char* kIdle = "#c7c7c7";
 
 std::string ms_text(double s) { return fixed(s * 1e3, s * 1e3 < 10 ? 2 : 1) + " ms"; }
+/// A percentile of latencies, "-" where there were none (TPOT of one-token outputs).
+std::string ms_text(const serving::Percentiles& p, double s) { return p.count == 0 ? "-" : ms_text(s); }
 std::string pct_text(double f) { return fixed(f * 100, 1) + "%"; }
 std::string gib_text(double b) { return fixed(b / 1073741824.0, 1) + " GiB"; }
 std::string gb_text(double b) { return fixed(b / 1e9, b < 1e10 ? 3 : 1) + " GB"; }
@@ -231,11 +233,11 @@ std::string serving_report_html(const std::string& title, const std::vector<std:
   });
   metric(rows, "requests", results, [](const ServingResults& r) { return std::to_string(r.requests); });
   metric(rows, "TTFT p50 / p99", results,
-         [](const ServingResults& r) { return ms_text(r.ttft.p50) + " / " + ms_text(r.ttft.p99); });
+         [](const ServingResults& r) { return ms_text(r.ttft, r.ttft.p50) + " / " + ms_text(r.ttft, r.ttft.p99); });
   metric(rows, "TPOT p50 / p99", results,
-         [](const ServingResults& r) { return ms_text(r.tpot.p50) + " / " + ms_text(r.tpot.p99); });
+         [](const ServingResults& r) { return ms_text(r.tpot, r.tpot.p50) + " / " + ms_text(r.tpot, r.tpot.p99); });
   metric(rows, "end-to-end p50 / p99", results,
-         [](const ServingResults& r) { return ms_text(r.e2e.p50) + " / " + ms_text(r.e2e.p99); });
+         [](const ServingResults& r) { return ms_text(r.e2e, r.e2e.p50) + " / " + ms_text(r.e2e, r.e2e.p99); });
   metric(rows, "output tokens/s (per GPU)", results, [](const ServingResults& r) {
     return fixed(r.output_tokens_per_s, 0) + " (" + fixed(r.output_tokens_per_s_per_gpu, 0) + ")";
   });
@@ -331,8 +333,9 @@ std::string sweep_report_html(const std::string& title, const std::vector<std::p
   Rows rows;
   for (const auto& pr : points) {
     const auto& r = pr.second;
-    rows.push_back({fixed(pr.first, 2), fixed(r.output_tokens_per_s, 0), ms_text(r.ttft.p50), ms_text(r.ttft.p99),
-                    ms_text(r.tpot.p50), ms_text(r.tpot.p99), ms_text(r.e2e.p50), ms_text(r.e2e.p99),
+    rows.push_back({fixed(pr.first, 2), fixed(r.output_tokens_per_s, 0), ms_text(r.ttft, r.ttft.p50),
+                    ms_text(r.ttft, r.ttft.p99), ms_text(r.tpot, r.tpot.p50), ms_text(r.tpot, r.tpot.p99),
+                    ms_text(r.e2e, r.e2e.p50), ms_text(r.e2e, r.e2e.p99),
                     r.goodput_requests_per_s ? fixed(*r.goodput_requests_per_s, 2) : "-"});
   }
   page.table({"rate (requests/s)", "output tokens/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "e2e p50",

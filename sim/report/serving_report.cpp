@@ -17,6 +17,7 @@ using serving::ServingResults;
 namespace {
 
 nlohmann::ordered_json pct(const Percentiles& p) {
+  if (p.count == 0) return nullptr;
   return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
 /// A latency for a table cell of at most 10 characters (columns are 11 and 12 wide): milliseconds
@@ -151,8 +152,10 @@ std::string serving_table(const ServingResults& r) {
     << "\n";
   for (const auto& [k, p] :
        {std::pair{"TTFT", r.ttft}, std::pair{"TPOT (inter-token)", r.tpot}, std::pair{"end-to-end", r.e2e}}) {
-    o << std::left << std::setw(30) << k << std::right << std::setw(11) << ms(p.mean) << std::setw(11) << ms(p.p50)
-      << std::setw(11) << ms(p.p90) << std::setw(11) << ms(p.p99) << "\n";
+    const auto cell = [&](double v) { return p.count == 0 ? std::string("-") : ms(v); };
+    o << std::left << std::setw(30) << k << std::right << std::setw(11) << cell(p.mean) << std::setw(11) << cell(p.p50)
+      << std::setw(11) << cell(p.p90) << std::setw(11) << cell(p.p99)
+      << (p.count == 0 ? "  (no request generated two tokens)" : "") << "\n";
   }
   row("output tokens/s",
       fixed(r.output_tokens_per_s, 0) + " (" + fixed(r.output_tokens_per_s_per_gpu, 0) + " per GPU)");

@@ -82,6 +82,7 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
   const auto wall0 = std::chrono::steady_clock::now();
   TrainResults r;
   r.name = s.name;
+  r.warnings = s.warnings;
   r.model = s.model.id;
   r.cluster = s.cluster.id;
   r.cluster_name = s.cluster.name;

@@ -90,6 +90,7 @@ struct TrainResults {
   std::optional<Cost> cost;
   std::optional<MoeSummary> moe;
   std::vector<CollectiveSummary> collectives;
+  std::vector<std::string> warnings;                       ///< the scenario's (Scenario::warnings)
   std::vector<std::pair<std::string, std::string>> rates;  ///< what -> "value (provenance)"
   std::uint64_t events = 0;
   std::uint64_t flows = 0;

@@ -28,6 +28,15 @@ std::vector<std::int64_t> bucket_edges(SimTime from, SimTime to, int buckets) {
 
 const char* const kStreamNames[] = {"compute stream", "comm stream", "context-parallel stream", "pipeline transfers"};
 
+/// One layer's micro-batch on one stream, being folded into a slice: the spans it ran back to back.
+struct LayerSlice {
+  const workload::Task* first_compute = nullptr;  ///< names the slice (layer.fwd, layer.bwd, ...)
+  const workload::Task* first = nullptr;
+  SimTime start{}, end{};
+  int count = 0;
+  SimTime comm{};  ///< time of the collectives folded in
+};
+
 }  // namespace
 
 std::vector<double> bucket_averages(const std::vector<std::pair<SimTime, double>>& samples, SimTime from, SimTime to,
@@ -82,8 +91,32 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
   }
   SimTime first_start{std::numeric_limits<std::int64_t>::max()};
   SimTime last_end{};
+  // The tasks, copied once so that an open slice can point at its first ones.
+  std::vector<workload::Task> tasks(g.task_count());
+  for (std::size_t i = 0; i < tasks.size(); ++i) tasks[i] = g.task(static_cast<workload::TaskId>(i));
+  std::vector<LayerSlice> slices(static_cast<std::size_t>(gpus) * 4);
+  // Writes the open slice of (GPU, stream) `key`: as the span itself when it holds one.
+  const auto flush = [&](std::size_t key) {
+    auto& open = slices[key];
+    if (open.count == 0) return;
+    const auto& f = open.first_compute ? *open.first_compute : *open.first;
+    std::array<TraceArg, 4> args{TraceArg::of("layer", std::int64_t{f.layer}),
+                                 TraceArg::of("micro_batch", std::int64_t{f.micro}), TraceArg{}, TraceArg{}};
+    std::size_t n = 2;
+    if (open.count > 1) {
+      args[n++] = TraceArg::of("spans", std::int64_t{open.count});
+      args[n++] = TraceArg::of("comm_us", open.comm.seconds() * 1e6);
+    } else if (f.collective) {
+      args[n++] = TraceArg::of("bytes", static_cast<std::int64_t>(std::llround(g.collective(f).bytes)));
+      args[n++] = TraceArg::of("algorithm", std::string_view(coll::algorithm_name(log.algorithm(f))));
+    }
+    w.span(f.label, workload::category_name(f.category), open.start, open.end, static_cast<int>(key / 4),
+           static_cast<int>(key % 4), std::span<const TraceArg>(args.data(), n));
+    ++stats.spans;
+    open.count = 0;
+  };
   for (std::size_t i = 0; i < g.task_count(); ++i) {
-    const auto t = g.task(static_cast<workload::TaskId>(i));
+    const auto& t = tasks[i];
     const auto s = log.span(static_cast<workload::TaskId>(i), t);
     if (by_micro && (t.micro < sel.first_micro || t.micro > sel.last_micro)) continue;
     if (s.end < sel.from || s.start > sel.to) continue;
@@ -97,6 +130,24 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
       args[n++] = TraceArg::of("algorithm", std::string_view(coll::algorithm_name(log.algorithm(t))));
     }
     const auto emit = [&](int pid) {
+      const auto key = static_cast<std::size_t>(pid) * 4 + static_cast<std::size_t>(t.stream);
+      auto& open = slices[key];
+      const bool foldable = sel.merge_layers && t.layer >= 0 && t.micro > 0;
+      if (open.count > 0 && foldable && open.first->layer == t.layer && open.first->micro == t.micro &&
+          s.start >= open.end && (t.collective || !open.first_compute || open.first_compute->category == t.category)) {
+        open.end = s.end;
+        ++open.count;
+        if (t.collective) open.comm = open.comm + (s.end - s.start);
+        if (!t.collective && !open.first_compute) open.first_compute = &tasks[i];
+        ++stats.merged;
+        return;
+      }
+      flush(key);
+      if (foldable) {
+        open = LayerSlice{t.collective ? nullptr : &tasks[i],        &tasks[i], s.start, s.end, 1,
+                          t.collective ? s.end - s.start : SimTime{}};
+        return;
+      }
       w.span(t.label, workload::category_name(t.category), s.start, s.end, pid, static_cast<int>(t.stream),
              std::span<const TraceArg>(args.data(), n));
       ++stats.spans;
@@ -117,6 +168,7 @@ TraceStats write_training_trace(std::ostream& out, const std::string& path_for_e
       last_end = std::max(last_end, s.end);
     }
   }
+  for (std::size_t key = 0; key < slices.size(); ++key) flush(key);
   // The counters' window: the one asked for, narrowed to the run (and, by micro-batch, to the
   // tasks shown).
   stats.from = by_micro ? std::max(sel.from, first_start) : sel.from;

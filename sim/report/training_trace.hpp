@@ -20,12 +20,17 @@ struct TraceSelection {
   int first_micro = -1;  ///< with last_micro: only tasks of these micro-batches (inclusive); -1 = all
   int last_micro = -1;
   int link_points = 1000;  ///< link counters: time buckets per link over the window (a bounded rate)
+  /// `--trace-detail layer` (the default): from micro-batch 1 on, the spans one layer's micro-batch
+  /// runs back to back on one stream (its compute pieces and the TP collectives between them) are
+  /// one slice; micro-batch 0 keeps every span, so the pattern stays visible. false: every span.
+  bool merge_layers = true;
 };
 
 /// What a trace holds, for the caller's message and the tests.
 struct TraceStats {
   std::uint64_t events = 0;
   std::uint64_t spans = 0;
+  std::uint64_t merged = 0;  ///< spans folded into a layer slice (--trace-detail layer)
   std::uint64_t counter_samples = 0;
   SimTime from{};  ///< the window the link counters cover
   SimTime to{};

@@ -84,6 +84,7 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
                      {"seconds_per_gpu", c.seconds_per_gpu}});
   }
   j["collectives"] = colls;
+  j["warnings"] = r.warnings;
   auto rates = nlohmann::ordered_json::object();
   for (const auto& [k, v] : r.rates) rates[k] = v;
   j["rates"] = rates;
@@ -269,6 +270,12 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
     out << "(*) the model does not fit one GPU; the one-GPU time ignores capacity, as if it had enough memory.\n";
   }
   out << "Every rate's source is cited in its profile or cluster file; formulas: docs/metrics.md.\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    for (const auto& w : results[i].warnings) {
+      out << "warning: " << (results.size() > 1 ? (names.empty() ? results[i].name : names[i]) + ": " : "") << w
+          << "\n";
+    }
+  }
   return out.str();
 }
 

@@ -73,6 +73,9 @@ struct MoeRouting {
 struct Scenario {
   std::string name;
   std::string description;
+  /// What the input asked that the run does not do as written, or does beyond its data (a fabric
+  /// for one node; a sequence past the model's context): printed as warnings with the results.
+  std::vector<std::string> warnings;
   models::ModelArch model;
   calib::HardwareProfile profile;
   net::ClusterSpec cluster;

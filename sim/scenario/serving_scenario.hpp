@@ -32,6 +32,8 @@ struct RequestSpec {
 /// An inference scenario, resolved (stage 3): everything the serving simulation needs.
 struct ServingScenario {
   std::string name;
+  /// Input the run does not use as written (a fabric for one node): warnings with the results.
+  std::vector<std::string> warnings;
   models::ModelArch model;
   calib::HardwareProfile profile;
   net::ClusterSpec cluster;

@@ -153,6 +153,7 @@ double percentile(std::vector<double> v, double p) {
 Percentiles summarise(const std::vector<double>& v) {
   Percentiles p;
   if (v.empty()) return p;
+  p.count = v.size();
   double sum = 0;
   for (double x : v) sum += x;
   p.mean = sum / static_cast<double>(v.size());
@@ -1229,7 +1230,8 @@ class ServingRun final : public workload::TaskSource {
     r.requests_per_s = static_cast<double>(r.requests) / span;
     if (s_.slo_ttft_s || s_.slo_tpot_s) r.goodput_requests_per_s = static_cast<double>(goodput) / span;
     r.steady = steady_state(first);
-    r.warnings = workload_warnings();
+    r.warnings = s_.warnings;
+    for (auto& w : workload_warnings()) r.warnings.push_back(std::move(w));
     if (oom_) {
       r.warnings.insert(r.warnings.begin(),
                         "does not fit (--allow-oom): the KV cache left after the weights cannot hold the longest "

@@ -12,6 +12,9 @@ namespace cs::serving {
 
 struct Percentiles {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+  /// The samples summarised. 0: undefined (TPOT when no request generated two tokens), printed as
+  /// "-" and null, never as 0 ms.
+  std::size_t count = 0;
 };
 
 /// Per-GPU memory of one serving replica (bytes).

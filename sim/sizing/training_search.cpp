@@ -16,6 +16,7 @@
 #include "sim/report/train_results.hpp"
 #include "sim/study/batch.hpp"
 #include "sim/study/training_run.hpp"
+#include "sim/workload/work_estimate.hpp"
 
 namespace cs::sizing {
 
@@ -261,7 +262,8 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
                     std::optional<scenario::Scenario> s;
                     if (ri == 1 && plain) {
                       // Selective: the cheapest module set that fits, as the frameworks would pick it.
-                      for (const auto& o : study::memory_options(*plain)) {
+                      for (const auto& o :
+                           study::memory_options(*plain, {.modules_only = true, .fitting_only = true})) {
                         if (o.applied.plan.recompute != plan::Recompute::kSelective || !o.memory.fits()) continue;
                         c.recompute_modules = o.applied.plan.recompute_modules;
                         s.emplace(o.applied);
@@ -317,6 +319,34 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
     }
   }
   result.wall_s.enumerate = lap();
+  if (options.check_work) {
+    // Analytical runs cost about a tenth of a flow run's time per work item (measured on plan's
+    // 70B search: 0.07-0.4 us against 0.4-2.7 us; docs/performance.md), and the flow model
+    // re-simulates about two rounds of `top`.
+    constexpr double kAnalyticalShare = 0.1;
+    double work = 0;
+    std::vector<double> whole;
+    for (const auto& sv : survivors) {
+      const auto& s = sv.scenario;
+      whole.push_back(workload::estimate_training_work(s, false).total());
+      const std::int64_t m = s.micro_batches(), p = s.plan.pp;
+      if (s.global_batch % (s.plan.dp * s.micro_batch) == 0 && m >= 8 * p) {
+        // extrapolated(): two runs of 2P and 4P micro-batches instead of the whole step.
+        for (const std::int64_t micro : {2 * p, 4 * p}) {
+          scenario::Scenario t = s;
+          t.global_batch = micro * s.plan.dp * s.micro_batch;
+          work += kAnalyticalShare * workload::estimate_training_work(t, false).total();
+        }
+      } else {
+        work += kAnalyticalShare * whole.back();
+      }
+    }
+    const std::size_t verify = std::min(whole.size(), 2 * static_cast<std::size_t>(std::max(options.top, 1)));
+    std::partial_sort(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(verify), whole.end(),
+                      std::greater<>());
+    for (std::size_t i = 0; i < verify; ++i) work += whole[i];
+    options.check_work(work, survivors.size() + verify);
+  }
   // Score every survivor with the analytical network model.
   study::TopologyCache topologies;
   std::vector<Candidate> scored(survivors.size());

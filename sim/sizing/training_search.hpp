@@ -84,6 +84,11 @@ struct Options {
   study::Progress* progress = nullptr;  ///< the analytical scoring batch
   study::Progress* verify_progress = nullptr;
   RunSimulations run_simulations;  ///< null: on this process's workers
+  /// Called once the survivors are known, before any is simulated, with the work of the whole
+  /// search (workload::estimate_training_work: each survivor's analytical score at a tenth, two
+  /// short runs where the step is extrapolated, plus the flow re-simulation of 2 x top of the
+  /// largest) and the runs it counts; may throw to refuse the search (the CLI's --max-work).
+  std::function<void(double work, std::size_t runs)> check_work;
 };
 
 /// The cost of a job on one offer's price terms: whole periods of the term (hours or 30-day months),

@@ -1,6 +1,7 @@
 #include "sim/study/memory_options.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "models/ops/recompute.hpp"
 #include "sim/workload/compute_model.hpp"
@@ -41,7 +42,7 @@ bool has_mla(const models::ModelArch& m) {
 
 }  // namespace
 
-std::vector<MemoryOption> memory_options(const scenario::Scenario& s) {
+std::vector<MemoryOption> memory_options(const scenario::Scenario& s, WhichOptions which) {
   using M = models::RecomputeModule;
   std::vector<std::pair<std::string, scenario::Scenario>> candidates;
   if (s.plan.recompute != plan::Recompute::kFull) {
@@ -60,6 +61,8 @@ std::vector<MemoryOption> memory_options(const scenario::Scenario& s) {
       x.plan.recompute_modules = mods.bits;
       candidates.emplace_back("--recompute-modules " + mods.text(), x);
     }
+  }
+  if (s.plan.recompute != plan::Recompute::kFull && !which.modules_only) {
     auto full = s;
     full.plan.recompute = plan::Recompute::kFull;
     full.plan.recompute_modules = 0;
@@ -67,24 +70,26 @@ std::vector<MemoryOption> memory_options(const scenario::Scenario& s) {
     full.plan.recompute_layers = 1;
     candidates.emplace_back("--recompute full", full);
   }
-  if (!s.fp8_activation_cache) {
+  if (!s.fp8_activation_cache && !which.modules_only) {
     auto x = s;
     x.fp8_activation_cache = true;
     candidates.emplace_back("--activation-cache fp8", x);
   }
-  if (s.optimizer_moment_bytes > 2) {
+  if (s.optimizer_moment_bytes > 2 && !which.modules_only) {
     auto x = s;
     x.optimizer_moment_bytes = 2;
     candidates.emplace_back("--optimizer-dtype bf16", x);
   }
-  const double base = stage0_compute_s(s);
+  std::optional<double> base;  // timed only when an option is
   const double micro = static_cast<double>(s.micro_batches());
   std::vector<MemoryOption> out;
   for (auto& [flags, x] : candidates) {
     MemoryOption o;
     o.flags = flags;
     o.memory = workload::training_memory_of(x);
-    o.extra_compute_s = (stage0_compute_s(x) - base) * micro;
+    if (which.fitting_only && !o.memory.fits()) continue;
+    if (!base) base = stage0_compute_s(s);
+    o.extra_compute_s = (stage0_compute_s(x) - *base) * micro;
     o.applied = std::move(x);
     out.push_back(std::move(o));
   }

@@ -22,7 +22,13 @@ struct MemoryOption {
 /// The options that apply to `s` (a module only where the model has its layer: moe, moe_act and
 /// shared_experts for MoE models, mla_up_proj for MLA, mlp for dense feed-forwards), each measured
 /// on its own on top of the plan, cheapest first (ties: least memory first).
-[[nodiscard]] std::vector<MemoryOption> memory_options(const scenario::Scenario& s);
+/// `Which` narrows them for a search that needs only some (plan: the recompute modules that fit):
+/// the others are not timed, which is most of the cost.
+struct WhichOptions {
+  bool modules_only = false;  ///< only the selective-recompute module sets
+  bool fitting_only = false;  ///< only those that make `s` fit
+};
+[[nodiscard]] std::vector<MemoryOption> memory_options(const scenario::Scenario& s, WhichOptions which = {});
 
 /// The cheapest of them that makes `s` fit, if any.
 [[nodiscard]] const MemoryOption* cheapest_fitting(const std::vector<MemoryOption>& options);

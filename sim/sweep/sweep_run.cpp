@@ -95,6 +95,34 @@ std::vector<std::size_t> shard_indices(std::size_t points, std::size_t shard, st
   return out;
 }
 
+SweepWork sweep_work(const SweepSpec& spec, const std::vector<std::size_t>& indices, const config::Catalog& catalog,
+                     const WorkEstimates& estimates) {
+  SweepWork w;
+  for (auto i : indices) {
+    const auto doc = point_doc(spec, spec.points.at(i));
+    double work = 0;
+    try {
+      if (spec.kind == config::ScenarioKind::kTrain) {
+        const auto s = config::resolve(config::parse_scenario(doc).specs.front(), catalog, doc.path);
+        if (!study::training_feasibility(s).ok()) continue;
+        work = estimates.training ? estimates.training(s) : 0.0;
+      } else {
+        work = estimates.serving ? estimates.serving(config::parse_serving(doc, catalog)) : 0.0;
+      }
+    } catch (const InputError&) {
+      continue;  // an invalid row, reported when the point runs
+    } catch (const InfeasibleError&) {
+      continue;
+    }
+    w.total += work;
+    if (work > w.largest) {
+      w.largest = work;
+      w.largest_index = i;
+    }
+  }
+  return w;
+}
+
 std::vector<Row> run_points(const SweepSpec& spec, const std::vector<std::size_t>& indices,
                             const config::Catalog& catalog, const WorkChecks& checks, const std::atomic<bool>* stop,
                             const std::function<void(const Row&)>& on_row, study::Progress* progress) {

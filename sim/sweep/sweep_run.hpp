@@ -47,6 +47,22 @@ struct WorkChecks {
   std::function<void(const serving::ServingScenario&, const std::string& who)> serving;
 };
 
+/// The work of each point (the CLI's estimates: work_bounds.hpp), for the bound on the sweep as a
+/// whole.
+struct WorkEstimates {
+  std::function<double(const scenario::Scenario&)> training;
+  std::function<double(const serving::ServingScenario&)> serving;
+};
+/// The summed work of the points at `indices` that resolve and fit (the others cost nothing: they
+/// become invalid or infeasible rows), and the largest one's index.
+struct SweepWork {
+  double total = 0;
+  double largest = 0;
+  std::size_t largest_index = 0;
+};
+[[nodiscard]] SweepWork sweep_work(const SweepSpec& spec, const std::vector<std::size_t>& indices,
+                                   const config::Catalog& catalog, const WorkEstimates& estimates);
+
 /// Runs the points at `indices` (positions in spec.points) on the workers through study::run_batch.
 /// Each finished row is handed to `on_row` in the order of `indices`, whatever order they finish in
 /// (later rows wait in a buffer), from whichever thread finishes the row that frees them; calls are

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -138,4 +139,41 @@ TEST_CASE("claims: the same bytes with 1 and 4 worker threads, and an unwritable
   const auto bad = cs::test::run_cli("claims --out /nonexistent-dir/seed-claims.md");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("/nonexistent-dir/seed-claims.md") != std::string::npos);
+}
+
+TEST_CASE("claims: a data folder whose claim variant was renamed, or no longer fits, is named in the error") {
+  // The repository's data, with claim 1's file replaced by an edited copy.
+  const fs::path root = fs::temp_directory_path() / "cs_claims_edited";
+  const fs::path repo = cs::test::data_path("");
+  const std::string file = "claim1-fabric-10x-32gpu.json";
+  const auto with_claim1 = [&](const std::function<void(nlohmann::json&)>& edit) {
+    fs::remove_all(root);
+    fs::create_directories(root / "scenarios" / "seed-claims");
+    for (const char* d : {"models", "calibration", "docs"}) fs::create_directory_symlink(repo / d, root / d);
+    for (const auto& e : fs::directory_iterator(repo / "scenarios")) {
+      if (e.path().filename() != "seed-claims") fs::create_symlink(e.path(), root / "scenarios" / e.path().filename());
+    }
+    for (const auto& e : fs::directory_iterator(repo / "scenarios" / "seed-claims")) {
+      if (e.path().filename() != file)
+        fs::create_symlink(e.path(), root / "scenarios/seed-claims" / e.path().filename());
+    }
+    auto j = nlohmann::json::parse(cs::test::slurp((repo / "scenarios/seed-claims" / file).string()));
+    edit(j);
+    std::ofstream(root / "scenarios/seed-claims" / file) << j.dump(2);
+    return cs::test::run_cli("--data-dir " + root.string() + " claims --json");
+  };
+  const auto renamed = with_claim1([](nlohmann::json& j) { j["variants"][0]["name"] = "renamed"; });
+  CHECK(renamed.exit_code == 2);
+  CHECK(renamed.err.find(file) != std::string::npos);
+  CHECK(renamed.err.find("/variants") != std::string::npos);
+  CHECK(renamed.err.find("'renamed'") != std::string::npos);  // what it has
+  const auto repeated = with_claim1([](nlohmann::json& j) { j["variants"][1]["name"] = j["variants"][0]["name"]; });
+  CHECK(repeated.exit_code == 2);
+  CHECK(repeated.err.find("repeats") != std::string::npos);
+  // The 405B model on the same 32 GPUs at TP 1 does not fit: sized, refused, named with its variant.
+  const auto too_big = with_claim1([](nlohmann::json& j) { j["model"] = "llama3.1-405b"; });
+  CHECK(too_big.exit_code == 4);
+  CHECK(too_big.err.find(file + " (variant '") != std::string::npos);
+  CHECK(too_big.err.find("did not run") != std::string::npos);
+  fs::remove_all(root);
 }

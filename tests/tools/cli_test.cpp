@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "sim/config/fields.hpp"
 #include "tests/support/builders.hpp"
@@ -378,4 +379,148 @@ TEST_CASE("infer-sweep prints the latency-throughput curve and writes CSV and SV
     CHECK_MESSAGE(svg.find(name) != std::string::npos, name);
   }
   CHECK(svg.find("TPOT SLO") == std::string::npos);
+}
+
+TEST_CASE("the interconnect tutorial's 'Try it yourself' model runs on each of its run commands") {
+  // The suggestion is read from the tutorial itself, so the doc and this test cannot drift apart.
+  const auto doc = slurp(data_path("docs/tutorials/why-interconnect-matters.md"));
+  const auto at = doc.find("--set model=");
+  REQUIRE(at != std::string::npos);
+  const auto model = doc.substr(at + 12, doc.find('`', at) - (at + 12));
+  std::set<std::string> scenarios;
+  for (auto p = doc.find("clustersim run "); p != std::string::npos; p = doc.find("clustersim run ", p + 1)) {
+    const auto from = p + 15;
+    scenarios.insert(doc.substr(from, doc.find_first_of(" \n\\", from) - from));
+  }
+  REQUIRE(scenarios.size() >= 2);
+  for (const auto& sc : scenarios) {
+    INFO(sc << " with model " << model);
+    const auto r = run_cli("run " + sc + " --set model=" + model);
+    CHECK(r.exit_code == 0);
+  }
+}
+
+TEST_CASE("input the run does not use as written is a warning in the text and the JSON, never silent") {
+  const std::string train = "train --model llama3.1-8b --cluster hgx-h100 --tp 8 --seq 2048 --global-batch 8";
+  const auto one_node = run_cli(train + " --fabric ib-ndr-rail --json");
+  REQUIRE(one_node.exit_code == 0);
+  const auto w = nlohmann::json::parse(one_node.out)["warnings"];
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].get<std::string>().find("fabric 'ib-ndr-rail' not used") == 0);
+  CHECK(nlohmann::json::parse(run_cli(train + " --json").out)["warnings"].empty());
+  // Past the model's context (131,072 for Llama 3.1): simulated, and said.
+  const auto long_seq = run_cli(
+      "train --model llama3.1-8b --cluster hgx-h100 --tp 8 --seq 262144 --global-batch 1 "
+      "--recompute full --allow-oom");
+  REQUIRE(long_seq.exit_code == 0);
+  CHECK(long_seq.out.find("warning: sequence 262144 is past llama3.1-8b's context of 131072") != std::string::npos);
+  const auto infer = run_cli(
+      "infer --model llama3.1-8b --cluster hgx-h100 --fabric ib-ndr-rail --tp 1 --input-len 128 --output-len 8 "
+      "--requests 4 --rate inf --json");
+  REQUIRE(infer.exit_code == 0);
+  CHECK(nlohmann::json::parse(infer.out)["warnings"][0].get<std::string>().find("fabric") != std::string::npos);
+}
+
+TEST_CASE("one output token has no inter-token time: TPOT is null and '-', not 0 ms") {
+  const std::string cmd =
+      "infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 128 --output-len 1 --requests 4 --rate inf";
+  const auto j = nlohmann::json::parse(run_cli(cmd + " --json").out);
+  CHECK(j["tpot_s"].is_null());
+  CHECK(j["ttft_s"]["p50"].get<double>() > 0);
+  const auto text = run_cli(cmd).out;
+  CHECK(text.find("(no request generated two tokens)") != std::string::npos);
+  CHECK(text.find("0.0 ms") == std::string::npos);
+}
+
+TEST_CASE("list models shows the experts' FFN width where every layer is MoE, not ffn 0") {
+  const auto r = run_cli("list models");
+  REQUIRE(r.exit_code == 0);
+  const auto line = [&](const std::string& id) {
+    const auto at = r.out.find("\n" + id + " ");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  CHECK(line("mixtral-8x7b").find("2/8 x 14336") != std::string::npos);
+  CHECK(line("gpt-oss-120b").find("4/128 x 2880") != std::string::npos);
+  CHECK(line("gpt-oss-120b").find(" 0 ") == std::string::npos);
+  CHECK(line("llama3.1-8b").find("14336") != std::string::npos);
+}
+
+TEST_CASE("inspect --json writes null for what the evidence does not say, never -1 or an empty string") {
+  const auto r = run_cli("inspect --topo tests/data/rental/two-socket-pcie/topo.txt --json");
+  REQUIRE(r.exit_code == 0);
+  const auto box = nlohmann::json::parse(r.out)["box"];
+  CHECK(box["gpus"] == 8);
+  CHECK(box["gpu"].is_null());
+  CHECK(box["memory_bytes"].is_null());
+}
+
+TEST_CASE("import topo names where the PCIe generation came from, and without --profile it asks") {
+  const std::string out = "/tmp/cs_import_topo_test.json";
+  const auto r = run_cli("import topo tests/data/topo/pcie-8gpu.txt --profile a100-pcie-40 --out " + out);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(slurp(out));
+  CHECK(j["profile"] == "a100-pcie-40");
+  const auto src = j["source"].get<std::string>();
+  CHECK(src.find("PCIe generation 4 by the GPU's name") != std::string::npos);
+  CHECK(src.find("given on the command line") == std::string::npos);
+  CHECK(run_cli("import topo tests/data/topo/pcie-8gpu.txt --profile h100-pcie --pcie-gen 4 --out " + out).exit_code ==
+        0);
+  CHECK(slurp(out).find("PCIe generation 4 given on the command line") != std::string::npos);
+  std::remove(out.c_str());
+}
+
+TEST_CASE("--trace-detail layer folds each layer's later micro-batches into one slice; full keeps every span") {
+  const std::string base =
+      "train --model llama3.1-8b --cluster pcie-h100x8 --gpus 4 --tp 4 --seq 1024 --global-batch 4";
+  const double end_us = nlohmann::json::parse(run_cli(base + " --json").out)["step_time_s"].get<double>() * 1e6;
+  const std::string path = "/tmp/cs_trace_detail_test.json";
+  REQUIRE(run_cli(base + " --trace " + path + " --trace-link-points 0 --trace-detail full").exit_code == 0);
+  const auto full = checked_trace(path, end_us);
+  const auto layer = run_cli(base + " --trace " + path + " --trace-link-points 0");
+  REQUIRE(layer.exit_code == 0);
+  CHECK(layer.err.find("more folded into per-layer slices") != std::string::npos);
+  const auto folded = checked_trace(path, end_us);
+  // Per (GPU, stream, micro-batch, layer): micro-batch 0 and step-level spans are the same; later
+  // micro-batches' layers are one slice covering exactly what their spans covered, the spans
+  // counted in it.
+  using Key = std::tuple<int, int, int, int>;
+  struct Cover {
+    double from = 1e300, to = -1e300;
+    std::size_t spans = 0, count = 0;
+  };
+  const auto covers = [](const nlohmann::json& events) {
+    std::map<Key, Cover> out;
+    for (const auto& e : events) {
+      if (e["ph"] != "X") continue;
+      const auto a = e.contains("args") && e["args"].is_object() ? e["args"] : nlohmann::json::object();
+      const Key k{e["pid"], e["tid"], a.value("micro_batch", -1), a.value("layer", -1)};
+      auto& c = out[k];
+      c.from = std::min(c.from, e["ts"].get<double>());
+      c.to = std::max(c.to, e["ts"].get<double>() + e["dur"].get<double>());
+      c.spans += a.contains("spans") ? a["spans"].get<std::size_t>() : 1;
+      ++c.count;
+    }
+    return out;
+  };
+  const auto a = covers(full), b = covers(folded);
+  REQUIRE(a.size() == b.size());
+  std::size_t slices = 0;
+  for (const auto& [k, c] : a) {
+    CAPTURE(std::get<2>(k));
+    CAPTURE(std::get<3>(k));
+    REQUIRE(b.count(k) == 1);
+    const auto& d = b.at(k);
+    CHECK(d.spans == c.spans);
+    CHECK(d.from == doctest::Approx(c.from).epsilon(1e-9));
+    CHECK(d.to == doctest::Approx(c.to).epsilon(1e-9));
+    if (std::get<2>(k) >= 1 && std::get<3>(k) >= 0) {
+      CHECK(d.count < c.count);  // folded
+      ++slices;
+    } else {
+      CHECK(d.count == c.count);  // micro-batch 0 and step-level tasks in full
+    }
+  }
+  CHECK(slices > 0);
+  std::remove(path.c_str());
 }

@@ -666,3 +666,17 @@ TEST_CASE("plan searches context parallelism for long sequences, and its CP plan
   REQUIRE(!short_doc["candidates"].empty());
   for (const auto& c : short_doc["candidates"]) CHECK(c["parallel"]["cp"] == 1);
 }
+
+TEST_CASE("plan --job reads count suffixes in either case, as quantities do elsewhere (k = 1,000)") {
+  const auto serve =
+      run_cli("plan --model llama3.1-8b --job serve:50:1k:256 --slo-ttft 1s --offers hk-2x-h100-nvlink --top 1 --json");
+  REQUIRE(serve.exit_code == 0);
+  CHECK(nlohmann::json::parse(serve.out)["job"]["isl"] == 1000);
+  const auto lower =
+      run_cli("plan --model megatron-gpt-1.7b --job train:1b --offers cn-8x-h100-sxm --fabric none --json");
+  const auto upper =
+      run_cli("plan --model megatron-gpt-1.7b --job train:1B --offers cn-8x-h100-sxm --fabric none --json");
+  REQUIRE(lower.exit_code == 0);
+  CHECK(lower.out == upper.out);
+  CHECK(run_cli("plan --model megatron-gpt-1.7b --job train:1x --offers cn-8x-h100-sxm").exit_code == 2);
+}

@@ -94,13 +94,11 @@ Action add_collective(CLI::App& app, const Globals& g) {
       throw InputError("command line", "--nodes", "expected at least 1; got " + std::to_string(o->nodes));
     if (o->nodes > 1 && o->fabric.empty())
       throw InputError("command line", "--fabric", "a fabric is required with --nodes > 1");
-    // Before anything is built: the GPUs (as int64: --nodes may be any int) and the work of each
-    // size: its flows (all start at once; all-to-all has n(n-1)), and with the flow model's max-min
-    // sharing up to one round per GPU over them (measured: n^2.5 growth on a rail fabric).
+    // Before anything is built: the GPUs (as int64: --nodes may be any int) and the flows of each
+    // size (all-to-all n(n-1), the others about 2n); work_bounds.hpp says what each costs.
     const double all_gpus = static_cast<double>(std::int64_t{gpus} * o->nodes);
     const double flows = op == coll::CollectiveOp::kAllToAll ? all_gpus * (all_gpus - 1) : 2 * all_gpus;
-    const double rounds = o->network == "flow" ? all_gpus : 1.0;
-    check_collective_work(all_gpus, flows * rounds, std::floor(std::log2(hi / lo)) + 1, g);
+    check_collective_work(all_gpus, flows, std::floor(std::log2(hi / lo)) + 1, o->network == "flow", g);
     const int total = gpus * o->nodes;
     const int n = op == coll::CollectiveOp::kSendRecv ? 2 : total;
     if (n > total || n < 2) {

@@ -1,9 +1,10 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
-#include <string>
-
 #include <memory>
+#include <string>
 
 namespace cs::config {
 struct JsonDoc;
@@ -23,6 +24,25 @@ struct Globals {
   /// one simulation may take before it is refused with exit 4.
   double max_work = 0;
 };
+
+/// A finite number above `low` (or at least `low` when `inclusive`): CLI11's PositiveNumber and
+/// NonNegativeNumber let "nan" through (every comparison with it is false) and "inf" too, and a run
+/// then refuses everything against a limit of nan.
+inline CLI::Validator finite_number(double low, bool inclusive) {
+  const std::string what = inclusive ? "a finite number >= " + CLI::detail::to_string(low)
+                                     : "a finite number > " + CLI::detail::to_string(low);
+  return CLI::Validator(
+      [low, inclusive, what](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool whole = end != text.c_str() && *end == '\0';
+        if (whole && std::isfinite(v) && (inclusive ? v >= low : v > low)) return {};
+        return "expected " + what + "; got \"" + text + "\"";
+      },
+      what);
+}
+inline CLI::Validator positive_number() { return finite_number(0, false); }
+inline CLI::Validator non_negative_number() { return finite_number(0, true); }
 
 /// Each subcommand registers its options and returns the action to run when it was chosen; the
 /// action returns the process exit code (errors are thrown and mapped in main.cpp).

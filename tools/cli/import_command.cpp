@@ -55,7 +55,7 @@ Action add_import(CLI::App& app, const Globals& g) {
   cmd->require_subcommand(1);
   struct Opts {
     std::vector<std::string> files;
-    std::string base, op, out, topo_file, profile = "h100-sxm";
+    std::string base, op, out, topo_file, profile;
     int gpus = 0, pcie_gen = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -83,9 +83,11 @@ Action add_import(CLI::App& app, const Globals& g) {
   kernels->add_option("--out", ko->out, "profile JSON to write")->required();
   auto* topo = cmd->add_subcommand("topo", "read `nvidia-smi topo -m` output into a cluster file");
   topo->add_option("file", o->topo_file, "nvidia-smi topo -m output")->required();
-  topo->add_option("--profile", o->profile, "profile id of the GPUs")->capture_default_str();
+  topo->add_option("--profile", o->profile,
+                   "profile id of the GPUs (required: topo -m does not name them; clustersim list profiles)");
   topo->add_option("--pcie-gen", o->pcie_gen,
-                   "PCIe generation of the GPU links: 4 or 5 (default: 5 for Hopper profiles, else 4)");
+                   "PCIe generation of the GPU links: 4 or 5 (default: by the profile's GPU, 5 for Hopper and "
+                   "Blackwell, else 4)");
   topo->add_option("--out", o->out, "cluster JSON to write")->required();
   return [o, nccl, kernels, ko, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
@@ -217,17 +219,22 @@ Action add_import(CLI::App& app, const Globals& g) {
       return 0;
     }
     const auto m = calib::parse_topo_matrix(read_text(o->topo_file), o->topo_file);
+    // A guessed GPU would write a wrong cluster (an A100 box filed as H100 with PCIe gen 5).
+    if (o->profile.empty())
+      throw InputError("command line", "--profile",
+                       "nvidia-smi topo -m does not name the GPU; give its profile (e.g. --profile a100-pcie-40; "
+                       "clustersim list profiles)");
     const auto ppath = catalog.locate(config::CatalogKind::kProfile, o->profile, "command line", "--profile");
     const auto profile = config::parse_profile(config::load(ppath), o->profile);
     int gen = o->pcie_gen;
-    if (gen == 0)
-      gen = profile.gpu_name.find("H100") != std::string::npos || profile.gpu_name.find("H200") != std::string::npos ||
-                    profile.gpu_name.find("H800") != std::string::npos
-                ? 5
-                : 4;
+    std::string origin = "given on the command line";
+    if (gen == 0) {
+      gen = calib::pcie_gen_of(profile.gpu_name);
+      origin = "by the GPU's name in profile " + o->profile + " (" + profile.gpu_name + "; --pcie-gen sets it)";
+    }
     if (gen != 4 && gen != 5)
       throw InputError("command line", "--pcie-gen", "expected 4 or 5; got " + std::to_string(gen));
-    const auto j = calib::topo_to_cluster(m, o->topo_file, o->profile, gen);
+    const auto j = calib::topo_to_cluster(m, o->topo_file, o->profile, gen, origin);
     const auto spec = config::parse_cluster(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, stem(o->out));
     (void)net::Topology::build(spec, spec.gpus);  // every GPU reaches every other
     write_text(o->out, j.dump(2) + "\n");

@@ -117,9 +117,9 @@ Action add_kernels(CLI::App& app, const Globals& g) {
   auto go = std::make_shared<GemmOpts>();
   auto* gemm = cmd->add_subcommand("gemm", "a linear layer's GEMM: m x k input, n x k weight");
   add_common(gemm, *go);
-  gemm->add_option("--m", go->m, "rows (tokens)")->required()->check(CLI::PositiveNumber);
-  gemm->add_option("--n", go->n, "output features")->required()->check(CLI::PositiveNumber);
-  gemm->add_option("--k", go->k, "input features (the reduction)")->required()->check(CLI::PositiveNumber);
+  gemm->add_option("--m", go->m, "rows (tokens)")->required()->check(cs::cli::positive_number());
+  gemm->add_option("--n", go->n, "output features")->required()->check(cs::cli::positive_number());
+  gemm->add_option("--k", go->k, "input features (the reduction)")->required()->check(cs::cli::positive_number());
   gemm->add_option("--dtype", go->dtype, "bf16, fp8 or fp4");
 
   struct AttnOpts : Common {
@@ -129,17 +129,19 @@ Action add_kernels(CLI::App& app, const Globals& g) {
   auto ao = std::make_shared<AttnOpts>();
   auto* attn = cmd->add_subcommand("attention", "causal flash attention (prefill, training) or decode attention");
   add_common(attn, *ao);
-  attn->add_option("--batch", ao->batch, "sequences")->check(CLI::PositiveNumber);
-  attn->add_option("--seq", ao->seq, "tokens per sequence (prefill and training)")->check(CLI::PositiveNumber);
-  attn->add_option("--heads", ao->heads, "query heads on the GPU")->required()->check(CLI::PositiveNumber);
-  attn->add_option("--kv-heads", ao->kv_heads, "K/V heads on the GPU (default: --heads)")->check(CLI::PositiveNumber);
-  attn->add_option("--head-dim", ao->head_dim, "head dimension (MLA: 192 for q/k, v 128)")->check(CLI::PositiveNumber);
-  attn->add_option("--window", ao->window, "sliding window (0: full)")->check(CLI::NonNegativeNumber);
+  attn->add_option("--batch", ao->batch, "sequences")->check(cs::cli::positive_number());
+  attn->add_option("--seq", ao->seq, "tokens per sequence (prefill and training)")->check(cs::cli::positive_number());
+  attn->add_option("--heads", ao->heads, "query heads on the GPU")->required()->check(cs::cli::positive_number());
+  attn->add_option("--kv-heads", ao->kv_heads, "K/V heads on the GPU (default: --heads)")
+      ->check(cs::cli::positive_number());
+  attn->add_option("--head-dim", ao->head_dim, "head dimension (MLA: 192 for q/k, v 128)")
+      ->check(cs::cli::positive_number());
+  attn->add_option("--window", ao->window, "sliding window (0: full)")->check(cs::cli::non_negative_number());
   attn->add_flag("--mla", ao->mla, "DeepSeek MLA (qk 192, v 128)");
   attn->add_flag("--backward", ao->backward, "the backward pass (training)");
   attn->add_flag("--serving", ao->serving, "prefill as serving engines run it (else training's kernels, where tabled)");
   attn->add_option("--context", ao->context, "decode: each sequence attends this many cached tokens")
-      ->check(CLI::PositiveNumber);
+      ->check(cs::cli::positive_number());
 
   struct MoeOpts : Common {
     double tokens = 0, hidden = 0, inter = 0, topk = 0, experts = 0, tp = 1, ep = 1;
@@ -151,15 +153,15 @@ Action add_kernels(CLI::App& app, const Globals& g) {
   add_common(moe, *mo);
   moe->add_option("--tokens", mo->tokens, "tokens entering the layer on this GPU")
       ->required()
-      ->check(CLI::PositiveNumber);
-  moe->add_option("--hidden", mo->hidden, "hidden size")->required()->check(CLI::PositiveNumber);
+      ->check(cs::cli::positive_number());
+  moe->add_option("--hidden", mo->hidden, "hidden size")->required()->check(cs::cli::positive_number());
   moe->add_option("--inter", mo->inter, "one expert's intermediate size (before TP)")
       ->required()
-      ->check(CLI::PositiveNumber);
-  moe->add_option("--topk", mo->topk, "experts per token")->required()->check(CLI::PositiveNumber);
-  moe->add_option("--experts", mo->experts, "routed experts")->required()->check(CLI::PositiveNumber);
-  moe->add_option("--tp", mo->tp, "each expert split this many ways")->check(CLI::PositiveNumber);
-  moe->add_option("--ep", mo->ep, "experts spread over this many GPUs")->check(CLI::PositiveNumber);
+      ->check(cs::cli::positive_number());
+  moe->add_option("--topk", mo->topk, "experts per token")->required()->check(cs::cli::positive_number());
+  moe->add_option("--experts", mo->experts, "routed experts")->required()->check(cs::cli::positive_number());
+  moe->add_option("--tp", mo->tp, "each expert split this many ways")->check(cs::cli::positive_number());
+  moe->add_option("--ep", mo->ep, "experts spread over this many GPUs")->check(cs::cli::positive_number());
   moe->add_option("--dtype", mo->dtype, "bf16, fp8 or fp4");
   moe->add_flag("--nongated", mo->nongated, "a non-gated expert MLP (no SwiGLU)");
 
@@ -185,14 +187,14 @@ Action add_kernels(CLI::App& app, const Globals& g) {
   auto* layer = cmd->add_subcommand("layer", "one decoder layer's kernels, forward and backward, each with its source");
   add_common(layer, *lo);
   layer->add_option("--model", lo->model, "model id or path")->required();
-  layer->add_option("--seq", lo->seq, "sequence length")->check(CLI::PositiveNumber);
-  layer->add_option("--micro-batch", lo->micro_batch, "sequences per micro-batch")->check(CLI::PositiveNumber);
-  layer->add_option("--tp", lo->tp, "tensor-parallel ranks")->check(CLI::PositiveNumber);
-  layer->add_option("--ep", lo->ep, "expert-parallel ranks (MoE layers)")->check(CLI::PositiveNumber);
+  layer->add_option("--seq", lo->seq, "sequence length")->check(cs::cli::positive_number());
+  layer->add_option("--micro-batch", lo->micro_batch, "sequences per micro-batch")->check(cs::cli::positive_number());
+  layer->add_option("--tp", lo->tp, "tensor-parallel ranks")->check(cs::cli::positive_number());
+  layer->add_option("--ep", lo->ep, "expert-parallel ranks (MoE layers)")->check(cs::cli::positive_number());
   layer->add_flag("--sp", lo->sp, "sequence parallelism");
   layer->add_option("--dtype", lo->dtype, "bf16 or fp8");
   layer->add_option("--layer", lo->layer, "which decoder layer's kind (0-based; default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cs::cli::non_negative_number());
 
   return [=, &g]() -> int {
     const config::Catalog catalog(g.data_dir);

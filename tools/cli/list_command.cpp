@@ -35,7 +35,7 @@ Action add_list(CLI::App& app, const Globals& g) {
     if (*what == "models") {
       t << std::left << std::setw(22) << "id" << std::right << std::setw(12) << "params" << std::setw(10) << "active"
         << std::setw(8) << "layers" << std::setw(8) << "hidden" << std::setw(7) << "heads" << std::setw(5) << "kv"
-        << std::setw(8) << "ffn" << std::setw(9) << "experts" << std::setw(9) << "vocab\n";
+        << std::setw(8) << "ffn" << std::setw(16) << "experts x ffn" << std::setw(9) << "vocab\n";
       for (const auto& id : catalog.ids(config::CatalogKind::kModel)) {
         const auto m = config::parse_model(config::load(catalog.locate(config::CatalogKind::kModel, id, "", "")), id);
         rows.push_back({{"id", id},
@@ -50,12 +50,15 @@ Action add_list(CLI::App& app, const Globals& g) {
                         {"top_k", m.moe.top_k},
                         {"expert_ffn", m.moe.expert_ffn},
                         {"vocab", m.vocab}});
-        const std::string experts =
-            m.is_moe() ? std::to_string(m.moe.top_k) + "/" + std::to_string(m.moe.experts) : std::string("-");
+        // The dense FFN ("-" where every layer is MoE) and the routed experts' own width.
+        const std::string experts = m.is_moe() ? std::to_string(m.moe.top_k) + "/" + std::to_string(m.moe.experts) +
+                                                     " x " + std::to_string(m.moe.expert_ffn)
+                                               : std::string("-");
+        const std::string ffn = m.ffn > 0 ? std::to_string(m.ffn) : std::string("-");
         t << std::left << std::setw(22) << id << std::right << std::setw(11)
           << fixed(static_cast<double>(m.params_total()) / 1e9, 2) << "B" << std::setw(9)
           << fixed(static_cast<double>(m.params_active()) / 1e9, 2) << "B" << std::setw(8) << m.layers << std::setw(8)
-          << m.hidden << std::setw(7) << m.heads << std::setw(5) << m.kv_heads << std::setw(8) << m.ffn << std::setw(9)
+          << m.hidden << std::setw(7) << m.heads << std::setw(5) << m.kv_heads << std::setw(8) << ffn << std::setw(16)
           << experts << std::setw(8) << m.vocab << "\n";
       }
     } else if (*what == "clusters") {

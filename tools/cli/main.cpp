@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sim/config/json_doc.hpp"
+#include "sim/config/reader.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/parallel.hpp"
 #include "tools/cli/commands.hpp"
@@ -12,6 +13,46 @@
 #ifndef CLUSTERSIM_DATA_DIR
 #define CLUSTERSIM_DATA_DIR "."
 #endif
+
+namespace {
+
+/// The message for arguments no option took: each unknown flag with the closest flag the chosen
+/// subcommand (or the top level) has, and stray values as values. CLI11's own reads "The following
+/// arguments were not expected: 2 --micro-bach" (reversed, no suggestion).
+std::string unexpected_arguments(CLI::App& app) {
+  CLI::App* where = &app;
+  for (auto* sub = &app; sub != nullptr;) {
+    const auto subs = sub->get_subcommands();
+    sub = subs.empty() ? nullptr : subs.front();
+    if (sub != nullptr) where = sub;
+  }
+  std::vector<std::string> flags;
+  for (auto* a = where; a != nullptr; a = a->get_parent()) {
+    for (const auto* o : a->get_options()) {
+      for (const auto& n : o->get_lnames()) flags.push_back("--" + n);
+    }
+  }
+  std::string msg;
+  const std::string help = where == &app ? "clustersim --help" : "clustersim " + where->get_name() + " --help";
+  const auto rest = app.remaining(true);
+  const auto is_flag = [](const std::string& a) { return a.size() > 1 && a[0] == '-'; };
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    const auto& arg = rest[i];
+    if (!msg.empty()) msg += "; ";
+    if (is_flag(arg)) {
+      const auto flag = arg.substr(0, arg.find('='));
+      msg += "unknown flag " + flag;
+      if (auto m = cs::config::closest_match(flag, flags)) msg += " (did you mean " + *m + "?)";
+      if (arg.find('=') == std::string::npos && i + 1 < rest.size() && !is_flag(rest[i + 1]))
+        msg += " with value '" + rest[++i] + "'";
+    } else {
+      msg += "unexpected value '" + arg + "'";
+    }
+  }
+  return msg + " (see " + help + ")";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using cs::ExitCode;
@@ -29,12 +70,12 @@ int main(int argc, char** argv) {
                  "the most work items (tasks, flows, request tokens, GPUs) one simulation may take; larger runs are "
                  "refused (exit 4) before they allocate. About 120 bytes of memory each (docs/testing.md)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(cs::cli::positive_number());
   std::uint64_t max_file_bytes = cs::config::kDefaultMaxFileBytes;
   app.add_option("--max-file-size", max_file_bytes,
                  "the largest input file read, in bytes (larger files and non-regular files are refused)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(cs::cli::positive_number());
   std::vector<std::pair<CLI::App*, cs::cli::Action>> actions;
   auto reg = [&](auto add, const char* name) {
     auto action = add(app, globals);
@@ -62,6 +103,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError&) {
+    std::cerr << "error: command line: " << unexpected_arguments(app) << "\n";
+    return static_cast<int>(ExitCode::kBadInput);
   } catch (const CLI::ParseError& e) {
     std::cerr << "error: command line: " << e.what() << " (see --help)\n";
     return static_cast<int>(ExitCode::kBadInput);

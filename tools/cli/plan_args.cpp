@@ -25,6 +25,24 @@ bool number_and_suffix(const std::string& text, double& value, std::string& suff
   return true;
 }
 
+/// The multiplier of a count's suffix, either case (K 1e3, M 1e6, B 1e9, T 1e12; none 1); 0 when
+/// it is none of those. `2k` prompts and `1b` tokens read as they do in other flags.
+double count_scale(const std::string& suffix) {
+  if (suffix.empty()) return 1.0;
+  if (suffix.size() != 1) return 0.0;
+  switch (suffix[0]) {
+    case 'k':
+    case 'K': return 1e3;
+    case 'm':
+    case 'M': return 1e6;
+    case 'b':
+    case 'B': return 1e9;
+    case 't':
+    case 'T': return 1e12;
+    default: return 0.0;
+  }
+}
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string::size_type a = 0;
@@ -54,9 +72,11 @@ JobArg parse_job(const std::string& text) {
     job.rate = v;
     for (int k : {2, 3}) {
       const auto& t = parts[static_cast<std::size_t>(k)];
-      if (!number_and_suffix(t, v, suffix) || !suffix.empty() || v < 1 || v != std::floor(v) || v > 1e7)
-        return fail(k == 2 ? ": ISL must be a whole number of prompt tokens from 1 to 1e7"
-                           : ": OSL must be a whole number of output tokens from 1 to 1e7");
+      const bool number = number_and_suffix(t, v, suffix) && count_scale(suffix) > 0;
+      if (number) v *= count_scale(suffix);
+      if (!number || v < 1 || v != std::floor(v) || v > 1e7)
+        return fail(k == 2 ? ": ISL must be a whole number of prompt tokens from 1 to 1e7 (like 2048 or 2k)"
+                           : ": OSL must be a whole number of output tokens from 1 to 1e7 (like 512 or 1k)");
       (k == 2 ? job.isl : job.osl) = static_cast<std::int64_t>(v);
     }
     return job;
@@ -68,10 +88,8 @@ JobArg parse_job(const std::string& text) {
   double v = 0;
   std::string suffix;
   if (!number_and_suffix(parts[1], v, suffix) || v <= 0) return fail(": TOKENS must be a positive number");
-  const std::string scales = "KMBT";
-  if (suffix.size() > 1 || (suffix.size() == 1 && scales.find(suffix[0]) == std::string::npos))
-    return fail(": the TOKENS suffix is one of K, M, B, T");
-  job.tokens = v * (suffix.empty() ? 1.0 : std::pow(1e3, static_cast<double>(scales.find(suffix[0]) + 1)));
+  if (count_scale(suffix) == 0) return fail(": the TOKENS suffix is one of K, M, B, T");
+  job.tokens = v * count_scale(suffix);
   if (job.tokens < 1) return fail(": TOKENS must be at least 1");
   if (parts.size() == 3) {
     if (!number_and_suffix(parts[2], v, suffix) || v <= 0) return fail(": DEADLINE must be a positive time");

@@ -568,6 +568,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
       check_training_work(s, false, spaces[oi].offer.id + " " + sizing::plan_text(c), g);
       return s;
     };
+    opts.check_work = [&g](double work, std::size_t runs) {
+      check_batch_work(work, runs, "simulations of the search", "fewer --offers or a smaller --top narrow it", g);
+    };
     if (mpi && mpi->size() > 1) opts.run_simulations = split_among_ranks(*mpi);
     auto progress = quiet_rank ? nullptr : batch_progress("plan: scoring (analytical)", 64);
     auto verify_progress = quiet_rank ? nullptr : batch_progress("plan: re-simulating the best (flow)", 64);

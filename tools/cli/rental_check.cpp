@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -344,9 +343,8 @@ RentalReport check_rental(const RentalEvidence& e, const std::optional<scenario:
       if (pid) {
         const auto p =
             config::parse_profile(config::load(catalog.locate(config::CatalogKind::kProfile, *pid, "", "")), *pid);
-        const bool gen5 = p.gpu_name.find("H1") != std::string::npos || p.gpu_name.find("H2") != std::string::npos ||
-                          p.gpu_name.find("H8") != std::string::npos || p.gpu_name.find("B200") != std::string::npos;
-        const auto j = calib::topo_to_cluster(*e.topo, "topo -m", *pid, gen5 ? 5 : 4);
+        const auto j = calib::topo_to_cluster(*e.topo, "topo -m", *pid, calib::pcie_gen_of(p.gpu_name),
+                                              "by the GPU's name (" + p.gpu_name + ")");
         ref = config::parse_cluster(config::JsonDoc{"topo -m", nlohmann::json::parse(j.dump())}, "this box");
         ref_name = "this box's topo -m with " + *pid;
         profile_id = *pid;
@@ -461,7 +459,12 @@ std::string rental_report_text(const RentalReport& r, const RentalEvidence& e,
 nlohmann::ordered_json rental_report_json(const RentalReport& r, const RentalEvidence& e,
                                           const std::optional<scenario::Offer>& offer) {
   nlohmann::ordered_json j;
-  j["box"] = {{"gpus", r.gpus}, {"gpu", r.gpu}, {"memory_bytes", r.memory_bytes}, {"interconnect", r.interconnect}};
+  // Unknown (no nvidia-smi -q among the evidence, or no GPU count anywhere) is null, never -1 or "".
+  const auto known = [](auto v, bool ok) { return ok ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
+  j["box"] = {{"gpus", known(r.gpus, r.gpus > 0)},
+              {"gpu", known(r.gpu, !r.gpu.empty())},
+              {"memory_bytes", known(r.memory_bytes, r.memory_bytes > 0)},
+              {"interconnect", known(r.interconnect, !r.interconnect.empty())}};
   j["evidence"] = e.files;
   j["offer"] = offer ? nlohmann::ordered_json(offer->id) : nlohmann::ordered_json(nullptr);
   j["verdicts"] = nlohmann::ordered_json::array();
@@ -481,13 +484,8 @@ int run_rental_check(const std::string& profile_file, const RentalFiles& files, 
     throw InputError("command line", profile_file,
                      "give either a measured profile or tool output (--topo, --nccl-tests, --nvlink, --smi), not both");
   }
-  auto read_text = [](const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
-    std::stringstream b;
-    b << f.rdbuf();
-    return b.str();
-  };
+  // The shared bounded reader: regular files only, at most --max-file-size bytes (/dev/zero is refused).
+  const auto read_text = [](const std::string& path) { return config::read_file(path); };
   RentalEvidence e;
   if (!files.topo.empty()) {
     e.topo = calib::parse_topo_matrix(read_text(files.topo), files.topo);

@@ -12,10 +12,13 @@
 #include "sim/core/errors.hpp"
 #include "sim/report/html_page.hpp"
 #include "sim/report/html_report.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/serving_scenario.hpp"
 #include "sim/study/batch.hpp"
 #include "sim/sweep/sweep_file.hpp"
 #include "sim/sweep/sweep_output.hpp"
 #include "sim/sweep/sweep_run.hpp"
+#include "sim/workload/work_estimate.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
 #include "tools/cli/mpi_session.hpp"
@@ -191,6 +194,17 @@ int run_sweep(const Opts& o, const Globals& g) {
   if (cannot) throw *cannot;
   const auto indices = res.shard ? sweep::shard_indices(spec.points.size(), res.shard->index, res.shard->count)
                                  : sweep::shard_indices(spec.points.size(), 0, 1);
+  {
+    // The sweep as a whole (its points share this machine's time), before any point runs.
+    sweep::WorkEstimates est;
+    est.training = [](const scenario::Scenario& s) { return workload::estimate_training_work(s, false).total(); };
+    est.serving = [](const serving::ServingScenario& s) { return serving_work(s).total(); };
+    const auto w = sweep::sweep_work(spec, indices, catalog, est);
+    check_batch_work(w.total, indices.size(), "sweep points",
+                     "the largest is point " + std::to_string(w.largest_index) + " (about " +
+                         std::to_string(std::llround(w.largest)) + ")",
+                     g);
+  }
   sweep::WorkChecks checks;
   checks.training = [&g](const scenario::Scenario& s, const std::string& who) {
     check_training_work(s, false, who, g);

@@ -68,10 +68,18 @@ void add_trace_flags(CLI::App* cmd, TraceFlags& f, bool training) {
   cmd->add_option("--trace-micro-batches", f.micro_batches,
                   "trace only these micro-batches, FIRST:LAST inclusive (e.g. 0:1), with the link counters of "
                   "the time they span");
+  cmd->add_option("--trace-detail", f.detail,
+                  "layer: from micro-batch 1 on, one slice per layer's forward or backward on a stream (its "
+                  "kernels and the TP collectives between them; micro-batch 0 keeps every span); full: every span")
+      ->check(CLI::IsMember({"layer", "full"}))
+      ->capture_default_str();
+  // Range() alone names the type "INT:INT in [0 - 1000000]", which reads as a pair.
   cmd->add_option("--trace-link-points", f.link_points,
-                  "link counters: time-averaged samples per link over the traced window (a bounded rate; 0 = no "
-                  "link counters)")
-      ->check(CLI::Range(0, 1000000));
+                  "link counters in the trace: how many time-averaged samples each link gets over the traced "
+                  "window (a counter track per link in Perfetto; 0 = no link counters; 0 to 1000000)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000).description(""));
 }
 
 std::string variant_trace_path(const std::string& base, const std::string& variant) {
@@ -116,6 +124,7 @@ void trace_window(const TraceFlags& f, SimTime& from, SimTime& to) {
 report::TraceSelection trace_selection(const TraceFlags& f, int gpus, std::int64_t micro_batches) {
   report::TraceSelection sel;
   sel.link_points = f.link_points;
+  sel.merge_layers = f.detail != "full";
   if (!f.wanted()) {
     for (const auto& [flag, value] : {std::pair<const char*, const std::string*>{"--trace-gpus", &f.gpus},
                                       {"--trace-window", &f.window},

@@ -11,11 +11,12 @@ namespace cs::cli {
 
 /// `--trace FILE` and the flags that choose what it shows; shared by `run`, `train` and `infer`.
 struct TraceFlags {
-  std::string path;           ///< --trace: empty = no trace
-  std::string gpus;           ///< --trace-gpus 0-3,8
-  std::string window;         ///< --trace-window 10ms:40ms
-  std::string micro_batches;  ///< --trace-micro-batches 0:1
-  int link_points = 1000;     ///< --trace-link-points
+  std::string path;              ///< --trace: empty = no trace
+  std::string gpus;              ///< --trace-gpus 0-3,8
+  std::string window;            ///< --trace-window 10ms:40ms
+  std::string micro_batches;     ///< --trace-micro-batches 0:1
+  int link_points = 1000;        ///< --trace-link-points
+  std::string detail = "layer";  ///< --trace-detail layer|full
 
   [[nodiscard]] bool wanted() const { return !path.empty(); }
 };

@@ -160,7 +160,11 @@ int run_document(const config::JsonDoc& doc, const Globals& g, const OutputOptio
     const auto stats = report::write_training_trace(f.stream(), path, run.step.graph, run.log, *run.topology, sel);
     f.close();
     std::cerr << "trace written to " << path << " (" << stats.spans << " spans, " << stats.counter_samples
-              << " link samples)\n";
+              << " link samples"
+              << (stats.merged > 0 ? "; " + std::to_string(stats.merged) +
+                                         " more folded into per-layer slices, --trace-detail full keeps them"
+                                   : std::string())
+              << ")\n";
   }
   const auto& first = scenarios.front();
   const std::string heading = std::string(first.name.empty() ? doc.path : first.name) + ": " + first.model.id +

@@ -1,5 +1,7 @@
 #include "tools/cli/work_bounds.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -39,25 +41,62 @@ void check_training_work(const scenario::Scenario& s, bool single_gpu_baseline, 
   refuse(who, w.total(), parts, g);
 }
 
-void check_serving_work(const serving::ServingScenario& s, const std::string& who, const Globals& g) {
-  double requests = 0, tokens = 0;
+ServingWork serving_work(const serving::ServingScenario& s) {
+  ServingWork w;
+  double input = 0;
   if (s.arrivals == serving::Arrivals::kTrace) {
-    requests = static_cast<double>(s.trace.size());
-    for (const auto& t : s.trace) tokens += static_cast<double>(t.output);
+    w.requests = static_cast<double>(s.trace.size());
+    for (const auto& t : s.trace) {
+      w.output_tokens += static_cast<double>(t.output);
+      input += static_cast<double>(t.input);
+    }
   } else {
-    requests = static_cast<double>(s.requests);
-    tokens = requests * s.output.mean();
+    w.requests = static_cast<double>(s.requests);
+    w.output_tokens = w.requests * s.output.mean();
+    input = w.requests * s.input.mean();
   }
-  const double total = requests + tokens;
-  if (total <= g.max_work) return;
-  refuse(who, total, figure(requests) + " requests and " + figure(tokens) + " output tokens to generate", g);
+  // A prompt takes a step per chunk (the chunk size, or the step's token budget).
+  const double chunk = static_cast<double>(s.chunked_prefill > 0 ? s.chunked_prefill : s.max_tokens);
+  w.prefill_chunks = std::max(w.requests, std::ceil(input / std::max(1.0, chunk)));
+  // Replicas spanning several boxes simulate their expert all-to-alls as flows every step (a
+  // box's own are timed once and remembered): each GPU to each other of the replica, per step.
+  const int replicas = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
+  const int per_node = std::max(1, s.cluster.gpus);
+  for (int i = 0; i < replicas; ++i) {
+    const double gpus = static_cast<double>(s.replica_tp(i)) * s.replica_pp(i);
+    if (s.model.is_moe() && s.replica_ep(i) > 1 && gpus > per_node) w.flows_per_step += gpus * (gpus - 1);
+  }
+  // Steps: at least one per output token of a full batch, one per prompt chunk.
+  const double batch = std::max(1.0, std::min(static_cast<double>(s.max_batch), w.requests));
+  w.steps = w.output_tokens / batch + w.prefill_chunks;
+  return w;
 }
 
-void check_collective_work(double gpus, double flows_per_size, double sizes, const Globals& g) {
-  const double total = gpus + flows_per_size * sizes;
+void check_serving_work(const serving::ServingScenario& s, const std::string& who, const Globals& g) {
+  const auto w = serving_work(s);
+  if (w.total() <= g.max_work) return;
+  std::string parts = figure(w.requests) + " requests, " + figure(w.output_tokens) + " output tokens to generate, " +
+                      figure(w.prefill_chunks) + " prompt chunks";
+  if (w.flows_per_step > 0)
+    parts += ", about " + figure(w.steps) + " steps x " + figure(w.flows_per_step) + " all-to-all flows";
+  refuse(who, w.total(), parts, g);
+}
+
+void check_batch_work(double total, std::size_t runs, const std::string& what, const std::string& detail,
+                      const Globals& g) {
+  if (total <= g.max_work) return;
+  refuse("command line", total, std::to_string(runs) + " " + what + " together" + (detail.empty() ? "" : "; " + detail),
+         g);
+}
+
+void check_collective_work(double gpus, double flows_per_size, double sizes, bool flow_model, const Globals& g) {
+  const double per_flow = flow_model ? 4.0 : 1.0;
+  const double total = 32 * gpus + per_flow * flows_per_size * sizes;
   if (total <= g.max_work) return;
   refuse("command line", total,
-         figure(gpus) + " GPUs, " + figure(flows_per_size) + " flow updates per size x " + figure(sizes) + " sizes", g);
+         figure(gpus) + " GPUs x 32 for the topology, " + figure(flows_per_size) + " flows per size x " +
+             figure(per_flow) + " x " + figure(sizes) + " sizes",
+         g);
 }
 
 void check_import_work(double rows, const std::string& file, const Globals& g) {
