@@ -1114,6 +1114,7 @@ class ServingRun final : public workload::TaskSource {
   void complete(Replica& rep, Request& r) {
     const SimTime now = g_->now();
     r.finish = now;
+    if (opt_.on_request_done) opt_.on_request_done();
     if (s_.scheduler == Scheduler::kContinuous) {
       free_request(rep, r);
       std::erase(rep.running, r.id);

@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -120,6 +121,8 @@ struct ServingRunOptions {
   /// completes and reports `fits` false (0: every pool keeps its memory's count). Set by
   /// simulate_serving.
   std::int64_t oom_longest_blocks = 0;
+  /// Called as each request finishes (for the CLI's progress on long runs; from the run's thread).
+  std::function<void()> on_request_done;
 };
 
 /// Runs the workload through the replicas' schedulers as an open workload on the executor (the

@@ -36,6 +36,10 @@ void Progress::draw_locked() {
   const std::string counts = std::to_string(done_) + "/" + std::to_string(total_) +
                              (failed_ ? " (" + std::to_string(failed_) + " infeasible or invalid)" : "");
   if (style_ == Style::kBar) {
+    // Redrawn at each thousandth (a run counted in requests may finish tens of thousands).
+    const std::size_t permille = done_ * 1000 / total_;
+    if (done_ != 0 && done_ != total_ && permille == last_line_ && !failed_) return;
+    last_line_ = permille;
     constexpr std::size_t kWidth = 30;
     const std::size_t filled = done_ * kWidth / total_;
     out_ << "\r" << what_ << " [" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] " << counts

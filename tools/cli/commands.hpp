@@ -58,9 +58,13 @@ Action add_calibrate(CLI::App& app, const Globals& g);
 Action add_inspect(CLI::App& app, const Globals& g);
 Action add_infer(CLI::App& app, const Globals& g);
 Action add_infer_sweep(CLI::App& app, const Globals& g);
-/// Progress for a batch of `n` runs on stderr: a bar on a terminal (n >= 2); plain lines when
-/// stderr is not a terminal and the batch is long enough to be worth it (n >= 4); else none.
+/// Progress for a batch of `n` runs on stderr (n >= 2): a bar on a terminal; plain lines when
+/// stderr is not a terminal only under `--progress`; else none.
 [[nodiscard]] std::unique_ptr<study::Progress> batch_progress(const std::string& what, std::size_t n);
+/// The same for one long run counted in `units` (requests served): the caller starts it.
+[[nodiscard]] std::unique_ptr<study::Progress> run_progress(const std::string& what, std::size_t units);
+/// `--progress`: plain progress lines on stderr even when it is not a terminal.
+void set_progress_lines(bool on);
 Action add_describe(CLI::App& app, const Globals& g);
 Action add_plan(CLI::App& app, const Globals& g);
 Action add_claims(CLI::App& app, const Globals& g);

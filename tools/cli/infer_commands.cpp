@@ -125,14 +125,25 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   all["variants"] = nlohmann::ordered_json::array();
   // Variants are independent: simulated in parallel, reported in file order.
   std::vector<serving::ServingResults> results(scenarios.size());
-  auto progress = batch_progress("simulating", scenarios.size());
+  // Progress by requests served (all variants together), shown only where asked or on a terminal.
+  std::size_t requests = 0;
+  for (const auto& sc : scenarios) {
+    requests += sc.second.arrivals == serving::Arrivals::kTrace ? sc.second.trace.size()
+                                                                : static_cast<std::size_t>(sc.second.requests);
+  }
+  auto progress = run_progress("requests served", requests);
+  if (progress) progress->start(requests);
   study::run_batch(
       scenarios.size(),
       [&](std::size_t i) {
+        serving::ServingRunOptions options;
         // The report's per-replica time comes from the step spans the trace also uses.
-        results[i] = serving::simulate_serving(scenarios[i].second, trace.wanted() || !report.empty());
+        options.record_trace = trace.wanted() || !report.empty();
+        if (progress) options.on_request_done = [p = progress.get()] { p->done_one(true); };
+        results[i] = serving::simulate_serving(scenarios[i].second, options);
       },
-      progress.get());
+      nullptr);
+  if (progress) progress->finish();
   if (!report.empty()) {
     std::vector<std::string> names;
     for (const auto& sc : scenarios) {

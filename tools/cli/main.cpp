@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
                  "refused (exit 4) before they allocate. About 120 bytes of memory each (docs/testing.md)")
       ->capture_default_str()
       ->check(cs::cli::positive_number());
+  bool progress_lines = false;
+  app.add_flag("--progress", progress_lines,
+               "progress of long runs (plan, sweep, claims, validate-published, serving) as plain lines on "
+               "standard error even when it is not a terminal (on a terminal a bar is always drawn)");
   std::uint64_t max_file_bytes = cs::config::kDefaultMaxFileBytes;
   app.add_option("--max-file-size", max_file_bytes,
                  "the largest input file read, in bytes (larger files and non-regular files are refused)")
@@ -110,6 +114,7 @@ int main(int argc, char** argv) {
     std::cerr << "error: command line: " << e.what() << " (see --help)\n";
     return static_cast<int>(ExitCode::kBadInput);
   }
+  cs::cli::set_progress_lines(progress_lines);
   const cs::ThreadLimit limit(threads);
   const cs::config::FileSizeLimit file_limit(max_file_bytes);
   try {
