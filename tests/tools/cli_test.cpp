@@ -470,7 +470,7 @@ TEST_CASE("import topo names where the PCIe generation came from, and without --
   std::remove(out.c_str());
 }
 
-TEST_CASE("--trace-detail layer folds each layer's later micro-batches into one slice; full keeps every span") {
+TEST_CASE("--trace-detail layer folds each layer's later micro-batches into one slice, and full keeps every span") {
   const std::string base =
       "train --model llama3.1-8b --cluster pcie-h100x8 --gpus 4 --tp 4 --seq 1024 --global-batch 4";
   const double end_us = nlohmann::json::parse(run_cli(base + " --json").out)["step_time_s"].get<double>() * 1e6;
@@ -523,4 +523,17 @@ TEST_CASE("--trace-detail layer folds each layer's later micro-batches into one 
   }
   CHECK(slices > 0);
   std::remove(path.c_str());
+}
+
+TEST_CASE("run and validate take a collective document (the seed claims' kind) as the claims time it") {
+  const auto r = run_cli("run scenarios/seed-claims/claim7-allreduce-8gpu.json --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["variants"].size() == 2);
+  // NVSwitch moves the gigabyte faster than PCIe, and busbw = algbw x 2(n-1)/n for an all-reduce.
+  CHECK(j["variants"][0]["time_s"].get<double>() < j["variants"][1]["time_s"].get<double>());
+  for (const auto& v : j["variants"])
+    CHECK(v["busbw_GBps"].get<double>() == doctest::Approx(v["algbw_GBps"].get<double>() * 2 * 7 / 8));
+  CHECK(run_cli("validate scenarios/seed-claims/claim7-allreduce-8gpu.json").exit_code == 0);
+  CHECK(run_cli("run scenarios/seed-claims/claim7-allreduce-8gpu.json --trace /tmp/x.json").exit_code == 2);
 }

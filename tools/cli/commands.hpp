@@ -74,6 +74,9 @@ Action add_kernels(CLI::App& app, const Globals& g);
 /// `report`: also write the HTML report there (empty: none).
 int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json, const TraceFlags& trace,
                          const std::string& report = "");
+/// Runs (or with `validate_only` checks) a collective document (kind "collective", as the seed
+/// claims use): the collective's time on each variant's box, as `clustersim collective` times it.
+int run_collective_document(const config::JsonDoc& doc, const Globals& g, bool json, bool validate_only);
 /// `validate` for an inference scenario: parse, resolve, size the KV cache; no simulation.
 int validate_serving_document(const config::JsonDoc& doc, const Globals& g);
 

@@ -47,12 +47,12 @@ void apply_set(nlohmann::json& doc, const std::string& assignment) {
   config::set_field_text(doc, assignment.substr(0, eq), assignment.substr(eq + 1), "command line: --set");
 }
 
-/// A scenario document's kind, "train" (the default) or "infer", read like any other field.
+/// A scenario document's kind, "train" (the default), "infer" or "collective", read like any other field.
 std::string document_kind(const config::JsonDoc& doc) {
   config::Problems problems;
   config::Reader r(doc.json, doc.path, "", problems);
   problems.throw_if_any();  // not an object: the parser of either kind says so the same way
-  const std::string kind = r.opt_enum("kind", {"train", "infer"}, "train");
+  const std::string kind = r.opt_enum("kind", {"train", "infer", "collective"}, "train");
   problems.throw_if_any();
   return kind;
 }
@@ -231,8 +231,12 @@ Action add_run(CLI::App& app, const Globals& g) {
   return [o, &g] {
     auto doc = config::load(o->file);
     for (const auto& s : o->sets) apply_set(doc.json, s);
-    if (document_kind(doc) == "infer") {
-      return run_serving_document(doc, g, o->out.json, o->out.trace, o->out.report);
+    const auto kind = document_kind(doc);
+    if (kind == "infer") return run_serving_document(doc, g, o->out.json, o->out.trace, o->out.report);
+    if (kind == "collective") {
+      if (o->out.trace.wanted() || !o->out.report.empty() || o->out.dump_resolved)
+        throw InputError(kCommandLine, "run", "a collective document has no trace, report or resolved form");
+      return run_collective_document(doc, g, o->out.json, false);
     }
     return run_document(doc, g, o->out);
   };
@@ -246,7 +250,9 @@ Action add_validate(CLI::App& app, const Globals& g) {
     OutputOptions out;
     out.validate_only = true;
     const auto doc = config::load(*file);
-    if (document_kind(doc) == "infer") return validate_serving_document(doc, g);
+    const auto kind = document_kind(doc);
+    if (kind == "infer") return validate_serving_document(doc, g);
+    if (kind == "collective") return run_collective_document(doc, g, false, true);
     return run_document(doc, g, out);
   };
 }
