@@ -152,7 +152,8 @@ std::string serving_table(const ServingResults& r) {
     << "\n";
   for (const auto& [k, p] :
        {std::pair{"TTFT", r.ttft}, std::pair{"TPOT (inter-token)", r.tpot}, std::pair{"end-to-end", r.e2e}}) {
-    const auto cell = [&](double v) { return p.count == 0 ? std::string("-") : ms(v); };
+    const Percentiles& q = p;  // a lambda cannot capture a structured binding before C++20's fix (clang 14)
+    const auto cell = [&q](double v) { return q.count == 0 ? std::string("-") : ms(v); };
     o << std::left << std::setw(30) << k << std::right << std::setw(11) << cell(p.mean) << std::setw(11) << cell(p.p50)
       << std::setw(11) << cell(p.p90) << std::setw(11) << cell(p.p99)
       << (p.count == 0 ? "  (no request generated two tokens)" : "") << "\n";
