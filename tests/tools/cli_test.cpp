@@ -507,14 +507,15 @@ TEST_CASE("--trace-detail layer folds each layer's later micro-batches into one 
   REQUIRE(a.size() == b.size());
   std::size_t slices = 0;
   for (const auto& [k, c] : a) {
-    CAPTURE(std::get<2>(k));
-    CAPTURE(std::get<3>(k));
+    const int micro = std::get<2>(k), layer_id = std::get<3>(k);  // CAPTURE cannot name a structured binding
+    CAPTURE(micro);
+    CAPTURE(layer_id);
     REQUIRE(b.count(k) == 1);
     const auto& d = b.at(k);
     CHECK(d.spans == c.spans);
     CHECK(d.from == doctest::Approx(c.from).epsilon(1e-9));
     CHECK(d.to == doctest::Approx(c.to).epsilon(1e-9));
-    if (std::get<2>(k) >= 1 && std::get<3>(k) >= 0) {
+    if (micro >= 1 && layer_id >= 0) {
       CHECK(d.count < c.count);  // folded
       ++slices;
     } else {

@@ -60,7 +60,8 @@ TEST_CASE(
   const std::string doc = cs::test::slurp(cs::test::data_path("docs/accuracy.md"));
   const auto base = nlohmann::json::parse(cs::test::slurp(cs::test::data_path("scenarios/validation/baseline.json")));
   REQUIRE(base["groups"].size() >= 7);
-  for (const auto& [set, b] : base["groups"].items()) {
+  for (const auto& [set_name, b] : base["groups"].items()) {
+    const std::string set = set_name;  // CAPTURE cannot name a structured binding (clang)
     CAPTURE(set);
     const std::string begin = "<!-- BEGIN " + set + " (generated) -->";
     const auto a = doc.find(begin);
