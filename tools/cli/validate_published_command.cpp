@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 #include "calibration/profile/hardware_profile.hpp"
 #include "sim/config/catalog.hpp"
@@ -28,7 +29,9 @@
 #include "sim/study/training_run.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "sim/workload/deepep_exchange.hpp"
+#include "sim/workload/work_estimate.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/work_bounds.hpp"
 
 namespace cs::cli {
 
@@ -197,6 +200,35 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
     auto cases = parse_cases(doc);
     std::erase_if(cases, [&](const Case& c) { return !glob_match(o->ids, c.id); });
     if (cases.empty()) throw InputError("command line", "--ids", "no case id matches '" + o->ids + "' in " + o->file);
+    // Each training and serving case resolved first (serially: cheap, and its errors come in file
+    // order), and the file's work bounded as a whole before anything runs: each case under the limit
+    // as a single run would be, and their sum, as a sweep's points are.
+    std::vector<std::optional<scenario::Scenario>> trainings(cases.size());
+    std::vector<std::optional<serving::ServingScenario>> servings(cases.size());
+    double work = 0;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      auto& c = cases[i];
+      const std::string where = "/cases/" + std::to_string(i);
+      const std::string who = doc.path + " " + where + " (" + c.id + ")";
+      if (c.kind == "training") {
+        const auto file = config::parse_scenario(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving});
+        trainings[i] = config::resolve(file.specs.at(0), catalog, doc.path + " " + where + "/scenario");
+        check_training_work(*trainings[i], false, who, g);
+        work += workload::estimate_training_work(*trainings[i], false).total();
+      } else if (c.kind == "serving") {
+        servings[i] = config::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
+        check_serving_work(*servings[i], who, g);
+        work += serving_work(*servings[i]).total();
+      } else {
+        // A collective or a DeepEP exchange: its GPUs and one size's flows (all-to-all n(n-1)).
+        const double gpus = c.kind == "deepep" ? c.ep : static_cast<double>(c.gpus) * c.nodes;
+        const bool all_to_all = c.kind == "deepep" || c.op == "alltoall";
+        const double flows = all_to_all ? gpus * (gpus - 1) : 2 * gpus;
+        check_collective_work(gpus, flows, 1, true, g);
+        work += 32 * gpus + 4 * flows;
+      }
+    }
+    check_batch_work(work, cases.size(), "cases of " + o->file, "--ids PATTERN narrows them", g);
     // Cases are independent: simulated in parallel; scored in file order afterwards.
     auto progress = batch_progress("validation cases", cases.size());
     study::run_batch(
@@ -205,8 +237,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
           auto& c = cases[i];
           const std::string where = "/cases/" + std::to_string(i);
           if (c.kind == "training") {
-            const auto file = config::parse_scenario(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving});
-            const auto sc = config::resolve(file.specs.at(0), catalog, doc.path + " " + where + "/scenario");
+            const auto& sc = *trainings[i];
             const auto r = report::train_results(sc, study::run_training(sc, study::RunOptions{false, false}));
             // allocated_gib: what torch.cuda.max_memory_allocated counts, the memory per GPU without
             // the CUDA/NCCL runtime reserve (`other`), which the allocator never sees.
@@ -229,8 +260,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
             return;
           }
           if (c.kind == "serving") {
-            const auto sc =
-                config::parse_serving(config::JsonDoc{doc.path + " " + where + "/scenario", c.serving}, catalog);
+            const auto& sc = *servings[i];
             const auto r = serving::simulate_serving(sc, false);
             c.predicted = c.metric == "output_tokens_per_s" ? r.output_tokens_per_s : r.output_tokens_per_s_per_gpu;
             c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);

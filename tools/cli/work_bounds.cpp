@@ -75,8 +75,8 @@ ServingWork serving_work(const serving::ServingScenario& s) {
 void check_serving_work(const serving::ServingScenario& s, const std::string& who, const Globals& g) {
   const auto w = serving_work(s);
   if (w.total() <= g.max_work) return;
-  std::string parts = figure(w.requests) + " requests, " + figure(w.output_tokens) + " output tokens to generate, " +
-                      figure(w.prefill_chunks) + " prompt chunks";
+  std::string parts = figure(w.requests) + " requests, " + figure(w.steps) + " steps (" + figure(w.prefill_chunks) +
+                      " of them prompt chunks), " + figure(w.output_tokens) + " output tokens (1/64 each)";
   if (w.flows_per_step > 0)
     parts += ", about " + figure(w.steps) + " steps x " + figure(w.flows_per_step) + " all-to-all flows";
   refuse(who, w.total(), parts, g);

@@ -22,12 +22,16 @@ inline constexpr double kDefaultMaxWork = 6e7;
 /// InfeasibleError (exit 4) naming the estimate, its parts, the limit and the flag.
 void check_training_work(const scenario::Scenario& s, bool single_gpu_baseline, const std::string& who,
                          const Globals& g);
-/// A serving run's work: each request, each output token, each prompt chunk (a step's worth), and
-/// where a replica spans boxes, its expert all-to-all flows in every step (steps counted at their
-/// fewest: one per output token of a full batch, plus one per chunk).
+/// A serving run's work: each request, each engine step (one per prompt chunk, and one per output
+/// token of a full batch), 1/64 of an item per output token, and where a replica spans boxes, its expert
+/// all-to-all flows in every step (steps counted at their fewest: one per output token of a full batch, plus one per
+/// chunk). An output token is a counter in its batch's step, not a task: measured on 70B at 30,000
+/// requests (tools/scripts/bench-work), 28 ns a token and no memory of its own; counting each as an
+/// item refused a 1.7 s, 55 MB run (61M tokens). At 1/64 the default limit admits about 4e9 tokens,
+/// under two minutes at that rate, while the estimate stays within 4x of the run's memory.
 struct ServingWork {
   double requests = 0, output_tokens = 0, prefill_chunks = 0, steps = 0, flows_per_step = 0;
-  [[nodiscard]] double total() const { return requests + output_tokens + prefill_chunks + steps * flows_per_step; }
+  [[nodiscard]] double total() const { return requests + steps + output_tokens / 64 + steps * flows_per_step; }
 };
 [[nodiscard]] ServingWork serving_work(const serving::ServingScenario& s);
 /// Refuses a serving run whose work (ServingWork) exceeds the limit.
