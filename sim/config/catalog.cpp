@@ -55,7 +55,13 @@ std::vector<std::string> Catalog::ids(CatalogKind kind) const {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(folder(kind), ec)) {
-    if (entry.path().extension() == ".json") out.push_back(entry.path().stem().string());
+    if (entry.path().extension() == ".json") {
+      out.push_back(entry.path().stem().string());
+    } else if (entry.is_directory(ec)) {
+      // One level of grouping (scenarios/offers/usd-2026/): its files are ids like the others.
+      for (const auto& inner : fs::directory_iterator(entry.path(), ec))
+        if (inner.path().extension() == ".json") out.push_back(inner.path().stem().string());
+    }
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -73,6 +79,15 @@ std::string Catalog::locate(CatalogKind kind, const std::string& id_or_path, con
   }
   const std::string path = folder(kind) + "/" + id_or_path + ".json";
   if (is_regular_file(path)) return path;
+  std::error_code ec;
+  std::vector<std::string> grouped;  // the id in a folder one level down, in name order
+  for (const auto& entry : fs::directory_iterator(folder(kind), ec)) {
+    if (!entry.is_directory(ec)) continue;
+    const auto inner = (entry.path() / (id_or_path + ".json")).string();
+    if (is_regular_file(inner)) grouped.push_back(inner);
+  }
+  std::sort(grouped.begin(), grouped.end());
+  if (!grouped.empty()) return grouped.front();
   const auto all = ids(kind);
   // Name the folder relative to the data root, so messages read the same on every checkout.
   const std::string rel = folder(kind).substr(root_.size() + 1);

@@ -21,9 +21,11 @@ class Catalog {
 
   [[nodiscard]] const std::string& root() const { return root_; }
   [[nodiscard]] std::string folder(CatalogKind kind) const;
-  /// Every id of one kind, sorted.
+  /// Every id of one kind, sorted: the folder's files, and those of its folders one level down
+  /// (scenarios/offers/usd-2026/), which are ids like the others.
   [[nodiscard]] std::vector<std::string> ids(CatalogKind kind) const;
-  /// The file for an id, or for a path (anything containing '/' or ending in ".json").
+  /// The file for an id (the folder's, else the first folder one level down, by name, that has it),
+  /// or for a path (anything containing '/' or ending in ".json").
   /// Throws InputError naming `referrer`/`pointer` when there is no such id or file.
   [[nodiscard]] std::string locate(CatalogKind kind, const std::string& id_or_path, const std::string& referrer,
                                    const std::string& pointer) const;

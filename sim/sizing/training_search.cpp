@@ -319,6 +319,25 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
     }
   }
   result.wall_s.enumerate = lap();
+  // Offers of one box at different prices (a provider's tiers, one box from two providers) give
+  // the same scenarios: each distinct (cluster, box size, fabric, plan) is simulated once and its
+  // figures priced for every offer that has it.
+  std::vector<std::size_t> rep(survivors.size());  // survivor -> its representative, the first alike
+  std::vector<std::size_t> distinct;               // the representatives, in survivor order
+  {
+    std::map<std::string, std::size_t> seen;
+    for (std::size_t i = 0; i < survivors.size(); ++i) {
+      const auto& sv = survivors[i];
+      const auto& space = offers[sv.offer];
+      const std::string key = space.offer.cluster + "|" + std::to_string(space.gpus_per_node) + "|" +
+                              (sv.choice.nodes > 1 ? space.fabric : std::string()) + "|" +
+                              std::to_string(sv.choice.nodes) + "|" + plan_text(sv.choice);
+      const auto [it, fresh] = seen.emplace(key, i);
+      rep[i] = it->second;
+      if (fresh) distinct.push_back(i);
+    }
+  }
+  result.counts.distinct = distinct.size();
   if (options.check_work) {
     // Analytical runs cost about a tenth of a flow run's time per work item (measured on plan's
     // 70B search: 0.07-0.4 us against 0.4-2.7 us; docs/performance.md), and the flow model
@@ -326,8 +345,8 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
     constexpr double kAnalyticalShare = 0.1;
     double work = 0;
     std::vector<double> whole;
-    for (const auto& sv : survivors) {
-      const auto& s = sv.scenario;
+    for (const auto d : distinct) {
+      const auto& s = survivors[d].scenario;
       whole.push_back(workload::estimate_training_work(s, false).total());
       const std::int64_t m = s.micro_batches(), p = s.plan.pp;
       if (s.global_batch % (s.plan.dp * s.micro_batch) == 0 && m >= 8 * p) {
@@ -345,7 +364,7 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
     std::partial_sort(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(verify), whole.end(),
                       std::greater<>());
     for (std::size_t i = 0; i < verify; ++i) work += whole[i];
-    options.check_work(work, survivors.size() + verify);
+    options.check_work(work, distinct.size() + verify);
   }
   // Score every survivor with the analytical network model.
   study::TopologyCache topologies;
@@ -366,11 +385,14 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
     std::tie(out.bottleneck, out.bottleneck_share) = bottleneck_of(r);
     return out;
   };
-  std::vector<Simulated> sims(survivors.size());
+  std::vector<Simulated> distinct_sims(distinct.size());
   run_sims(
-      survivors.size(),
-      [&](std::size_t i) { return simulated(survivors[i].scenario, net::NetworkModelKind::kAnalytical); }, sims,
-      options.progress);
+      distinct.size(),
+      [&](std::size_t k) { return simulated(survivors[distinct[k]].scenario, net::NetworkModelKind::kAnalytical); },
+      distinct_sims, options.progress);
+  std::vector<Simulated> sims(survivors.size());
+  for (std::size_t k = 0; k < distinct.size(); ++k) sims[distinct[k]] = distinct_sims[k];
+  for (std::size_t i = 0; i < survivors.size(); ++i) sims[i] = sims[rep[i]];
   for (std::size_t i = 0; i < survivors.size(); ++i) {
     const auto& sv = survivors[i];
     auto& c = scored[i];
@@ -409,23 +431,32 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
   const std::size_t want = static_cast<std::size_t>(std::max(options.top, 1));
   const std::size_t cap = std::min(order.size(), 4 * want);
   std::vector<Candidate> verified;
+  std::map<std::size_t, Simulated> flow_of;  // representative -> its flow-model figures
   std::size_t next = 0;
   while (next < cap) {
     const std::size_t n = std::min(cap - next, want);
-    std::vector<Candidate> round(n);
-    std::vector<Simulated> flow(n);
+    std::vector<std::size_t> todo;  // representatives this round simulates
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto r = rep[order[next + j]];
+      if (!flow_of.count(r) && std::find(todo.begin(), todo.end(), r) == todo.end()) todo.push_back(r);
+    }
+    std::vector<Simulated> flow(todo.size());
     run_sims(
-        n, [&](std::size_t j) { return simulated(survivors[order[next + j]].scenario, net::NetworkModelKind::kFlow); },
-        flow, options.verify_progress);
+        todo.size(),
+        [&](std::size_t j) { return simulated(survivors[todo[j]].scenario, net::NetworkModelKind::kFlow); }, flow,
+        options.verify_progress);
+    for (std::size_t j = 0; j < todo.size(); ++j) flow_of.emplace(todo[j], flow[j]);
+    std::vector<Candidate> round(n);
     for (std::size_t j = 0; j < n; ++j) {
       const auto i = order[next + j];
+      const auto& f = flow_of.at(rep[i]);
       round[j] = scored[i];
-      round[j].step_time_s_flow = flow[j].step_time_s;
+      round[j].step_time_s_flow = f.step_time_s;
       round[j].verified_with_flow_model = true;
-      round[j].mfu = flow[j].mfu;
-      round[j].bottleneck = flow[j].bottleneck;
-      round[j].bottleneck_share = flow[j].bottleneck_share;
-      price(round[j], offers[survivors[i].offer].offer, flow[j].step_time_s);
+      round[j].mfu = f.mfu;
+      round[j].bottleneck = f.bottleneck;
+      round[j].bottleneck_share = f.bottleneck_share;
+      price(round[j], offers[survivors[i].offer].offer, f.step_time_s);
     }
     next += n;
     for (auto& c : round)

@@ -143,7 +143,8 @@ struct Counts {
   std::size_t invalid = 0;     ///< rejected by the model's or the machine's rules (sizes, heads, layers)
   std::size_t too_big = 0;     ///< do not fit in GPU memory
   std::size_t dominated = 0;   ///< fit, but a plan with less sharding or recompute fits too (never faster)
-  std::size_t scored = 0;      ///< simulated with the analytical network model
+  std::size_t scored = 0;      ///< scored with the analytical network model
+  std::size_t distinct = 0;    ///< of those, distinct simulations (offers of one box share theirs)
   std::size_t verified = 0;    ///< re-simulated with the flow model
 };
 /// Wall seconds of each phase (stderr only: never in results, which stay the same bytes).

@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <string>
+
 #include "tests/support/builders.hpp"
 
 using cs::test::run_cli;
@@ -58,4 +61,28 @@ TEST_CASE("a training step runs on every 2026 cluster") {
       "train --model llama3.1-8b --cluster gb200-nvl72 --gpus 8 --nodes 2 --fabric ib-ndr-nvl72-rail --tp 8 --seq 2048 "
       "--global-batch 8 --json");
   REQUIRE(r.exit_code == 0);
+}
+
+TEST_CASE("the 2026 USD offers: every file parses, prices its own box in USD and cites a dated source") {
+  namespace fs = std::filesystem;
+  const fs::path dir = cs::test::data_path("scenarios/offers/usd-2026");
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    ++n;
+    CAPTURE(e.path().string());
+    const auto j = nlohmann::json::parse(cs::test::slurp(e.path().string()));
+    CHECK(j["price"]["currency"] == "USD");
+    CHECK(j["price"]["per"] == "hour");
+    CHECK(fs::exists(cs::test::data_path("scenarios/clusters/" + j["cluster"].get<std::string>() + ".json")));
+    const std::string src = j["source"];
+    CHECK(src.find("2026") != std::string::npos);
+    // An offer is priced for its box: train on it with --offer runs and reports the cost in USD.
+    const auto r = run_cli("train --model llama3.1-8b --cluster " + j["cluster"].get<std::string>() +
+                           " --gpus 8 --tp 8 --seq 2048 --global-batch 8 --recompute full --offer " +
+                           e.path().string() + " --json");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("\"USD\"") != std::string::npos);
+  }
+  CHECK(n == 13);
 }

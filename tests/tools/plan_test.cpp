@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -679,4 +680,52 @@ TEST_CASE("plan --job reads count suffixes in either case, as quantities do else
   REQUIRE(lower.exit_code == 0);
   CHECK(lower.out == upper.out);
   CHECK(run_cli("plan --model megatron-gpt-1.7b --job train:1x --offers cn-8x-h100-sxm").exit_code == 2);
+}
+
+TEST_CASE("plan: offers of one box at two prices share their simulations and rank by price alone") {
+  // The same H100 box from the seed (CNY) and from a USD long-tail cloud, ranked in USD at a rate
+  // chosen here to make the two hourly prices equal (250 CNY x 0.06368 = 15.92 USD, the long-tail
+  // range's low end): each plan then appears twice, with one step time and one cost.
+  const std::string offers =
+      "--offers cn-8x-h100-sxm,scenarios/offers/usd-2026/usd-8x-h100-sxm-long-tail.json --fabric none";
+  const auto r = run_cli("plan --model megatron-gpt-1.7b --job train:1B --seq 2048 --global-batch 32 " + offers +
+                         " --fx CNY=0.06368 --top 20 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["currency_conversion"].get<std::string>().find("CNY at 0.06368 USD") != std::string::npos);
+  CHECK(j["search"]["distinct_simulations"].get<int>() * 2 == j["search"]["scored"].get<int>());
+  std::map<std::string, std::map<std::string, double>> step, cost;  // plan -> offer -> figure
+  for (const auto& c : j["candidates"]) {
+    CHECK(c["currency"] == "USD");
+    const std::string key = c["plan"].get<std::string>() + " x" + std::to_string(c["nodes"].get<int>());
+    step[key][c["offer"]] = c["step_time_s_flow"];
+    cost[key][c["offer"]] = c["job_cost"];
+  }
+  int pairs = 0;
+  for (const auto& [key, by_offer] : step) {
+    if (by_offer.size() != 2) continue;
+    CAPTURE(key);
+    ++pairs;
+    CHECK(by_offer.at("cn-8x-h100-sxm") == by_offer.at("usd-8x-h100-sxm-long-tail"));
+    CHECK(cost.at(key).at("cn-8x-h100-sxm") == doctest::Approx(cost.at(key).at("usd-8x-h100-sxm-long-tail")));
+  }
+  CHECK(pairs >= 5);
+}
+
+TEST_CASE("plan never ranks two currencies together without rates: exit 2 naming --fx") {
+  const std::string offers = "--offers cn-8x-h100-sxm,scenarios/offers/usd-2026/usd-8x-h100-sxm-long-tail.json";
+  const std::string job = "plan --model megatron-gpt-1.7b --job train:1B --seq 2048 --global-batch 32 ";
+  const auto none = run_cli(job + offers);
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("--fx") != std::string::npos);
+  CHECK(none.err.find("CNY, USD") != std::string::npos);
+  for (const char* fx : {"CNY=0", "CNY=x", "CNY", "=0.14", "CNY=0.14,CNY=0.15", "CNY=inf", "CNY=nan"}) {
+    CAPTURE(fx);
+    const auto r = run_cli(job + offers + " --fx " + fx);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--fx") != std::string::npos);
+  }
+  const auto both = run_cli(job + offers + " --fx CNY=0.14,USD=1");  // nothing left to rank in
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("leave out the one to rank in") != std::string::npos);
 }

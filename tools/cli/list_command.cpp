@@ -1,4 +1,6 @@
 // `list`: the catalog of models, clusters, profiles and offers.
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 
@@ -99,10 +101,15 @@ Action add_list(CLI::App& app, const Globals& g) {
           << (fixed(f.nic_bandwidth * 8 / 1e9, 0) + " Gb/s") << "  " << f.name << "\n";
       }
     } else {
-      t << std::left << std::setw(26) << "id" << std::setw(6) << "gpus" << std::right << std::setw(34) << "price"
+      const auto ids = catalog.ids(config::CatalogKind::kOffer);
+      int width = 26;  // the id column: as wide as the longest id, and a gap
+      for (const auto& id : ids) width = std::max(width, static_cast<int>(id.size()) + 2);
+      // Prices as quoted: whole amounts stay whole, per-hour rates of a few units keep their cents.
+      const auto amount = [](double v) { return v == std::floor(v) ? fixed(v, 0) : fixed(v, 2); };
+      t << std::left << std::setw(width) << "id" << std::setw(6) << "gpus" << std::right << std::setw(34) << "price"
         << "  " << std::left << std::setw(20) << "cluster"
         << "name\n";
-      for (const auto& id : catalog.ids(config::CatalogKind::kOffer)) {
+      for (const auto& id : ids) {
         const auto o = config::parse_offer(config::load(catalog.locate(config::CatalogKind::kOffer, id, "", "")), id);
         const std::string per = o.hours_per_period == 1.0 ? "/h" : "/month";
         rows.push_back(
@@ -118,12 +125,11 @@ Action add_list(CLI::App& app, const Globals& g) {
               o.hourly_price_max > 0 ? nlohmann::ordered_json(o.hourly_price_max) : nlohmann::ordered_json(nullptr)},
              {"cluster", o.cluster},
              {"name", o.name}});
-        t << std::left << std::setw(26) << id << std::setw(6) << o.gpus << std::right << std::setw(34)
-          << (fixed(o.price, 0) + (o.price_max > 0 ? "-" + fixed(o.price_max, 0) : std::string()) + " " + o.currency +
-              per +
+        t << std::left << std::setw(width) << id << std::setw(6) << o.gpus << std::right << std::setw(34)
+          << (amount(o.price) + (o.price_max > 0 ? "-" + amount(o.price_max) : std::string()) + " " + o.currency + per +
               (o.hourly_price > 0
-                   ? " or " + fixed(o.hourly_price, 0) +
-                         (o.hourly_price_max > 0 ? "-" + fixed(o.hourly_price_max, 0) : std::string()) + "/h"
+                   ? " or " + amount(o.hourly_price) +
+                         (o.hourly_price_max > 0 ? "-" + amount(o.hourly_price_max) : std::string()) + "/h"
                    : std::string()))
           << "  " << std::left << std::setw(20) << (o.cluster.empty() ? "-" : o.cluster) << o.name << "\n";
       }

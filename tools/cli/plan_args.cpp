@@ -1,7 +1,10 @@
 #include "tools/cli/plan_args.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <vector>
 
 #include "sim/core/errors.hpp"
@@ -121,6 +124,29 @@ double parse_amount(const std::string& text, const std::string& flag) {
   if (!number_and_suffix(text, v, suffix) || !suffix.empty() || v <= 0)
     throw InputError(kCommandLine, flag, "expected a positive amount (e.g. 20000); got '" + text + "'");
   return v;
+}
+
+sizing::ExchangeRates parse_fx(const std::string& text, const std::string& flag) {
+  sizing::ExchangeRates out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto eq = item.find('=');
+    const std::string code = eq == std::string::npos ? item : item.substr(0, eq);
+    const bool letters = !code.empty() && std::all_of(code.begin(), code.end(), [](char c) {
+      return std::isalpha(static_cast<unsigned char>(c)) != 0;
+    });
+    double rate = 0;
+    std::string suffix;
+    if (eq == std::string::npos || !letters || !number_and_suffix(item.substr(eq + 1), rate, suffix) ||
+        !suffix.empty() || !(rate > 0) || !std::isfinite(rate))
+      throw InputError(kCommandLine, flag,
+                       "expected CUR=RATE pairs separated by commas, a currency code and a positive rate (e.g. "
+                       "CNY=0.14); got '" +
+                           item + "'");
+    if (!out.emplace(code, rate).second)
+      throw InputError(kCommandLine, flag, "names " + code + " twice; expected one rate per currency");
+  }
+  return out;
 }
 
 }  // namespace cs::cli

@@ -2,6 +2,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/sizing/currency.hpp"
+
 namespace cs::cli {
 
 /// `--job train:TOKENS[:DEADLINE]`, `finetune:TOKENS[:DEADLINE]` or `serve:RATE:ISL:OSL` as `plan`
@@ -24,5 +26,8 @@ struct JobArg {
 [[nodiscard]] double parse_slo_time(const std::string& text, const std::string& flag);
 /// A positive amount of money (`--budget 20000`); throws InputError naming `flag`.
 [[nodiscard]] double parse_amount(const std::string& text, const std::string& flag);
+/// Exchange rates `CNY=0.14,EUR=1.08` (empty text: none): a currency code of letters, a positive
+/// finite rate; throws InputError naming `flag`.
+[[nodiscard]] sizing::ExchangeRates parse_fx(const std::string& text, const std::string& flag);
 
 }  // namespace cs::cli

@@ -21,6 +21,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/report/html_report.hpp"
+#include "sim/sizing/currency.hpp"
 #include "sim/sizing/serving_search.hpp"
 #include "sim/sizing/training_search.hpp"
 #include "sim/study/batch.hpp"
@@ -35,7 +36,8 @@ namespace cs::cli {
 namespace {
 
 struct PlanOpts {
-  std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot, report, svg;
+  std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot, report, svg, fx;
+  std::string fx_note;  ///< what --fx converted ("" when the offers share one currency)
   std::string weights;  ///< serve: the weights' format (empty: bf16)
   int max_gpus = 64;
   int top = 5;
@@ -53,8 +55,12 @@ struct PlanOpts {
 std::vector<std::pair<std::string, std::string>> offer_files(const config::Catalog& catalog, const std::string& arg) {
   std::vector<std::pair<std::string, std::string>> out;  // id, path
   namespace fs = std::filesystem;
-  if (arg.empty() || fs::is_directory(arg)) {
-    const std::string dir = arg.empty() ? catalog.folder(config::CatalogKind::kOffer) : arg;
+  // A folder: a path, or one of the catalog's own (`--offers usd-2026`: scenarios/offers/usd-2026/).
+  const std::string shipped =
+      arg.empty() ? std::string() : (fs::path(catalog.folder(config::CatalogKind::kOffer)) / arg).string();
+  if (arg.empty() || fs::is_directory(arg) || (arg.find(',') == std::string::npos && fs::is_directory(shipped))) {
+    const std::string dir =
+        arg.empty() ? catalog.folder(config::CatalogKind::kOffer) : (fs::is_directory(arg) ? arg : shipped);
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".json") files.push_back(e.path());
@@ -356,9 +362,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     }
     j["rejected"] = nlohmann::ordered_json::array();
     for (const auto& rej : r.rejected) j["rejected"].push_back({{"offer", rej.offer}, {"reason", rej.reason}});
+    j["currency_conversion"] = o.fx_note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.fx_note);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
+  if (!o.fx_note.empty()) std::cout << o.fx_note << "\n";
   std::cout << "plan: " << o.model << ", serve " << shortest(job.rate) << " requests/s of " << job.isl << " + "
             << job.osl << " tokens; p90 TTFT <= " << shortest(sj.slo_ttft_s * 1e3) << " ms"
             << (sj.slo_tpot_s > 0 ? ", p90 TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string()) << "\n"
@@ -436,7 +444,12 @@ Action add_plan(CLI::App& app, const Globals& g) {
       ->check(CLI::IsMember(weights.choices));
   cmd->add_option("--offers", o->offers,
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
-  cmd->add_option("--budget", o->budget, "the most a job may cost, in the offer's currency");
+  cmd->add_option("--budget", o->budget,
+                  "the most a job may cost, in the offers' currency (with --fx: the currency the rates convert into)");
+  cmd->add_option("--fx", o->fx,
+                  "exchange rates, CUR=RATE,...: units of the one currency left unnamed per unit of each named one "
+                  "(--fx CNY=0.14 ranks CNY and USD offers together in USD); needed when the offers' currencies "
+                  "differ");
   cmd->add_option("--max-gpus", o->max_gpus, "the most GPUs a candidate may use (whole boxes)")->capture_default_str();
   cmd->add_option("--top", o->top, "candidates printed (each re-simulated with the flow model)")->capture_default_str();
   cmd->add_option("--fabric", o->fabric, "the fabric joining boxes of multi-node candidates; none: one box only")
@@ -528,6 +541,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
       spaces.push_back(std::move(sp));
       offer_fabric.push_back(std::move(fabric));
     }
+    {
+      std::vector<scenario::Offer*> priced;
+      for (auto& sp : spaces) priced.push_back(&sp.offer);
+      o->fx_note = sizing::one_currency(priced, parse_fx(o->fx, "--fx"), kCommandLine, "--fx");
+    }
     if (!model) {
       // No offer names a cluster: nothing to resolve the model against; read it for its errors.
       model = config::resolve_machine(catalog, kCommandLine, o->model, "hgx-h100", "", "").model;
@@ -581,9 +599,10 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (!quiet_rank)
       std::cerr << "plan: searched " << r.counts.enumerated << " plans (" << r.counts.invalid << " invalid, "
                 << r.counts.too_big << " do not fit, " << r.counts.dominated << " dominated), scored "
-                << r.counts.scored << " (analytical), re-simulated " << r.counts.verified << " (flow) in "
-                << fixed(search_s, 1) << " s (enumerate and size " << fixed(r.wall_s.enumerate, 1) << " s, analytical "
-                << fixed(r.wall_s.score, 1) << " s, flow " << fixed(r.wall_s.verify, 1) << " s)\n";
+                << r.counts.scored << " (analytical; " << r.counts.distinct << " distinct simulations), re-simulated "
+                << r.counts.verified << " (flow) in " << fixed(search_s, 1) << " s (enumerate and size "
+                << fixed(r.wall_s.enumerate, 1) << " s, analytical " << fixed(r.wall_s.score, 1) << " s, flow "
+                << fixed(r.wall_s.verify, 1) << " s)\n";
     if (r.candidates.empty()) throw InfeasibleError(nothing_fits_message(r, *o));
     if (!o->csv.empty() && !quiet_rank) {
       std::ofstream f(o->csv, std::ios::binary);
@@ -662,16 +681,16 @@ Action add_plan(CLI::App& app, const Globals& g) {
       for (const auto& c : r.candidates) j["candidates"].push_back(candidate_json(c));
       j["rejected"] = nlohmann::ordered_json::array();
       for (const auto& rej : r.rejected) j["rejected"].push_back({{"offer", rej.offer}, {"reason", rej.reason}});
-      j["search"] = {{"enumerated", r.counts.enumerated},
-                     {"invalid", r.counts.invalid},
-                     {"too_big", r.counts.too_big},
-                     {"dominated", r.counts.dominated},
-                     {"scored", r.counts.scored},
-                     {"verified", r.counts.verified},
-                     {"feasible", r.feasible}};
+      j["currency_conversion"] =
+          o->fx_note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o->fx_note);
+      j["search"] = {{"enumerated", r.counts.enumerated}, {"invalid", r.counts.invalid},
+                     {"too_big", r.counts.too_big},       {"dominated", r.counts.dominated},
+                     {"scored", r.counts.scored},         {"distinct_simulations", r.counts.distinct},
+                     {"verified", r.counts.verified},     {"feasible", r.feasible}};
       std::cout << j.dump(2) << "\n";
       return 0;
     }
+    if (!o->fx_note.empty()) std::cout << o->fx_note << "\n";
     std::cout << "plan: " << o->model << ", " << job_text(job, *o) << " (sequence " << o->seq << ", " << o->global_batch
               << " sequences per step); multi-node over "
               << (o->fabric == "none" ? std::string("nothing (one box)")
