@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "sim/core/errors.hpp"
@@ -148,6 +151,24 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
       }
     }
   }
+  // Offers of one box at different prices (a provider's tiers, one box from two providers) run the
+  // same scenarios: each distinct (box, fabric, choice, rate, requests) is simulated once and its
+  // results shared. A simulation is a pure function of its scenario (the offer is not part of it:
+  // prices are applied to the candidate below), so which worker computed an entry does not matter.
+  std::mutex memo_mutex;
+  std::map<std::string, serving::ServingResults> memo;
+  const auto trial_key = [&](std::size_t oi, const ServingChoice& c, double rate, std::int64_t requests) {
+    const auto& sp = offers[oi];
+    char rate_bits[40];
+    std::snprintf(rate_bits, sizeof rate_bits, "%a", rate);  // exact: the same double, the same key
+    std::string k = sp.offer.cluster + "|" + std::to_string(sp.gpus_per_node) + "|" + (c.span > 1 ? sp.fabric : "");
+    for (const std::int64_t v :
+         {std::int64_t{c.nodes}, std::int64_t{c.tp}, std::int64_t{c.replicas}, std::int64_t{c.pp}, std::int64_t{c.ep},
+          std::int64_t{c.span}, std::int64_t{c.dp_attention}, c.max_batch, std::int64_t{c.prefill_replicas},
+          c.max_tokens, std::int64_t{c.deepep}, requests})
+      k += "|" + std::to_string(v);
+    return k + "|" + rate_bits;
+  };
   struct Found {
     std::optional<ServingCandidate> best;
     bool valid = false, fits = false;
@@ -177,8 +198,21 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
       t.have_gib = m.capacity / kGiB;
       if (!fits(m, blocks)) return t;
       t.fits = true;
-      t.r = serving::simulate_serving(*s, false);
-      ++f.sims;
+      const auto key = trial_key(sh.offer, c, rate, requests_for(rate));
+      bool known = false;
+      {
+        const std::lock_guard<std::mutex> lock(memo_mutex);
+        if (auto it = memo.find(key); it != memo.end()) {
+          t.r = it->second;
+          known = true;
+        }
+      }
+      if (!known) {
+        t.r = serving::simulate_serving(*s, false);
+        ++f.sims;
+        const std::lock_guard<std::mutex> lock(memo_mutex);
+        memo.emplace(key, t.r);
+      }
       t.meets = t.r.ttft.p90 <= job.slo_ttft_s && (job.slo_tpot_s <= 0 || t.r.tpot.p90 <= job.slo_tpot_s);
       return t;
     };

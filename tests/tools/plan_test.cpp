@@ -702,8 +702,9 @@ TEST_CASE("plan: offers of one box at two prices share their simulations and ran
     cost[key][c["offer"]] = c["job_cost"];
   }
   int pairs = 0;
-  for (const auto& [key, by_offer] : step) {
+  for (const auto& [plan_key, by_offer] : step) {
     if (by_offer.size() != 2) continue;
+    const std::string key = plan_key;  // CAPTURE cannot name a structured binding (clang 14)
     CAPTURE(key);
     ++pairs;
     CHECK(by_offer.at("cn-8x-h100-sxm") == by_offer.at("usd-8x-h100-sxm-long-tail"));
@@ -728,4 +729,36 @@ TEST_CASE("plan never ranks two currencies together without rates: exit 2 naming
   const auto both = run_cli(job + offers + " --fx CNY=0.14,USD=1");  // nothing left to rank in
   CHECK(both.exit_code == 2);
   CHECK(both.err.find("leave out the one to rank in") != std::string::npos);
+}
+
+TEST_CASE("plan serve: offers of one box at two prices share their simulations, each priced by its own offer") {
+  const std::string job = "plan --model llama3.1-8b --job serve:20:512:128 --slo-ttft 1s --top 20 --json ";
+  const std::string two = "--offers cn-8x-h100-sxm,scenarios/offers/usd-2026/usd-8x-h100-sxm-long-tail.json";
+  const auto r = run_cli(job + two + " --fx CNY=0.06368");  // 250 CNY/h = 15.92 USD/h: equal prices
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["currency_conversion"].is_string());
+  std::map<std::string, std::map<std::string, nlohmann::json>> by_plan;  // plan -> offer -> candidate
+  for (const auto& c : j["candidates"]) by_plan[c["plan"].get<std::string>()][c["offer"]] = c;
+  int pairs = 0;
+  for (const auto& entry : by_plan) {
+    if (entry.second.size() != 2) continue;
+    ++pairs;
+    const std::string plan = entry.first;
+    CAPTURE(plan);
+    const auto& a = entry.second.at("cn-8x-h100-sxm");
+    const auto& b = entry.second.at("usd-8x-h100-sxm-long-tail");
+    CHECK(a["ttft_p90_s"] == b["ttft_p90_s"]);
+    CHECK(a["tpot_p90_s"] == b["tpot_p90_s"]);
+    CHECK(a["cost_per_hour"].get<double>() == doctest::Approx(b["cost_per_hour"].get<double>()));
+  }
+  CHECK(pairs >= 2);
+  // The seed's box alone gives the same figures for its plans as it does beside the USD offer.
+  const auto alone = nlohmann::json::parse(run_cli(job + "--offers cn-8x-h100-sxm").out);
+  for (const auto& c : alone["candidates"]) {
+    const std::string plan = c["plan"];
+    CAPTURE(plan);
+    if (!by_plan.count(plan) || !by_plan.at(plan).count("cn-8x-h100-sxm")) continue;
+    CHECK(by_plan.at(plan).at("cn-8x-h100-sxm")["ttft_p90_s"] == c["ttft_p90_s"]);
+  }
 }
