@@ -278,7 +278,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                         c.currency + " (" + c.cost_terms + ")",
                     fixed(c.cost_per_mtok, 2), fixed(c.ttft_p90_s * 1e3, 0) + " ms",
                     fixed(c.tpot_p90_s * 1e3, 1) + " ms", fixed(c.output_tokens_per_s_per_gpu, 0),
-                    fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB", c.bottleneck});
+                    fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 1) + " GiB", c.bottleneck});
   }
   if (!o.report.empty() || !o.svg.empty()) {
     report::PlanReport p;
@@ -625,7 +625,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
       rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
                       plan_cell(c), time_text(c.job_time_s), terms_text(c), fixed(c.cost_per_mtok, 2),
                       fixed(c.mfu * 100, 1) + "%",
-                      fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 0) + " GiB",
+                      fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 1) + " GiB",
                       c.bottleneck + " " + fixed(c.bottleneck_share * 100, 0) + "%",
                       fixed(c.step_time_s_analytical, 2) + " / " + fixed(c.step_time_s_flow, 2) + " s"});
     }
