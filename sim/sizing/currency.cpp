@@ -19,7 +19,11 @@ std::string one_currency(std::vector<scenario::Offer*> offers, const ExchangeRat
                          const std::string& flag) {
   std::set<std::string> used;
   for (const auto* o : offers) used.insert(o->currency);
-  if (used.size() <= 1) return "";
+  if (used.empty()) return "";
+  if (used.size() == 1) {
+    // Said, not silently ignored: --fx converts between the offers' own currencies only.
+    return fx.empty() ? "" : "costs in " + *used.begin() + ": every offer prices in it, so --fx converts nothing";
+  }
   std::set<std::string> unnamed;
   for (const auto& c : used)
     if (!fx.count(c)) unnamed.insert(c);

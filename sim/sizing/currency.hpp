@@ -13,7 +13,7 @@ namespace cs::sizing {
 using ExchangeRates = std::map<std::string, double>;
 
 /// Brings `offers` into one currency so that their costs can be ranked together. Offers that already
-/// share one currency are left as they are (rates for currencies they do not use are unused). With
+/// share one currency are left as they are (with rates given, the note says they converted nothing). With
 /// several, every currency but one must have a rate in `fx`: those offers' prices (both terms, both
 /// ends of a range) are converted into the one left. Returns what was converted, for the output
 /// ("" when nothing was); throws InputError naming `flag` (the --fx flag) when the offers' currencies
