@@ -211,29 +211,59 @@ std::string serving_table(const ServingResults& r) {
   return o.str();
 }
 
-std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& points) {
+std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& points, const SweepSlo& slo) {
+  const bool objectives = slo.ttft_s || slo.tpot_s;
   std::ostringstream o;
-  o << std::right << std::setw(10) << "rate(r/s)" << std::setw(12) << "out tok/s" << std::setw(12) << "TTFT p50"
-    << std::setw(12) << "TTFT p99" << std::setw(12) << "TPOT p50" << std::setw(12) << "TPOT p99" << std::setw(12)
-    << "e2e p50"
-    << "\n";
+  o << std::right << std::setw(10) << "rate(r/s)" << std::setw(12) << "out tok/s";
+  for (const char* m : {"TTFT", "TPOT", "e2e"})
+    for (const char* p : {"p50", "p90", "p99"}) o << std::setw(12) << (std::string(m) + " " + p);
+  // With objectives: the requests/s served within them, and whether p90 meets them (plan's rule).
+  if (objectives) o << std::setw(13) << "goodput r/s" << std::setw(10) << "p90 SLO";
+  o << "\n";
   for (const auto& [rate, r] : points) {
-    o << std::setw(10) << fixed(rate, 2) << std::setw(12) << fixed(r.output_tokens_per_s, 0) << std::setw(12)
-      << ms(r.ttft.p50) << std::setw(12) << ms(r.ttft.p99) << std::setw(12) << ms(r.tpot.p50) << std::setw(12)
-      << ms(r.tpot.p99) << std::setw(12) << ms(r.e2e.p50) << "\n";
+    o << std::setw(10) << fixed(rate, 2) << std::setw(12) << fixed(r.output_tokens_per_s, 0);
+    for (const auto* q : {&r.ttft, &r.tpot, &r.e2e})
+      o << std::setw(12) << ms(q->p50) << std::setw(12) << ms(q->p90) << std::setw(12) << ms(q->p99);
+    if (objectives) {
+      const bool met = (!slo.ttft_s || r.ttft.p90 <= *slo.ttft_s) && (!slo.tpot_s || r.tpot.p90 <= *slo.tpot_s);
+      o << std::setw(13) << (r.goodput_requests_per_s ? fixed(*r.goodput_requests_per_s, 2) : std::string("-"))
+        << std::setw(10) << (met ? "met" : "missed");
+    }
+    o << "\n";
   }
   return o.str();
 }
 
 std::string sweep_csv(const std::vector<std::pair<double, ServingResults>>& points) {
   std::ostringstream o;
-  o << "rate_rps,output_tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,e2e_p99_s\n";
+  // The first eight columns as before (scripts read them by position); p90 and goodput after them.
+  o << "rate_rps,output_tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,e2e_p99_s,"
+       "ttft_p90_s,tpot_p90_s,e2e_p90_s,goodput_requests_per_s\n";
   for (const auto& [rate, r] : points) {
     o << shortest(rate) << "," << shortest(r.output_tokens_per_s) << "," << shortest(r.ttft.p50) << ","
       << shortest(r.ttft.p99) << "," << shortest(r.tpot.p50) << "," << shortest(r.tpot.p99) << ","
-      << shortest(r.e2e.p50) << "," << shortest(r.e2e.p99) << "\n";
+      << shortest(r.e2e.p50) << "," << shortest(r.e2e.p99) << "," << shortest(r.ttft.p90) << "," << shortest(r.tpot.p90)
+      << "," << shortest(r.e2e.p90) << ","
+      << (r.goodput_requests_per_s ? shortest(*r.goodput_requests_per_s) : std::string()) << "\n";
   }
   return o.str();
+}
+
+nlohmann::ordered_json sweep_json(const std::vector<std::pair<double, ServingResults>>& points, const SweepSlo& slo) {
+  nlohmann::ordered_json j;
+  j["slo"] = {{"ttft_s", slo.ttft_s ? nlohmann::ordered_json(*slo.ttft_s) : nlohmann::ordered_json(nullptr)},
+              {"tpot_s", slo.tpot_s ? nlohmann::ordered_json(*slo.tpot_s) : nlohmann::ordered_json(nullptr)},
+              {"percentile", "p90"}};
+  j["points"] = nlohmann::ordered_json::array();
+  for (const auto& [rate, r] : points) {
+    nlohmann::ordered_json p;
+    p["rate_rps"] = rate;
+    if (slo.ttft_s || slo.tpot_s)
+      p["meets_slo_p90"] = (!slo.ttft_s || r.ttft.p90 <= *slo.ttft_s) && (!slo.tpot_s || r.tpot.p90 <= *slo.tpot_s);
+    p["result"] = serving_json(r);
+    j["points"].push_back(std::move(p));
+  }
+  return j;
 }
 
 svg::LineChart sweep_chart(const std::vector<std::pair<double, ServingResults>>& points, const std::string& title,

@@ -381,6 +381,44 @@ TEST_CASE("infer-sweep prints the latency-throughput curve and writes CSV and SV
   CHECK(svg.find("TPOT SLO") == std::string::npos);
 }
 
+TEST_CASE("infer-sweep: p50, p90 and p99 as infer prints them, its SLO flags in the table, and --json") {
+  const std::string base =
+      "infer-sweep --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 128 --requests 200 "
+      "--rates 2,200";
+  const auto plain = run_cli(base);
+  REQUIRE(plain.exit_code == 0);
+  for (const char* col : {"TTFT p50", "TTFT p90", "TTFT p99", "TPOT p90", "e2e p90", "e2e p99"})
+    CHECK_MESSAGE(plain.out.find(col) != std::string::npos, col);
+  CHECK(plain.out.find("goodput") == std::string::npos);  // no objectives, no goodput column
+  // An objective 2 r/s meets and 200 r/s (far past one GPU's rate) misses: the table says which.
+  const auto slo = run_cli(base + " --slo-ttft 1s");
+  REQUIRE(slo.exit_code == 0);
+  CHECK(slo.out.find("goodput r/s") != std::string::npos);
+  CHECK(slo.out.find(" met\n") != std::string::npos);
+  CHECK(slo.out.find("missed\n") != std::string::npos);
+  const auto js = run_cli(base + " --slo-ttft 1s --json");
+  REQUIRE(js.exit_code == 0);
+  const auto j = nlohmann::json::parse(js.out);
+  CHECK(j["slo"]["ttft_s"].get<double>() == 1.0);
+  REQUIRE(j["points"].size() == 2);
+  CHECK(j["points"][0]["meets_slo_p90"] == true);
+  CHECK(j["points"][1]["meets_slo_p90"] == false);
+  // Each point is infer's own document: the same figures as infer at that rate.
+  const auto one = nlohmann::json::parse(
+      run_cli("infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 128 --requests 200 "
+              "--rate 2 --slo-ttft 1s --json")
+          .out);
+  CHECK(j["points"][0]["result"]["ttft_s"] == one["ttft_s"]);
+  CHECK(j["points"][0]["result"]["goodput_requests_per_s"] == one["goodput_requests_per_s"]);
+  // p99 is never easier than p90, nor p90 than p50.
+  for (const auto& p : j["points"]) {
+    for (const char* m : {"ttft_s", "tpot_s", "e2e_s"}) {
+      CHECK(p["result"][m]["p50"].get<double>() <= p["result"][m]["p90"].get<double>());
+      CHECK(p["result"][m]["p90"].get<double>() <= p["result"][m]["p99"].get<double>());
+    }
+  }
+}
+
 TEST_CASE("the interconnect tutorial's 'Try it yourself' model runs on each of its run commands") {
   // The suggestion is read from the tutorial itself, so the doc and this test cannot drift apart.
   const auto doc = slurp(data_path("docs/tutorials/why-interconnect-matters.md"));

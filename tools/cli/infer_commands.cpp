@@ -230,7 +230,11 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
   cmd->add_option("--csv", *csv, "write the curve as CSV");
   cmd->add_option("--svg", *svg, "write the curve as an SVG plot");
   cmd->add_option("--report", o->report, "write a self-contained HTML report with the curves to this file");
-  return [o, rates, csv, svg, &g]() -> int {
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json,
+                "print {\"slo\", \"points\": [{\"rate_rps\", \"meets_slo_p90\", \"result\"}]} (each result as infer "
+                "--json prints it) instead of the table");
+  return [o, rates, csv, svg, json, &g]() -> int {
     const config::Catalog catalog(g.data_dir);
     std::vector<std::pair<double, serving::ServingScenario>> scenarios;
     std::stringstream in(*rates);
@@ -258,14 +262,18 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
           points[i] = {scenarios[i].first, serving::simulate_serving(scenarios[i].second, false)};
         },
         progress.get());
-    std::cout << sweep_table(points);
+    // --slo-ttft / --slo-tpot are the same for every rate: the first point's scenario has them.
+    const report::SweepSlo slo{scenarios.front().second.slo_ttft_s, scenarios.front().second.slo_tpot_s};
+    if (*json) {
+      std::cout << report::sweep_json(points, slo).dump(2) << "\n";
+    } else {
+      std::cout << sweep_table(points, slo);
+    }
     if (!csv->empty()) {
       std::ofstream f(*csv);
       if (!f) throw InputError(*csv, "", "cannot write this file");
       f << sweep_csv(points);
     }
-    // --slo-ttft / --slo-tpot are the same for every rate: the first point's scenario has them.
-    const report::SweepSlo slo{scenarios.front().second.slo_ttft_s, scenarios.front().second.slo_tpot_s};
     const std::string title = o->fields->text("--model") + " on " + o->fields->text("--cluster");
     if (!svg->empty()) {
       std::ofstream f(*svg);
