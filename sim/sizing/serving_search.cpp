@@ -49,6 +49,10 @@ struct Trial {
 
 }  // namespace
 
+double at_percentile(const serving::Percentiles& p, int percentile) {
+  return percentile == 50 ? p.p50 : percentile == 99 ? p.p99 : p.p90;
+}
+
 std::string serving_plan_text(const ServingChoice& c) {
   std::string t = "TP" + std::to_string(c.tp);
   if (c.pp > 1) t += " PP" + std::to_string(c.pp);
@@ -213,7 +217,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
         const std::lock_guard<std::mutex> lock(memo_mutex);
         memo.emplace(key, t.r);
       }
-      t.meets = t.r.ttft.p90 <= job.slo_ttft_s && (job.slo_tpot_s <= 0 || t.r.tpot.p90 <= job.slo_tpot_s);
+      t.meets = at_percentile(t.r.ttft, job.slo_ttft_percentile) <= job.slo_ttft_s &&
+                (job.slo_tpot_s <= 0 || at_percentile(t.r.tpot, job.slo_tpot_percentile) <= job.slo_tpot_s);
       return t;
     };
     const auto& nodes_list = space.node_counts;
@@ -235,8 +240,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
           hit = std::move(t);
           break;
         }
-        f.miss_ttft = t.r.ttft.p90;
-        f.miss_tpot = t.r.tpot.p90;
+        f.miss_ttft = at_percentile(t.r.ttft, job.slo_ttft_percentile);
+        f.miss_tpot = at_percentile(t.r.tpot, job.slo_tpot_percentile);
         lo = n;
         if (n == max_units) break;
       }
@@ -264,8 +269,13 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     c.offer = space.offer.id;
     c.choice = choice_of(sh, hi);
     c.gpus = hi * sh.span * space.gpus_per_node;
+    c.ttft = hit.r.ttft;
+    c.tpot = hit.r.tpot;
+    c.e2e = hit.r.e2e;
     c.ttft_p90_s = hit.r.ttft.p90;
     c.tpot_p90_s = hit.r.tpot.p90;
+    c.ttft_slo_s = at_percentile(hit.r.ttft, job.slo_ttft_percentile);
+    c.tpot_slo_s = at_percentile(hit.r.tpot, job.slo_tpot_percentile);
     c.output_tokens_per_s_per_gpu = hit.r.output_tokens_per_s_per_gpu;
     c.memory_per_gpu_gib = hit.r.memory.total / kGiB;
     c.capacity_gib = hit.r.memory.capacity / kGiB;
@@ -278,8 +288,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     if (space.offer.has_range()) c.cost_per_hour_max = per_box_hour(space.offer.high(), c.cost_terms) * hi * sh.span;
     c.currency = space.offer.currency;
     c.cost_per_mtok = c.cost_per_hour / (job.rate * static_cast<double>(job.osl) * 3600.0) * 1e6;
-    const double ttft_share = c.ttft_p90_s / job.slo_ttft_s;
-    const double tpot_share = job.slo_tpot_s > 0 ? c.tpot_p90_s / job.slo_tpot_s : 0;
+    const double ttft_share = c.ttft_slo_s / job.slo_ttft_s;
+    const double tpot_share = job.slo_tpot_s > 0 ? c.tpot_slo_s / job.slo_tpot_s : 0;
     c.bottleneck = c.kv_utilisation_max > 0.95 ? "KV capacity"
                    : ttft_share >= tpot_share
                        ? "TTFT (prefill and queueing) at " + fixed(ttft_share * 100, 0) + "% of its objective"
@@ -307,7 +317,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     }
     std::stable_sort(met.begin(), met.end(), [&](std::size_t a, std::size_t b) {
       const auto &x = *found[a].best, &y = *found[b].best;
-      return x.cost_per_hour != y.cost_per_hour ? x.cost_per_hour < y.cost_per_hour : x.ttft_p90_s < y.ttft_p90_s;
+      return x.cost_per_hour != y.cost_per_hour ? x.cost_per_hour < y.cost_per_hour : x.ttft_slo_s < y.ttft_slo_s;
     });
     std::stable_sort(missed.begin(), missed.end(),
                      [&](std::size_t a, std::size_t b) { return miss_of(found[a]) < miss_of(found[b]); });
@@ -377,7 +387,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   const auto same_but_batch = [](const ServingCandidate& a, const ServingCandidate& b) {
     auto x = a.choice, y = b.choice;
     x.max_batch = y.max_batch = 0;
-    return a.offer_index == b.offer_index && x == y && a.ttft_p90_s == b.ttft_p90_s && a.tpot_p90_s == b.tpot_p90_s;
+    return a.offer_index == b.offer_index && x == y && a.ttft_slo_s == b.ttft_slo_s && a.tpot_slo_s == b.tpot_slo_s;
   };
   // Whole experts spread over the TP GPUs (EP = TP) against experts split TP ways (EP 1): with
   // balanced routing the two do the same work per GPU; a plan that comes out the same as its EP 1
@@ -385,7 +395,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   const auto same_but_ep = [](const ServingCandidate& a, const ServingCandidate& b) {
     auto x = a.choice, y = b.choice;
     x.ep = y.ep = 1;
-    return a.offer_index == b.offer_index && x == y && a.ttft_p90_s == b.ttft_p90_s && a.tpot_p90_s == b.tpot_p90_s &&
+    return a.offer_index == b.offer_index && x == y && a.ttft_slo_s == b.ttft_slo_s && a.tpot_slo_s == b.tpot_slo_s &&
            a.memory_per_gpu_gib == b.memory_per_gpu_gib;
   };
   const auto listed = [&](std::size_t i) {
@@ -398,7 +408,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     const std::size_t seed = shapes[i].seed;
     if (seed != kNoSeed && found[seed].best) {
       const auto& s0 = *found[seed].best;
-      if (s0.cost_per_hour <= c->cost_per_hour && s0.ttft_p90_s <= c->ttft_p90_s && s0.tpot_p90_s <= c->tpot_p90_s)
+      if (s0.cost_per_hour <= c->cost_per_hour && s0.ttft_slo_s <= c->ttft_slo_s && s0.tpot_slo_s <= c->tpot_slo_s)
         return false;
     }
     return true;
@@ -408,7 +418,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     if (listed(i)) all.push_back(*found[i].best);
   std::stable_sort(all.begin(), all.end(), [](const ServingCandidate& a, const ServingCandidate& b) {
     if (a.cost_per_hour != b.cost_per_hour) return a.cost_per_hour < b.cost_per_hour;
-    if (a.ttft_p90_s != b.ttft_p90_s) return a.ttft_p90_s < b.ttft_p90_s;
+    if (a.ttft_slo_s != b.ttft_slo_s) return a.ttft_slo_s < b.ttft_slo_s;
     return a.offer_index < b.offer_index;
   });
   for (std::size_t oi = 0; oi < offers.size(); ++oi) {
@@ -435,12 +445,13 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
                     "replica's stages over " +
                         std::to_string(offers[oi].node_counts.back()) + " boxes";
       else if (!met && closest)
-        why = "misses the SLO: at " + std::to_string(offers[oi].node_counts.back()) +
-              " box(es) its best plan has p90 TTFT " + fixed(closest->miss_ttft * 1e3, 0) + " ms (objective " +
-              fixed(job.slo_ttft_s * 1e3, 0) + ")" +
-              (job.slo_tpot_s > 0 ? ", p90 TPOT " + fixed(closest->miss_tpot * 1e3, 1) + " ms (objective " +
-                                        fixed(job.slo_tpot_s * 1e3, 1) + ")"
-                                  : std::string());
+        why = "misses the SLO: at " + std::to_string(offers[oi].node_counts.back()) + " box(es) its best plan has p" +
+              std::to_string(job.slo_ttft_percentile) + " TTFT " + fixed(closest->miss_ttft * 1e3, 0) +
+              " ms (objective " + fixed(job.slo_ttft_s * 1e3, 0) + ")" +
+              (job.slo_tpot_s > 0
+                   ? ", p" + std::to_string(job.slo_tpot_percentile) + " TPOT " + fixed(closest->miss_tpot * 1e3, 1) +
+                         " ms (objective " + fixed(job.slo_tpot_s * 1e3, 1) + ")"
+                   : std::string());
       else
         why = "over budget";
     }

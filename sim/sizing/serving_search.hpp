@@ -5,18 +5,22 @@
 #include <vector>
 
 #include "sim/scenario/serving_scenario.hpp"
+#include "sim/serving/serving_sim.hpp"
 #include "sim/sizing/training_search.hpp"
 
 namespace cs::sizing {
 
 /// A serving job: Poisson arrivals at `rate` requests/s of `isl` prompt and `osl` output tokens,
-/// with latency objectives on the 90th percentiles.
+/// with latency objectives on a percentile each (p90 unless the job says p50 or p99).
 struct ServingJob {
   double rate = 0;
   std::int64_t isl = 0, osl = 0;
   double slo_ttft_s = 0;  ///< required: a box that cannot keep up shows as a growing TTFT
   double slo_tpot_s = 0;  ///< 0: none
+  int slo_ttft_percentile = 90, slo_tpot_percentile = 90;  ///< 50, 90 or 99
 };
+/// A run's figure at one of the percentiles it reports (50, 90 or 99).
+[[nodiscard]] double at_percentile(const serving::Percentiles& p, int percentile);
 
 /// One serving plan: `nodes` boxes in units of `span` boxes; each unit runs `replicas` replicas of
 /// TP `tp` x PP `pp` (EP `ep` for MoE), behind a load balancer that gives each unit RATE / units.
@@ -79,6 +83,8 @@ struct ServingCandidate {
   ServingChoice choice;
   int gpus = 0;
   double ttft_p90_s = 0, tpot_p90_s = 0;
+  double ttft_slo_s = 0, tpot_slo_s = 0;  ///< at the objectives' percentiles: what the search judges and ranks by
+  serving::Percentiles ttft, tpot, e2e;   ///< the run's p50, p90 and p99 (as infer reports them)
   double output_tokens_per_s_per_gpu = 0;
   double memory_per_gpu_gib = 0, capacity_gib = 0;
   std::int64_t max_batch = 0, max_tokens = 0, chunked_prefill = 0;  ///< the engine limits in force

@@ -762,3 +762,33 @@ TEST_CASE("plan serve: offers of one box at two prices share their simulations, 
     CHECK(by_plan.at(plan).at("cn-8x-h100-sxm")["ttft_p90_s"] == c["ttft_p90_s"]);
   }
 }
+
+TEST_CASE("plan serve: objectives on p99 are never easier than on p90, and every candidate reports p50, p90, p99") {
+  const std::string job =
+      "plan --model llama3.1-8b --job serve:50:1024:256 --offers hk-2x-h100-nvlink --top 50 --json ";
+  // 90 ms sits between the two-box plan's p90 TTFT (73 ms) and its p99 (109 ms).
+  const auto p90 = nlohmann::json::parse(run_cli(job + "--slo-ttft 90ms --slo-tpot 40ms").out);
+  const auto p99 = nlohmann::json::parse(run_cli(job + "--slo-ttft p99:90ms --slo-tpot p99:40ms").out);
+  REQUIRE(p90["candidates"].size() >= 1);
+  CHECK(p99["job"]["slo_ttft_percentile"] == 99);
+  CHECK(p90["job"]["slo_ttft_percentile"] == 90);
+  // The same objective held at p99 needs at least as many boxes, for the cheapest plan and for each shape.
+  REQUIRE(p99["candidates"].size() >= 1);
+  CHECK(p99["candidates"][0]["nodes"].get<int>() > p90["candidates"][0]["nodes"].get<int>());
+  for (const auto& c : p99["candidates"]) {
+    CHECK(c["ttft_s"]["p99"].get<double>() <= 0.090);
+    CHECK(c["tpot_s"]["p99"].get<double>() <= 0.040);
+    CHECK(c["ttft_at_slo_s"] == c["ttft_s"]["p99"]);
+    for (const auto& q : {c["ttft_s"], c["tpot_s"], c["e2e_s"]}) {
+      CHECK(q["p50"].get<double>() <= q["p90"].get<double>());
+      CHECK(q["p90"].get<double>() <= q["p99"].get<double>());
+    }
+  }
+  for (const auto& c : p90["candidates"]) CHECK(c["ttft_at_slo_s"] == c["ttft_p90_s"]);
+  for (const char* bad : {"p95:1s", "p99:", "p99:x", "q99:1s", "p99:-1s"}) {
+    CAPTURE(bad);
+    const auto r = run_cli(job + "--slo-ttft " + bad);
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, "--slo-ttft"));
+  }
+}

@@ -118,6 +118,23 @@ double parse_slo_time(const std::string& text, const std::string& flag) {
   return suffix == "ms" ? v / 1e3 : v;
 }
 
+SloArg parse_slo(const std::string& text, const std::string& flag) {
+  SloArg out;
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) {
+    out.seconds = parse_slo_time(text, flag);
+    return out;
+  }
+  const std::string pct = text.substr(0, colon);
+  if (pct != "p50" && pct != "p90" && pct != "p99")
+    throw InputError(
+        kCommandLine, flag,
+        "expected a percentile p50, p90 or p99 before ':' (e.g. p99:800ms), or a time alone (p90); got '" + text + "'");
+  out.percentile = std::stoi(pct.substr(1));
+  out.seconds = parse_slo_time(text.substr(colon + 1), flag);
+  return out;
+}
+
 double parse_amount(const std::string& text, const std::string& flag) {
   double v = 0;
   std::string suffix;

@@ -24,6 +24,13 @@ struct JobArg {
 [[nodiscard]] JobArg parse_job(const std::string& text);
 /// An SLO time: seconds (`1`, `0.5`) or with a unit (`1s`, `800ms`); throws InputError naming `flag`.
 [[nodiscard]] double parse_slo_time(const std::string& text, const std::string& flag);
+/// A latency objective on a percentile: `p99:800ms`, `p50:1s`, or a time alone (p90). Throws
+/// InputError naming `flag` (percentiles: 50, 90, 99, the ones every command reports).
+struct SloArg {
+  int percentile = 90;
+  double seconds = 0;
+};
+[[nodiscard]] SloArg parse_slo(const std::string& text, const std::string& flag);
 /// A positive amount of money (`--budget 20000`); throws InputError naming `flag`.
 [[nodiscard]] double parse_amount(const std::string& text, const std::string& flag);
 /// Exchange rates `CNY=0.14,EUR=1.08` (empty text: none): a currency code of letters, a positive

@@ -202,13 +202,22 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                  const Globals& g) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.slo_ttft.empty())
-    bad("--slo-ttft", "expected a p90 TTFT objective for a serve job (e.g. 1s): it is what says a box keeps up");
+    bad("--slo-ttft",
+        "expected a TTFT objective for a serve job (e.g. 1s, on p90, or p99:2s): it is what says a box keeps up");
   sizing::ServingJob sj;
   sj.rate = job.rate;
   sj.isl = job.isl;
   sj.osl = job.osl;
-  sj.slo_ttft_s = parse_slo_time(o.slo_ttft, "--slo-ttft");
-  sj.slo_tpot_s = o.slo_tpot.empty() ? 0.0 : parse_slo_time(o.slo_tpot, "--slo-tpot");
+  const auto ttft_slo = parse_slo(o.slo_ttft, "--slo-ttft");
+  sj.slo_ttft_s = ttft_slo.seconds;
+  sj.slo_ttft_percentile = ttft_slo.percentile;
+  if (!o.slo_tpot.empty()) {
+    const auto tpot_slo = parse_slo(o.slo_tpot, "--slo-tpot");
+    sj.slo_tpot_s = tpot_slo.seconds;
+    sj.slo_tpot_percentile = tpot_slo.percentile;
+  }
+  const std::string ttft_p = "p" + std::to_string(sj.slo_ttft_percentile);
+  const std::string tpot_p = "p" + std::to_string(sj.slo_tpot_percentile);
   const sizing::MakeServing make = [&](std::size_t oi, const sizing::ServingChoice& c, double rate,
                                        std::int64_t requests) {
     nlohmann::json j = nlohmann::json::object();
@@ -267,8 +276,8 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     throw InfeasibleError(m);
   }
   std::vector<std::vector<std::string>> rows{{"#", "offer", "boxes", "GPUs", "plan", "cost/hour (terms)",
-                                              "per Mtok out", "TTFT p90", "TPOT p90", "tok/s/GPU", "mem/GPU",
-                                              "bottleneck"}};
+                                              "per Mtok out", "TTFT " + ttft_p, "TPOT " + tpot_p, "tok/s/GPU",
+                                              "mem/GPU", "bottleneck"}};
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
@@ -276,16 +285,17 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                     fixed(c.cost_per_hour, 1) +
                         (c.cost_per_hour_max > 0 ? " to " + fixed(c.cost_per_hour_max, 1) : std::string()) + " " +
                         c.currency + " (" + c.cost_terms + ")",
-                    fixed(c.cost_per_mtok, 2), fixed(c.ttft_p90_s * 1e3, 0) + " ms",
-                    fixed(c.tpot_p90_s * 1e3, 1) + " ms", fixed(c.output_tokens_per_s_per_gpu, 0),
+                    fixed(c.cost_per_mtok, 2), fixed(c.ttft_slo_s * 1e3, 0) + " ms",
+                    fixed(c.tpot_slo_s * 1e3, 1) + " ms", fixed(c.output_tokens_per_s_per_gpu, 0),
                     fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 1) + " GiB", c.bottleneck});
   }
   if (!o.report.empty() || !o.svg.empty()) {
     report::PlanReport p;
     p.title = "plan: " + o.model + ", serve " + shortest(job.rate) + " requests/s";
-    p.subtitle = std::to_string(job.isl) + " + " + std::to_string(job.osl) +
-                 " tokens per request; p90 TTFT <= " + shortest(sj.slo_ttft_s * 1e3) + " ms" +
-                 (sj.slo_tpot_s > 0 ? ", p90 TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string());
+    p.subtitle =
+        std::to_string(job.isl) + " + " + std::to_string(job.osl) + " tokens per request; " + ttft_p +
+        " TTFT <= " + shortest(sj.slo_ttft_s * 1e3) + " ms" +
+        (sj.slo_tpot_s > 0 ? ", " + tpot_p + " TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string());
     p.header = rows.front();
     p.rows.assign(rows.begin() + 1, rows.end());
     for (const auto& c : r.candidates) {
@@ -319,7 +329,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                 {"isl", job.isl},
                 {"osl", job.osl},
                 {"slo_ttft_s", sj.slo_ttft_s},
-                {"slo_tpot_s", sj.slo_tpot_s > 0 ? nlohmann::ordered_json(sj.slo_tpot_s) : nullptr}};
+                {"slo_tpot_s", sj.slo_tpot_s > 0 ? nlohmann::ordered_json(sj.slo_tpot_s) : nullptr},
+                {"slo_ttft_percentile", sj.slo_ttft_percentile},
+                {"slo_tpot_percentile", sj.slo_tpot_percentile}};
     j["candidates"] = nlohmann::ordered_json::array();
     for (const auto& c : r.candidates) {
       nlohmann::ordered_json x;
@@ -352,6 +364,15 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       x["currency"] = c.currency;
       x["ttft_p90_s"] = c.ttft_p90_s;
       x["tpot_p90_s"] = c.tpot_p90_s;
+      // The three percentiles every command reports, and the figures at the objectives' own.
+      const auto pcts = [](const serving::Percentiles& q) {
+        return nlohmann::ordered_json{{"p50", q.p50}, {"p90", q.p90}, {"p99", q.p99}};
+      };
+      x["ttft_s"] = pcts(c.ttft);
+      x["tpot_s"] = c.tpot.count > 0 ? pcts(c.tpot) : nlohmann::ordered_json(nullptr);
+      x["e2e_s"] = pcts(c.e2e);
+      x["ttft_at_slo_s"] = c.ttft_slo_s;
+      x["tpot_at_slo_s"] = c.tpot_slo_s;
       x["output_tokens_per_s_per_gpu"] = c.output_tokens_per_s_per_gpu;
       x["memory_per_gpu_gib"] = c.memory_per_gpu_gib;
       x["gpu_memory_gib"] = c.capacity_gib;
@@ -368,8 +389,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   }
   if (!o.fx_note.empty()) std::cout << o.fx_note << "\n";
   std::cout << "plan: " << o.model << ", serve " << shortest(job.rate) << " requests/s of " << job.isl << " + "
-            << job.osl << " tokens; p90 TTFT <= " << shortest(sj.slo_ttft_s * 1e3) << " ms"
-            << (sj.slo_tpot_s > 0 ? ", p90 TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string()) << "\n"
+            << job.osl << " tokens; " << ttft_p << " TTFT <= " << shortest(sj.slo_ttft_s * 1e3) << " ms"
+            << (sj.slo_tpot_s > 0 ? ", " + tpot_p + " TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string())
+            << "\n"
             << "each unit (a box, or the boxes one replica spans) takes RATE / units (units share no traffic); "
                "ranked by cost per hour, then TTFT:\n\n";
   print_rows(rows);
@@ -456,8 +478,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
       ->capture_default_str();
   cmd->add_option("--seq", o->seq, "sequence length of the training job")->capture_default_str();
   cmd->add_option("--global-batch", o->global_batch, "sequences per step")->capture_default_str();
-  cmd->add_option("--slo-ttft", o->slo_ttft, "serve: the p90 time-to-first-token objective (1, 1s, 800ms); required");
-  cmd->add_option("--slo-tpot", o->slo_tpot, "serve: the p90 time-per-output-token objective (50ms)");
+  cmd->add_option("--slo-ttft", o->slo_ttft,
+                  "serve: the time-to-first-token objective, on p90 (1, 1s, 800ms) or a percentile given "
+                  "(p99:800ms, p50:1s); required");
+  cmd->add_option("--slo-tpot", o->slo_tpot,
+                  "serve: the time-per-output-token objective, on p90 (50ms) or a percentile given (p99:60ms)");
   cmd->add_flag("--json", o->json, "print one JSON document instead of the table");
   cmd->add_option("--csv", o->csv, "also write the ranked candidates as CSV to this file");
   cmd->add_option("--report", o->report, "also write a self-contained HTML report (Pareto front, table) to this file");
