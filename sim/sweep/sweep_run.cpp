@@ -59,7 +59,8 @@ Row run_point(const SweepSpec& spec, const Point& point, const config::Catalog& 
       const auto s = config::parse_serving(doc, catalog);
       if (checks.serving) checks.serving(s, who);
       const auto r = serving::simulate_serving(s, false);
-      row.metrics = {r.ttft.p50, r.ttft.p99, r.tpot.p50, r.tpot.p99, r.output_tokens_per_s, r.requests_per_s};
+      row.metrics = {r.ttft.p50,      r.ttft.p90, r.ttft.p99, r.tpot.p50, r.tpot.p90, r.tpot.p99, r.output_tokens_per_s,
+                     r.requests_per_s};
     }
   } catch (const InputError& e) {
     row.status = Status::kInvalid;
@@ -84,8 +85,8 @@ const char* status_name(Status s) {
 
 const std::vector<std::string>& metric_names(config::ScenarioKind kind) {
   static const std::vector<std::string> train{"step_time_s", "mfu", "tokens_per_s", "memory_per_gpu_gib"};
-  static const std::vector<std::string> serve{"ttft_p50_s", "ttft_p99_s",          "tpot_p50_s",
-                                              "tpot_p99_s", "output_tokens_per_s", "requests_per_s"};
+  static const std::vector<std::string> serve{"ttft_p50_s", "ttft_p90_s", "ttft_p99_s",          "tpot_p50_s",
+                                              "tpot_p90_s", "tpot_p99_s", "output_tokens_per_s", "requests_per_s"};
   return kind == config::ScenarioKind::kInfer ? serve : train;
 }
 

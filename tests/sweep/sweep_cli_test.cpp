@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/support/builders.hpp"
 
@@ -262,4 +263,24 @@ TEST_CASE("sweep --svg draws a metric against a field, one series per value of t
   CHECK(has(bad.err, "--x"));
   bad = run_cli("sweep " + f + " --svg " + dir.file("c.svg"));
   CHECK(bad.exit_code == 2);
+}
+
+TEST_CASE("a serving sweep's rows carry p50, p90 and p99 of TTFT and TPOT, in that order, never decreasing") {
+  const auto r = run_cli("sweep scenarios/sweeps/qwen2.5-7b-serving-rate-batch.json --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const std::vector<std::string> names = j["metrics"];
+  CHECK(names == std::vector<std::string>{"ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s",
+                                          "tpot_p99_s", "output_tokens_per_s", "requests_per_s"});
+  int ok = 0;
+  for (const auto& p : j["points"]) {
+    if (p["status"] != "ok") continue;
+    ++ok;
+    for (const char* m : {"ttft", "tpot"}) {
+      const std::string k = m;
+      CHECK(p["metrics"][k + "_p50_s"].get<double>() <= p["metrics"][k + "_p90_s"].get<double>());
+      CHECK(p["metrics"][k + "_p90_s"].get<double>() <= p["metrics"][k + "_p99_s"].get<double>());
+    }
+  }
+  CHECK(ok >= 2);
 }
