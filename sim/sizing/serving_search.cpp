@@ -416,7 +416,9 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   std::vector<ServingCandidate> all;
   for (std::size_t i = 0; i < found.size(); ++i)
     if (listed(i)) all.push_back(*found[i].best);
-  std::stable_sort(all.begin(), all.end(), [](const ServingCandidate& a, const ServingCandidate& b) {
+  std::stable_sort(all.begin(), all.end(), [&](const ServingCandidate& a, const ServingCandidate& b) {
+    if (options.objective == Objective::kGpus && a.gpus != b.gpus) return a.gpus < b.gpus;
+    if (options.objective == Objective::kLatency && a.ttft_slo_s != b.ttft_slo_s) return a.ttft_slo_s < b.ttft_slo_s;
     if (a.cost_per_hour != b.cost_per_hour) return a.cost_per_hour < b.cost_per_hour;
     if (a.ttft_slo_s != b.ttft_slo_s) return a.ttft_slo_s < b.ttft_slo_s;
     return a.offer_index < b.offer_index;

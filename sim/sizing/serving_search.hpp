@@ -54,8 +54,13 @@ struct ServingChoice {
 using MakeServing = std::function<serving::ServingScenario(std::size_t offer, const ServingChoice&,
                                                            double rate_per_unit, std::int64_t requests)>;
 
+/// What the ranking minimises among the plans that meet the objectives: cost per hour (then TTFT),
+/// GPUs (then cost), or latency (TTFT at the objective's percentile, then cost).
+enum class Objective { kCost, kGpus, kLatency };
+
 struct ServingOptions {
   double budget = 0;  ///< per hour of serving; 0: none
+  Objective objective = Objective::kCost;
   int top = 5;
   int max_pp = 8;  ///< pipeline stages tried inside a box: 1, 2, 4, ... up to this
   /// EP = TP is tried beside EP 1 (experts whole on each GPU, or split TP ways), each with and

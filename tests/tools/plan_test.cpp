@@ -792,3 +792,24 @@ TEST_CASE("plan serve: objectives on p99 are never easier than on p90, and every
     CHECK(has(r.err, "--slo-ttft"));
   }
 }
+
+TEST_CASE("plan serve --objective: cost, GPUs or latency ranks the same candidates; training jobs refuse it") {
+  const std::string job =
+      "plan --model llama3.1-8b --job serve:50:1024:256 --slo-ttft 1s --offers "
+      "hk-2x-h100-nvlink,cn-8x-h100-sxm --top 50 --json --objective ";
+  const auto cost = nlohmann::json::parse(run_cli(job + "cost").out)["candidates"];
+  const auto gpus = nlohmann::json::parse(run_cli(job + "gpus").out)["candidates"];
+  const auto latency = nlohmann::json::parse(run_cli(job + "latency").out)["candidates"];
+  REQUIRE(cost.size() >= 3);
+  CHECK(gpus.size() == cost.size());
+  CHECK(latency.size() == cost.size());
+  for (std::size_t i = 1; i < cost.size(); ++i) {
+    CHECK(cost[i - 1]["cost_per_hour"].get<double>() <= cost[i]["cost_per_hour"].get<double>());
+    CHECK(gpus[i - 1]["gpus"].get<int>() <= gpus[i]["gpus"].get<int>());
+    CHECK(latency[i - 1]["ttft_at_slo_s"].get<double>() <= latency[i]["ttft_at_slo_s"].get<double>());
+  }
+  const auto train = run_cli("plan --model megatron-gpt-1.7b --job train:1B --objective gpus");
+  CHECK(train.exit_code == 2);
+  CHECK(has(train.err, "--objective"));
+  CHECK(run_cli(job + "speed").exit_code == 2);
+}

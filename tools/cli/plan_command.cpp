@@ -37,8 +37,9 @@ namespace {
 
 struct PlanOpts {
   std::string model, job, offers, budget, fabric = "eth-100g", csv, slo_ttft, slo_tpot, report, svg, fx;
-  std::string fx_note;  ///< what --fx converted ("" when the offers share one currency)
-  std::string weights;  ///< serve: the weights' format (empty: bf16)
+  std::string objective = "cost";  ///< serve: what the ranking minimises (cost, gpus, latency)
+  std::string fx_note;             ///< what --fx converted ("" when the offers share one currency)
+  std::string weights;             ///< serve: the weights' format (empty: bf16)
   int max_gpus = 64;
   int top = 5;
   int lora_rank = 0;  ///< finetune: LoRA adapters of this rank on the frozen model (0: full fine-tune)
@@ -258,6 +259,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   };
   sizing::ServingOptions so;
   so.budget = budget;
+  so.objective = o.objective == "gpus"      ? sizing::Objective::kGpus
+                 : o.objective == "latency" ? sizing::Objective::kLatency
+                                            : sizing::Objective::kCost;
   so.top = o.top;
   so.moe = model.is_moe();
   so.experts = model.is_moe() ? static_cast<int>(model.moe.experts) : 0;
@@ -393,7 +397,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
             << (sj.slo_tpot_s > 0 ? ", " + tpot_p + " TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string())
             << "\n"
             << "each unit (a box, or the boxes one replica spans) takes RATE / units (units share no traffic); "
-               "ranked by cost per hour, then TTFT:\n\n";
+               "ranked by " +
+                   (o.objective == "gpus"      ? std::string("GPUs, then cost per hour")
+                    : o.objective == "latency" ? "TTFT at the objective's percentile, then cost per hour"
+                                               : "cost per hour, then TTFT") +
+                   ":\n\n";
   print_rows(rows);
   for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
   std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
@@ -468,6 +476,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget,
                   "the most a job may cost, in the offers' currency (with --fx: the currency the rates convert into)");
+  cmd->add_option("--objective", o->objective,
+                  "serve: what the ranking minimises among the plans that meet the objectives: cost (per hour), "
+                  "gpus, or latency (TTFT at the objective's percentile)")
+      ->check(CLI::IsMember({"cost", "gpus", "latency"}))
+      ->capture_default_str();
   cmd->add_option("--fx", o->fx,
                   "exchange rates, CUR=RATE,...: units of the one currency left unnamed per unit of each named one "
                   "(--fx CNY=0.14 ranks CNY and USD offers together in USD); needed when the offers' currencies "
@@ -578,6 +591,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (job.kind == "serve") return plan_serving(spaces, offer_fabric, *model, job, *o, opts.budget, catalog, g);
     if (!o->weights.empty())
       bad("--weights", "sets the served weights' format; this is a training job ('" + o->job + "')");
+    if (o->objective != "cost")
+      bad("--objective",
+          "picks what a serve job's ranking minimises; a training job ('" + o->job + "') ranks by job cost, then time");
     if (o->lora_rank > 0 && model->is_moe())  // every plan would be refused alike; say why once
       throw InfeasibleError(
           "LoRA on MoE models is not modelled (issue 12): adapters per expert are not counted; "
