@@ -459,8 +459,13 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
       price(round[j], offers[survivors[i].offer].offer, f.step_time_s);
     }
     next += n;
-    for (auto& c : round)
-      if (within(c, job, options)) verified.push_back(std::move(c));
+    for (auto& c : round) {
+      if (within(c, job, options)) {
+        verified.push_back(std::move(c));
+      } else if (!result.cheapest_rejected_verified || ranks_before(c, *result.cheapest_rejected_verified)) {
+        result.cheapest_rejected_verified = c;
+      }
+    }
     std::stable_sort(verified.begin(), verified.end(), ranks_before);
     if (next >= order.size()) break;
     if (verified.size() >= want && ranks_before(verified[want - 1], scored[order[next]])) break;

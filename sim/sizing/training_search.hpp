@@ -157,6 +157,9 @@ struct Result {
   std::vector<Rejection> rejected;    ///< every searched offer with no candidate, with why
   std::optional<Shortfall> closest;   ///< when nothing fits anywhere
   std::size_t feasible = 0;           ///< scored candidates within budget and deadline
+  /// The cheapest plan the flow model re-simulated that then fell outside the budget or deadline
+  /// (its analytical, optimistic figure was within): what a refusal names, with its verified cost.
+  std::optional<Candidate> cheapest_rejected_verified;
   Counts counts;
   PhaseTimes wall_s;
 };

@@ -813,3 +813,21 @@ TEST_CASE("plan serve --objective: cost, GPUs or latency ranks the same candidat
   CHECK(has(train.err, "--objective"));
   CHECK(run_cli(job + "speed").exit_code == 2);
 }
+
+TEST_CASE(
+    "plan: a deadline its analytical estimates meet but the flow model's do not is refused with the verified figures") {
+  // 8 boxes of 2 H100 over eth-100g: the best plan's analytical job time is 11,396 s, the flow
+  // model's (contention on the fabric) 11,723 s; a deadline between them leaves no verified plan.
+  const auto r = run_cli(
+      "plan --model llama3.1-8b --job train:1B:11500s --offers hk-2x-h100-nvlink --max-gpus 16 --top 1 --seq 2048 "
+      "--global-batch 32");
+  CHECK(r.exit_code == 4);
+  CHECK(has(r.err, "the cheapest plan re-simulated with the flow model: hk-2x-h100-nvlink x 8 node(s)"));
+  CHECK(has(r.err, "its analytical estimate was within"));
+  // A deadline past the flow model's time: that plan is the answer.
+  const auto ok = run_cli(
+      "plan --model llama3.1-8b --job train:1B:11800s --offers hk-2x-h100-nvlink --max-gpus 16 --top 1 --seq 2048 "
+      "--global-batch 32 --json");
+  REQUIRE(ok.exit_code == 0);
+  CHECK(nlohmann::json::parse(ok.out)["candidates"][0]["job_time_s"].get<double>() <= 11800);
+}

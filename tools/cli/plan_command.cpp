@@ -169,6 +169,13 @@ std::string nothing_fits_message(const sizing::Result& r, const PlanOpts& o) {
     m += ", a shorter sequence (--seq below " + std::to_string(o.seq) +
          ": less activation memory), or GPUs with more memory";
   }
+  if (const auto& v = r.cheapest_rejected_verified) {
+    // Within by the analytical score, outside once the flow model re-simulated it: say so, with the
+    // verified figures, so a budget between the two is not a refusal without a reason.
+    m += "; the cheapest plan re-simulated with the flow model: " + v->offer + " x " + std::to_string(v->choice.nodes) +
+         " node(s), " + sizing::plan_text(v->choice) + ", " + fixed(v->job_cost, 0) + " " + v->currency + " and " +
+         time_text(v->job_time_s) + " (its analytical estimate was within)";
+  }
   for (const auto& rej : r.rejected) m += "\n  " + rej.offer + ": " + rej.reason;
   return m;
 }
