@@ -454,8 +454,18 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
                    ? ", p" + std::to_string(job.slo_tpot_percentile) + " TPOT " + fixed(closest->miss_tpot * 1e3, 1) +
                          " ms (objective " + fixed(job.slo_tpot_s * 1e3, 1) + ")"
                    : std::string());
-      else
-        why = "over budget";
+      else {
+        // Met the objectives, every plan above the budget: name the cheapest, as simulated.
+        const ServingCandidate* cheapest = nullptr;
+        for (std::size_t i = 0; i < shapes.size(); ++i)
+          if (shapes[i].offer == oi && found[i].best &&
+              (!cheapest || found[i].best->cost_per_hour < cheapest->cost_per_hour))
+            cheapest = &*found[i].best;
+        why = cheapest ? "over budget: its cheapest plan that meets the objectives, " +
+                             serving_plan_text(cheapest->choice) + ", costs " + fixed(cheapest->cost_per_hour, 2) +
+                             " " + cheapest->currency + " per hour (budget " + fixed(options.budget, 2) + ")"
+                       : "over budget";
+      }
     }
     result.rejected.push_back({offers[oi].offer.id, why});
   }

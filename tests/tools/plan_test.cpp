@@ -831,3 +831,12 @@ TEST_CASE(
   REQUIRE(ok.exit_code == 0);
   CHECK(nlohmann::json::parse(ok.out)["candidates"][0]["job_time_s"].get<double>() <= 11800);
 }
+
+TEST_CASE("plan serve: a budget below every plan that meets the objectives names each offer's cheapest, as simulated") {
+  const auto r =
+      run_cli("plan --model llama3.1-8b --job serve:50:1024:256 --slo-ttft 1s --offers hk-2x-h100-nvlink --budget 60");
+  CHECK(r.exit_code == 4);
+  // Two boxes at 28,000 CNY per month each: 2 x 28000 / 720 = 77.78 per hour.
+  CHECK(has(r.err, "hk-2x-h100-nvlink: over budget: its cheapest plan that meets the objectives"));
+  CHECK(has(r.err, "costs 77.78 CNY per hour (budget 60.00)"));
+}
