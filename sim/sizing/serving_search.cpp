@@ -469,8 +469,17 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     }
     result.rejected.push_back({offers[oi].offer.id, why});
   }
-  if (all.size() > static_cast<std::size_t>(std::max(options.top, 1)))
+  if (options.per_offer) {
+    // The first (best) of each offer, in the ranking's order.
+    std::vector<bool> seen(offers.size(), false);
+    std::erase_if(all, [&](const ServingCandidate& c) {
+      if (seen[c.offer_index]) return true;
+      seen[c.offer_index] = true;
+      return false;
+    });
+  } else if (all.size() > static_cast<std::size_t>(std::max(options.top, 1))) {
     all.resize(static_cast<std::size_t>(options.top));
+  }
   result.candidates = std::move(all);
   return result;
 }

@@ -61,6 +61,7 @@ enum class Objective { kCost, kGpus, kLatency };
 struct ServingOptions {
   double budget = 0;  ///< per hour of serving; 0: none
   Objective objective = Objective::kCost;
+  bool per_offer = false;  ///< report the best candidate of each offer instead of the `top` overall
   int top = 5;
   int max_pp = 8;  ///< pipeline stages tried inside a box: 1, 2, 4, ... up to this
   /// EP = TP is tried beside EP 1 (experts whole on each GPU, or split TP ways), each with and

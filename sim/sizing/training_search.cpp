@@ -360,7 +360,9 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
         work += kAnalyticalShare * whole.back();
       }
     }
-    const std::size_t verify = std::min(whole.size(), 2 * static_cast<std::size_t>(std::max(options.top, 1)));
+    // The flow re-simulation: about two rounds of the candidates reported (of each offer's one).
+    const std::size_t reported = options.per_offer ? offers.size() : static_cast<std::size_t>(std::max(options.top, 1));
+    const std::size_t verify = std::min(whole.size(), 2 * reported);
     std::partial_sort(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(verify), whole.end(),
                       std::greater<>());
     for (std::size_t i = 0; i < verify; ++i) work += whole[i];
@@ -425,54 +427,71 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
   result.feasible = order.size();
   std::sort(order.begin(), order.end(),
             [&](std::size_t a, std::size_t b) { return ranks_before(scored[a], scored[b]); });
-  // The flow model re-simulates in rounds, best analytical first, until the `top` best verified
+  // The flow model re-simulates in rounds, best analytical first, until the `want` best verified
   // candidates all rank before the next unverified one's analytical figure (the analytical model
-  // leaves out contention, so it is the optimistic one), or 4 x top have been re-simulated.
-  const std::size_t want = static_cast<std::size_t>(std::max(options.top, 1));
-  const std::size_t cap = std::min(order.size(), 4 * want);
-  std::vector<Candidate> verified;
+  // leaves out contention, so it is the optimistic one), or 4 x want have been re-simulated.
   std::map<std::size_t, Simulated> flow_of;  // representative -> its flow-model figures
-  std::size_t next = 0;
-  while (next < cap) {
-    const std::size_t n = std::min(cap - next, want);
-    std::vector<std::size_t> todo;  // representatives this round simulates
-    for (std::size_t j = 0; j < n; ++j) {
-      const auto r = rep[order[next + j]];
-      if (!flow_of.count(r) && std::find(todo.begin(), todo.end(), r) == todo.end()) todo.push_back(r);
-    }
-    std::vector<Simulated> flow(todo.size());
-    run_sims(
-        todo.size(),
-        [&](std::size_t j) { return simulated(survivors[todo[j]].scenario, net::NetworkModelKind::kFlow); }, flow,
-        options.verify_progress);
-    for (std::size_t j = 0; j < todo.size(); ++j) flow_of.emplace(todo[j], flow[j]);
-    std::vector<Candidate> round(n);
-    for (std::size_t j = 0; j < n; ++j) {
-      const auto i = order[next + j];
-      const auto& f = flow_of.at(rep[i]);
-      round[j] = scored[i];
-      round[j].step_time_s_flow = f.step_time_s;
-      round[j].verified_with_flow_model = true;
-      round[j].mfu = f.mfu;
-      round[j].bottleneck = f.bottleneck;
-      round[j].bottleneck_share = f.bottleneck_share;
-      price(round[j], offers[survivors[i].offer].offer, f.step_time_s);
-    }
-    next += n;
-    for (auto& c : round) {
-      if (within(c, job, options)) {
-        verified.push_back(std::move(c));
-      } else if (!result.cheapest_rejected_verified || ranks_before(c, *result.cheapest_rejected_verified)) {
-        result.cheapest_rejected_verified = c;
+  std::size_t verified_runs = 0;
+  const auto verify_best = [&](const std::vector<std::size_t>& ranked, std::size_t want) {
+    const std::size_t cap = std::min(ranked.size(), 4 * want);
+    std::vector<Candidate> verified;
+    std::size_t next = 0;
+    while (next < cap) {
+      const std::size_t n = std::min(cap - next, want);
+      std::vector<std::size_t> todo;  // representatives this round simulates
+      for (std::size_t j = 0; j < n; ++j) {
+        const auto r = rep[ranked[next + j]];
+        if (!flow_of.count(r) && std::find(todo.begin(), todo.end(), r) == todo.end()) todo.push_back(r);
       }
+      std::vector<Simulated> flow(todo.size());
+      run_sims(
+          todo.size(),
+          [&](std::size_t j) { return simulated(survivors[todo[j]].scenario, net::NetworkModelKind::kFlow); }, flow,
+          options.verify_progress);
+      for (std::size_t j = 0; j < todo.size(); ++j) flow_of.emplace(todo[j], flow[j]);
+      std::vector<Candidate> round(n);
+      for (std::size_t j = 0; j < n; ++j) {
+        const auto i = ranked[next + j];
+        const auto& f = flow_of.at(rep[i]);
+        round[j] = scored[i];
+        round[j].step_time_s_flow = f.step_time_s;
+        round[j].verified_with_flow_model = true;
+        round[j].mfu = f.mfu;
+        round[j].bottleneck = f.bottleneck;
+        round[j].bottleneck_share = f.bottleneck_share;
+        price(round[j], offers[survivors[i].offer].offer, f.step_time_s);
+      }
+      next += n;
+      for (auto& c : round) {
+        if (within(c, job, options)) {
+          verified.push_back(std::move(c));
+        } else if (!result.cheapest_rejected_verified || ranks_before(c, *result.cheapest_rejected_verified)) {
+          result.cheapest_rejected_verified = c;
+        }
+      }
+      std::stable_sort(verified.begin(), verified.end(), ranks_before);
+      if (next >= ranked.size()) break;
+      if (verified.size() >= want && ranks_before(verified[want - 1], scored[ranked[next]])) break;
+    }
+    verified_runs += next;
+    if (verified.size() > want) verified.resize(want);
+    return verified;
+  };
+  std::vector<Candidate> verified;
+  if (options.per_offer) {
+    // The best of each offer, each verified as the top one is (an offer's own ranking).
+    for (std::size_t oi = 0; oi < offers.size(); ++oi) {
+      std::vector<std::size_t> mine;
+      for (auto i : order)
+        if (scored[i].offer_index == oi) mine.push_back(i);
+      for (auto& c : verify_best(mine, 1)) verified.push_back(std::move(c));
     }
     std::stable_sort(verified.begin(), verified.end(), ranks_before);
-    if (next >= order.size()) break;
-    if (verified.size() >= want && ranks_before(verified[want - 1], scored[order[next]])) break;
+  } else {
+    verified = verify_best(order, static_cast<std::size_t>(std::max(options.top, 1)));
   }
-  result.counts.verified = next;
+  result.counts.verified = verified_runs;
   result.wall_s.verify = lap();
-  if (verified.size() > want) verified.resize(want);
   result.candidates = std::move(verified);
   // One line per offer with no candidate.
   std::vector<bool> ranked(offers.size(), false);

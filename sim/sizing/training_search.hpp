@@ -66,8 +66,9 @@ using RunSimulations = std::function<void(std::size_t n, const std::function<Sim
                                           std::vector<Simulated>& out, study::Progress* progress)>;
 
 struct Options {
-  double budget = 0;  ///< 0: none; in each offer's own currency
-  int top = 10;       ///< candidates reported; the flow model re-simulates each of them
+  double budget = 0;       ///< 0: none; in each offer's own currency
+  int top = 10;            ///< candidates reported; the flow model re-simulates each of them
+  bool per_offer = false;  ///< report the best candidate of each offer instead of the `top` overall
   std::vector<std::int64_t> micro_batches{1, 2, 4};
   /// Model chunks per stage tried when PP > 1 (the interleaved schedule shrinks the bubble by VPP,
   /// at the cost of VPP x the pipeline sends and more activations in flight on the first stage).

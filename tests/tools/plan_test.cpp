@@ -840,3 +840,29 @@ TEST_CASE("plan serve: a budget below every plan that meets the objectives names
   CHECK(has(r.err, "hk-2x-h100-nvlink: over budget: its cheapest plan that meets the objectives"));
   CHECK(has(r.err, "costs 77.78 CNY per hour (budget 60.00)"));
 }
+
+TEST_CASE(
+    "plan --per-offer: the best candidate of each offer, each the one --offers with that offer alone ranks first") {
+  const std::string train = "plan --model megatron-gpt-1.7b --job train:1B --fabric none --seq 2048 --global-batch 32 ";
+  const auto both = nlohmann::json::parse(
+      run_cli(train + "--offers cn-8x-h100-sxm,hk-2x-h100-nvlink --per-offer --json").out)["candidates"];
+  REQUIRE(both.size() == 2);
+  CHECK(both[0]["offer"] != both[1]["offer"]);
+  CHECK(both[0]["job_cost"].get<double>() <= both[1]["job_cost"].get<double>());
+  for (const auto& c : both) {
+    const std::string offer = c["offer"];
+    CAPTURE(offer);
+    const auto alone = nlohmann::json::parse(run_cli(train + "--offers " + offer + " --top 1 --json").out);
+    CHECK(alone["candidates"][0]["plan"] == c["plan"]);
+    CHECK(alone["candidates"][0]["job_cost"] == c["job_cost"]);
+  }
+  const std::string serve = "plan --model llama3.1-8b --job serve:50:1024:256 --slo-ttft 1s --json ";
+  const auto s = nlohmann::json::parse(run_cli(serve + "--offers cn-8x-h100-sxm,hk-2x-h100-nvlink --per-offer").out);
+  REQUIRE(s["candidates"].size() == 2);
+  for (const auto& c : s["candidates"]) {
+    const std::string offer = c["offer"];
+    CAPTURE(offer);
+    const auto alone = nlohmann::json::parse(run_cli(serve + "--offers " + offer + " --top 1").out);
+    CHECK(alone["candidates"][0]["plan"] == c["plan"]);
+  }
+}

@@ -46,6 +46,7 @@ struct PlanOpts {
   bool qlora = false;
   std::int64_t seq = 4096, global_batch = 256;
   bool json = false;
+  bool per_offer = false;  ///< the best candidate of each offer instead of the top K overall
 };
 
 [[noreturn]] void bad(const std::string& flag, const std::string& message) {
@@ -270,6 +271,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                  : o.objective == "latency" ? sizing::Objective::kLatency
                                             : sizing::Objective::kCost;
   so.top = o.top;
+  so.per_offer = o.per_offer;
   so.moe = model.is_moe();
   so.experts = model.is_moe() ? static_cast<int>(model.moe.experts) : 0;
   auto progress = batch_progress("plan: serving shapes", 64);
@@ -404,11 +406,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
             << (sj.slo_tpot_s > 0 ? ", " + tpot_p + " TPOT <= " + shortest(sj.slo_tpot_s * 1e3) + " ms" : std::string())
             << "\n"
             << "each unit (a box, or the boxes one replica spans) takes RATE / units (units share no traffic); "
-               "ranked by " +
-                   (o.objective == "gpus"      ? std::string("GPUs, then cost per hour")
-                    : o.objective == "latency" ? "TTFT at the objective's percentile, then cost per hour"
-                                               : "cost per hour, then TTFT") +
-                   ":\n\n";
+            << (o.per_offer ? "the best of each offer, " : "") << "ranked by "
+            << (o.objective == "gpus"      ? "GPUs, then cost per hour"
+                : o.objective == "latency" ? "TTFT at the objective's percentile, then cost per hour"
+                                           : "cost per hour, then TTFT")
+            << ":\n\n";
   print_rows(rows);
   for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
   std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
@@ -483,6 +485,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget,
                   "the most a job may cost, in the offers' currency (with --fx: the currency the rates convert into)");
+  cmd->add_flag("--per-offer", o->per_offer,
+                "print the best candidate of each offer (each verified as the top one is), ranked, instead of the "
+                "--top best overall");
   cmd->add_option("--objective", o->objective,
                   "serve: what the ranking minimises among the plans that meet the objectives: cost (per hour), "
                   "gpus, or latency (TTFT at the objective's percentile)")
@@ -531,6 +536,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (!o->report.empty()) report::check_writable(o->report, "--report");  // before the search, not after
     if (!o->svg.empty()) report::check_writable(o->svg, "--svg");
     opts.top = o->top;
+    opts.per_offer = o->per_offer;
     opts.seq = o->seq;
     opts.global_batch = o->global_batch;
     const config::Catalog catalog(g.data_dir);
@@ -745,8 +751,10 @@ Action add_plan(CLI::App& app, const Globals& g) {
                                       : o->fabric + " (--fabric), or the fabric an offer names")
               << "\n"
               << r.feasible << " plans fit"
-              << (opts.budget > 0 || job.deadline_s > 0 ? " within budget and deadline" : "") << "; the best "
-              << r.candidates.size() << " by job cost, then time (step times: analytical / flow):\n\n";
+              << (opts.budget > 0 || job.deadline_s > 0 ? " within budget and deadline" : "")
+              << (o->per_offer ? "; the best of each offer (" + std::to_string(r.candidates.size()) + " offers)"
+                               : "; the best " + std::to_string(r.candidates.size()))
+              << " by job cost, then time (step times: analytical / flow):\n\n";
     print_rows(rows);
     for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
     // The break-even job length between an offer's two terms (the seed's claim 12).
