@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,8 +90,10 @@ struct ServingCandidate {
   ServingChoice choice;
   int gpus = 0;
   double ttft_p90_s = 0, tpot_p90_s = 0;
-  double ttft_slo_s = 0, tpot_slo_s = 0;  ///< at the objectives' percentiles: what the search judges and ranks by
-  serving::Percentiles ttft, tpot, e2e;   ///< the run's p50, p90 and p99 (as infer reports them)
+  double ttft_slo_s = 0, tpot_slo_s = 0;        ///< at the objectives' percentiles: what the search judges and ranks by
+  serving::Percentiles ttft, tpot, e2e;         ///< the run's p50, p90 and p99 (as infer reports them)
+  std::int64_t requests_simulated = 0;          ///< per unit, at its rate: long enough for steady state (docs/plan.md)
+  std::optional<double> steady_requests_per_s;  ///< per unit, completed over the steady window
   double output_tokens_per_s_per_gpu = 0;
   double memory_per_gpu_gib = 0, capacity_gib = 0;
   std::int64_t max_batch = 0, max_tokens = 0, chunked_prefill = 0;  ///< the engine limits in force

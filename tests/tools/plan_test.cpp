@@ -264,8 +264,12 @@ namespace {
 /// p90 TTFT and TPOT of one box as `infer` reports them, at the rate and request count plan uses.
 /// `extra`: more infer flags (--disaggregate, --max-tokens); isl and osl: the job's lengths.
 std::pair<double, double> infer_p90(const std::string& cluster, int tp, int replicas, double rate, int pp,
-                                    int max_batch, const std::string& extra = "", int isl = 1024, int osl = 256) {
-  const auto requests = std::max<long>(200, std::min<long>(2000, static_cast<long>(std::ceil(rate * 30.0))));
+                                    int max_batch, const std::string& extra = "", int isl = 1024, int osl = 256,
+                                    long requests_simulated = 0, double* steady_rps = nullptr) {
+  // The candidate's own request count (plan lengthens runs to steady state), else plan's first.
+  const auto requests = requests_simulated > 0
+                            ? requests_simulated
+                            : std::max<long>(200, std::min<long>(2000, static_cast<long>(std::ceil(rate * 30.0))));
   char rate_text[64];
   std::snprintf(rate_text, sizeof rate_text, "%.17g", rate);
   const auto r = run_cli("infer --model llama3.1-8b --cluster " + cluster + " --tp " + std::to_string(tp) + " --pp " +
@@ -275,6 +279,7 @@ std::pair<double, double> infer_p90(const std::string& cluster, int tp, int repl
                          " --max-batch " + std::to_string(max_batch) + " " + extra + " --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
+  if (steady_rps) *steady_rps = j["steady_state"].is_null() ? -1.0 : j["steady_state"]["requests_per_s"].get<double>();
   return {j["ttft_s"]["p90"].get<double>(), j["tpot_s"]["p90"].get<double>()};
 }
 
@@ -295,7 +300,8 @@ TEST_CASE("plan serve: the fewest boxes that meet the objectives, as infer simul
   const int pp = best["parallel"]["pp"], max_batch = best["parallel"]["max_batch"];
   CHECK((max_batch == 256 || max_batch == 1024));
   // The box as infer runs it at RATE / boxes: the same p90s, within the objectives.
-  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / nodes, pp, max_batch);
+  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 50.0 / nodes, pp, max_batch, "", 1024, 256,
+                                      best["requests_simulated"].get<long>());
   CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
   CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
   CHECK(ttft <= 1.0);
@@ -369,8 +375,8 @@ TEST_CASE(
   }
   // The box as infer runs it: the same p90s; one box fewer misses.
   const int tp = par["tp"];
-  const auto [ttft, tpot] =
-      infer_p90("pcie-h100x2-nvlink", tp, 2, 20.0 / nodes, 1, par["max_batch"], "--disaggregate 1:1", 8000, 128);
+  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, 2, 20.0 / nodes, 1, par["max_batch"],
+                                      "--disaggregate 1:1", 8000, 128, best["requests_simulated"].get<long>());
   CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
   CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
   const auto [t2, p2] =
@@ -389,8 +395,9 @@ TEST_CASE(
   CHECK(has(chunked["plan"].get<std::string>(), "max tokens 2048 chunked"));
   const auto& cp = chunked["parallel"];
   const int cn = chunked["nodes"];
-  const auto [ct, cpo] = infer_p90("pcie-h100x2-nvlink", cp["tp"], cp["replicas_per_box"], 20.0 / cn, 1,
-                                   cp["max_batch"], "--max-tokens 2048 --chunked-prefill 2048", 4096, 256);
+  const auto [ct, cpo] =
+      infer_p90("pcie-h100x2-nvlink", cp["tp"], cp["replicas_per_box"], 20.0 / cn, 1, cp["max_batch"],
+                "--max-tokens 2048 --chunked-prefill 2048", 4096, 256, chunked["requests_simulated"].get<long>());
   CHECK(ct == doctest::Approx(chunked["ttft_p90_s"].get<double>()));
   CHECK(cpo == doctest::Approx(chunked["tpot_p90_s"].get<double>()));
   // Its seed (the same shape at the default budget) is listed too, with more boxes.
@@ -865,4 +872,38 @@ TEST_CASE(
     const auto alone = nlohmann::json::parse(run_cli(serve + "--offers " + offer + " --top 1").out);
     CHECK(alone["candidates"][0]["plan"] == c["plan"]);
   }
+}
+
+TEST_CASE("plan serve: a fleet ranked first keeps up at sustained load, not only over its first requests") {
+  // Llama-3.1-8B, 12 requests/s of 1,024 + 2,048 tokens on 2x A100 boxes. Over 360 requests (30 s of
+  // arrivals) one box reads p90 TTFT 158 ms, because a request lives about 100 s and the batch absorbs
+  // them all; over 3,000 the queue builds. The answer must be a fleet whose units keep up.
+  const auto r = run_cli(
+      "plan --model llama3.1-8b --job serve:12:1024:2048 --slo-ttft 1s --offers hk-2x-a100-80g-nvlink --top 1 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto best = nlohmann::json::parse(r.out)["candidates"][0];
+  const int nodes = best["nodes"];
+  CHECK(nodes > 1);
+  const auto& par = best["parallel"];
+  const double rate = 12.0 / nodes;
+  // Simulated long enough: its arrivals span at least ten p99 lifetimes, and it completes what arrives.
+  CHECK(best["requests_simulated"].get<double>() / rate >= 10 * best["e2e_s"]["p99"].get<double>());
+  REQUIRE(best["steady_requests_per_s"].is_number());
+  CHECK(best["steady_requests_per_s"].get<double>() >= 0.9 * rate);
+  // One box fewer, run long (3,000 requests), cannot keep up: it misses the TTFT objective or completes
+  // well under its rate.
+  double steady = -1;
+  const auto [t2, p2] = infer_p90("pcie-a100x2-nvlink", par["tp"], par["replicas_per_box"], 12.0 / (nodes - 1), 1,
+                                  par["max_batch"], "", 1024, 2048, 3000, &steady);
+  (void)p2;
+  CHECK((t2 > 1.0 || steady < 0.9 * 12.0 / (nodes - 1)));
+  // What plan ranked first before: one box, TP1 x 2 replicas, batch 256. Over 30 s of arrivals it
+  // reads as meeting the objective; long, it cannot keep up, and plan no longer offers it.
+  const auto [t1, p1] = infer_p90("pcie-a100x2-nvlink", 1, 2, 12.0, 1, 256, "", 1024, 2048, 360);
+  (void)p1;
+  CHECK(t1 < 1.0);
+  double steady1 = -1;
+  const auto [t3, p3] = infer_p90("pcie-a100x2-nvlink", 1, 2, 12.0, 1, 256, "", 1024, 2048, 3000, &steady1);
+  (void)p3;
+  CHECK((t3 > 1.0 || steady1 < 0.9 * 12.0));
 }

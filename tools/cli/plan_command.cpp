@@ -384,6 +384,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       x["ttft_s"] = pcts(c.ttft);
       x["tpot_s"] = c.tpot.count > 0 ? pcts(c.tpot) : nlohmann::ordered_json(nullptr);
       x["e2e_s"] = pcts(c.e2e);
+      x["requests_simulated"] = c.requests_simulated;
+      x["steady_requests_per_s"] =
+          c.steady_requests_per_s ? nlohmann::ordered_json(*c.steady_requests_per_s) : nlohmann::ordered_json(nullptr);
       x["ttft_at_slo_s"] = c.ttft_slo_s;
       x["tpot_at_slo_s"] = c.tpot_slo_s;
       x["output_tokens_per_s_per_gpu"] = c.output_tokens_per_s_per_gpu;
@@ -413,6 +416,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
             << ":\n\n";
   print_rows(rows);
   for (const auto& rej : r.rejected) std::cout << "not ranked: " << rej.offer << ": " << rej.reason << "\n";
+  std::cout << "Each unit is simulated until its arrivals span 10 request lifetimes (p99 end-to-end), 200 to "
+               "20,000 requests; a unit whose completions over the steady window (10% to 90% of requests done) fall "
+               "below 90% of its rate cannot sustain it and does not count as meeting the objectives.\n";
   std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
                "Serving limits: the max batch each plan names (256 and 1024 tried), max tokens 8192 unless the plan "
                "names a smaller chunked budget, the engine's other defaults (docs/serving.md). Plans with \"prefill + "
