@@ -248,6 +248,11 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
           t.sustained = t.r.steady->requests_per_s;
           break;
         }
+        // A run that already misses the objectives is not lengthened: a queue only grows with it.
+        const bool meets_so_far =
+            at_percentile(t.r.ttft, job.slo_ttft_percentile) <= job.slo_ttft_s &&
+            (job.slo_tpot_s <= 0 || at_percentile(t.r.tpot, job.slo_tpot_percentile) <= job.slo_tpot_s);
+        if (!meets_so_far) break;
         const double lifetime = t.r.e2e.p99;
         const double needed = std::ceil(kLifetimes * lifetime * rate * 1.25);
         if (static_cast<double>(n) / rate >= kLifetimes * lifetime || n >= kMaxRequests || round >= 3) break;
