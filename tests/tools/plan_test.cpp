@@ -800,7 +800,7 @@ TEST_CASE("plan serve: objectives on p99 are never easier than on p90, and every
   }
 }
 
-TEST_CASE("plan serve --objective: cost, GPUs or latency ranks the same candidates; training jobs refuse it") {
+TEST_CASE("plan serve --objective: cost, GPUs or latency ranks the same candidates, and training jobs refuse it") {
   const std::string job =
       "plan --model llama3.1-8b --job serve:50:1024:256 --slo-ttft 1s --offers "
       "hk-2x-h100-nvlink,cn-8x-h100-sxm --top 50 --json --objective ";
