@@ -211,6 +211,13 @@ std::string serving_table(const ServingResults& r) {
   return o.str();
 }
 
+namespace {
+/// Whether a run's p90s meet a sweep's objectives (plan's rule; none given: met).
+bool meets_p90(const ServingResults& r, const SweepSlo& slo) {
+  return (!slo.ttft_s || r.ttft.p90 <= *slo.ttft_s) && (!slo.tpot_s || r.tpot.p90 <= *slo.tpot_s);
+}
+}  // namespace
+
 std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& points, const SweepSlo& slo) {
   const bool objectives = slo.ttft_s || slo.tpot_s;
   std::ostringstream o;
@@ -225,9 +232,8 @@ std::string sweep_table(const std::vector<std::pair<double, ServingResults>>& po
     for (const auto* q : {&r.ttft, &r.tpot, &r.e2e})
       o << std::setw(12) << ms(q->p50) << std::setw(12) << ms(q->p90) << std::setw(12) << ms(q->p99);
     if (objectives) {
-      const bool met = (!slo.ttft_s || r.ttft.p90 <= *slo.ttft_s) && (!slo.tpot_s || r.tpot.p90 <= *slo.tpot_s);
       o << std::setw(13) << (r.goodput_requests_per_s ? fixed(*r.goodput_requests_per_s, 2) : std::string("-"))
-        << std::setw(10) << (met ? "met" : "missed");
+        << std::setw(10) << (meets_p90(r, slo) ? "met" : "missed");
     }
     o << "\n";
   }
@@ -258,8 +264,7 @@ nlohmann::ordered_json sweep_json(const std::vector<std::pair<double, ServingRes
   for (const auto& [rate, r] : points) {
     nlohmann::ordered_json p;
     p["rate_rps"] = rate;
-    if (slo.ttft_s || slo.tpot_s)
-      p["meets_slo_p90"] = (!slo.ttft_s || r.ttft.p90 <= *slo.ttft_s) && (!slo.tpot_s || r.tpot.p90 <= *slo.tpot_s);
+    if (slo.ttft_s || slo.tpot_s) p["meets_slo_p90"] = meets_p90(r, slo);
     p["result"] = serving_json(r);
     j["points"].push_back(std::move(p));
   }

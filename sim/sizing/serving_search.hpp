@@ -89,7 +89,6 @@ struct ServingCandidate {
   std::string offer;
   ServingChoice choice;
   int gpus = 0;
-  double ttft_p90_s = 0, tpot_p90_s = 0;
   double ttft_slo_s = 0, tpot_slo_s = 0;        ///< at the objectives' percentiles: what the search judges and ranks by
   serving::Percentiles ttft, tpot, e2e;         ///< the run's p50, p90 and p99 (as infer reports them)
   std::int64_t requests_simulated = 0;          ///< per unit, at its rate: long enough for steady state (docs/plan.md)

@@ -312,7 +312,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     p.header = rows.front();
     p.rows.assign(rows.begin() + 1, rows.end());
     for (const auto& c : r.candidates) {
-      p.points.push_back({c.tpot_p90_s > 0 ? 1.0 / c.tpot_p90_s : 0.0, c.output_tokens_per_s_per_gpu});
+      p.points.push_back({c.tpot.p90 > 0 ? 1.0 / c.tpot.p90 : 0.0, c.output_tokens_per_s_per_gpu});
     }
     p.x_title = "output tokens/s per user (1 / p90 TPOT)";
     p.y_title = "output tokens/s per GPU";
@@ -375,8 +375,8 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       x["cost_per_mtok"] = c.cost_per_mtok;
       x["cost_per_million_tokens"] = c.cost_per_mtok;
       x["currency"] = c.currency;
-      x["ttft_p90_s"] = c.ttft_p90_s;
-      x["tpot_p90_s"] = c.tpot_p90_s;
+      x["ttft_p90_s"] = c.ttft.p90;
+      x["tpot_p90_s"] = c.tpot.p90;
       // The three percentiles every command reports, and the figures at the objectives' own.
       const auto pcts = [](const serving::Percentiles& q) {
         return nlohmann::ordered_json{{"p50", q.p50}, {"p90", q.p90}, {"p99", q.p99}};

@@ -225,7 +225,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
         const bool all_to_all = c.kind == "deepep" || c.op == "alltoall";
         const double flows = all_to_all ? gpus * (gpus - 1) : 2 * gpus;
         check_collective_work(gpus, flows, 1, true, g);
-        work += 32 * gpus + 4 * flows;
+        work += collective_work(gpus, flows, 1, true);
       }
     }
     check_batch_work(work, cases.size(), "cases of " + o->file, "--ids PATTERN narrows them", g);

@@ -89,9 +89,13 @@ void check_batch_work(double total, std::size_t runs, const std::string& what, c
          g);
 }
 
+double collective_work(double gpus, double flows_per_size, double sizes, bool flow_model) {
+  return 32 * gpus + (flow_model ? 4.0 : 1.0) * flows_per_size * sizes;
+}
+
 void check_collective_work(double gpus, double flows_per_size, double sizes, bool flow_model, const Globals& g) {
   const double per_flow = flow_model ? 4.0 : 1.0;
-  const double total = 32 * gpus + per_flow * flows_per_size * sizes;
+  const double total = collective_work(gpus, flows_per_size, sizes, flow_model);
   if (total <= g.max_work) return;
   refuse("command line", total,
          figure(gpus) + " GPUs x 32 for the topology, " + figure(flows_per_size) + " flows per size x " +

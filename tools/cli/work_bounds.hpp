@@ -46,6 +46,8 @@ void check_batch_work(double total, std::size_t runs, const std::string& what, c
 /// (docs/performance.md, "Work estimates"): all-to-all over 2,048 GPUs 1.7e7 items, 16.6 s,
 /// 1.8 GB; all-reduce over 16,384 GPUs 6.6e5 items, 0.5 s, 63 MB.
 void check_collective_work(double gpus, double flows_per_size, double sizes, bool flow_model, const Globals& g);
+/// That estimate itself (check_collective_work's; validate-published sums it over its cases).
+[[nodiscard]] double collective_work(double gpus, double flows_per_size, double sizes, bool flow_model);
 /// Refuses an import of more result rows than the limit.
 void check_import_work(double rows, const std::string& file, const Globals& g);
 
