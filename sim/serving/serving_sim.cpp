@@ -2,23 +2,25 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <chrono>
 #include <cmath>
-#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <tuple>
-#include <unordered_map>
 
 #include "sim/core/check.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
-#include "sim/workload/compute_model.hpp"
+#include "sim/serving/batch_scheduler.hpp"
+#include "sim/serving/request_source.hpp"
+#include "sim/serving/router.hpp"
+#include "sim/serving/serving_metrics.hpp"
+#include "sim/serving/step_builder.hpp"
+#include "sim/serving/step_program.hpp"
 #include "sim/workload/executor.hpp"
-#include "sim/workload/expert_placement.hpp"
 
 namespace cs::serving {
 
@@ -27,22 +29,6 @@ namespace {
 using workload::Category;
 using workload::Stream;
 using workload::TaskId;
-
-inline constexpr SimTime kNever{-1};
-
-struct Request {
-  int id = 0;
-  SimTime arrival{};
-  std::int64_t input = 0, output = 0;
-  std::int64_t prompt = 0;     ///< tokens to prefill (the input; more after a recompute preemption)
-  std::int64_t prefilled = 0;  ///< prompt tokens whose KV is cached
-  std::int64_t generated = 0;  ///< output tokens sampled so far
-  std::int64_t blocks = 0;
-  SimTime first_token = kNever, finish = kNever;
-  int replica = -1;
-  int kv_parts_left = 0;   ///< disaggregated: KV transfers (one per GPU pair) still moving
-  bool in_flight = false;  ///< part of a batch still in the pipeline
-};
 
 /// A pipeline stage of a replica: its TP group runs `layers` layers of every batch.
 struct Stage {
@@ -57,58 +43,16 @@ struct Stage {
 struct Replica {
   int index = 0;
   models::ServingShape shape;
-  ServingMemory memory;
-  std::int64_t blocks = 0;
   std::vector<Stage> stages;
   int inflight = 0;  ///< batches in the pipeline (at most PP)
   bool prefill_only = false, decode_only = false;
-  std::deque<int> waiting;
-  std::vector<int> running;  ///< in admission order
-  int incoming = 0;          ///< disaggregated: requests whose KV is moving here
-  std::int64_t free_blocks = 0;
+  ReplicaQueue queue;
+  std::unique_ptr<BatchScheduler> scheduler;
+  int incoming = 0;  ///< disaggregated: requests whose KV is moving here
   [[nodiscard]] int pp() const { return static_cast<int>(stages.size()); }
-};
-
-struct Planned {
-  int req = 0;
-  std::int64_t chunk = 0;  ///< prefill tokens, or 0 for a decode token
-};
-
-/// The kinds of collective a stage's program holds, by label (the breakdown's keys, in its order):
-/// TP all-reduce, all-gather and reduce-scatter, and DeepEP's dispatch and combine all-to-alls.
-constexpr std::array<const char*, 5> kCollectiveLabels = {"tp.allreduce", "tp.allgather", "tp.reducescatter",
-                                                          "ep.dispatch", "ep.combine"};
-
-/// A piece of a stage's program: kernels back to back (one compute task), or a TP collective.
-struct Segment {
-  SimTime compute{};
-  bool collective = false;
-  coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
-  double bytes = 0;
-  double node_copies = 1;  ///< DeepEP's normal kernels across nodes (models::Comm::node_copies)
-  /// An all-to-all under uneven routing: each EP GPU's share of the step's routed pairs (the
-  /// step's placement, kept by routing_for for the run; null: even), and whether it is a combine
-  /// (models::Comm::returning; workload::ep_alltoall_pairs). Set only with shares: an even
-  /// exchange moves the same flows either way, so a dispatch and a combine of equal bytes share
-  /// their remembered time.
-  const std::vector<double>* dest_share = nullptr;
-  bool returning = false;
-  std::uint8_t kind = 0;  ///< index into kCollectiveLabels
-};
-
-/// A stage's program for one batch without repeating its layers: the step overhead (zero after
-/// the first stage), `layers` copies of one layer's segments, the LM head's (last stage only).
-struct StageProgram {
-  SimTime overhead{};
-  std::vector<Segment> layer;
-  int layers = 0;
-  std::vector<Segment> head;
-  [[nodiscard]] std::size_t size() const { return 1 + layer.size() * static_cast<std::size_t>(layers) + head.size(); }
-  /// The i-th segment in program order.
-  [[nodiscard]] Segment at(std::size_t i) const {
-    if (i == 0) return Segment{overhead};
-    const std::size_t body = layer.size() * static_cast<std::size_t>(layers);
-    return i - 1 < body ? layer[(i - 1) % layer.size()] : head[i - 1 - body];
+  [[nodiscard]] StagePlace place(int k) const {
+    const auto& st = stages[static_cast<std::size_t>(k)];
+    return {st.first_layer, st.layers, k == 0, k + 1 == pp()};
   }
 };
 
@@ -123,7 +67,7 @@ struct Batch {
   std::size_t next = 0;
 };
 
-/// Why the scheduler follows a task of the executor (indexed by the task's id, which is reused).
+/// Why the run follows a task of the executor (indexed by the task's id, which is reused).
 struct Purpose {
   enum Kind : std::uint8_t { kNone, kArrivals, kStepEnd, kResume, kKvPart } kind = kNone;
   std::uint64_t id = 0;  ///< batch (step end), request (KV part)
@@ -137,38 +81,23 @@ struct Purpose {
   std::uint8_t comm = 0;  ///< a stage's collective: 1 + its kind (the breakdown), else 0
 };
 
-/// Expert copies per GPU under EP with redundant experts (0: experts / EP, no copies).
-int expert_slots(const ServingScenario& s) {
-  if (!s.model.is_moe() || s.routing.redundant_experts == 0) return 0;
-  return static_cast<int>((s.model.moe.experts + s.routing.redundant_experts) / std::max(1, s.ep));
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
-Percentiles summarise(const std::vector<double>& v) {
-  Percentiles p;
-  if (v.empty()) return p;
-  p.count = v.size();
-  double sum = 0;
-  for (double x : v) sum += x;
-  p.mean = sum / static_cast<double>(v.size());
-  p.p50 = percentile(v, 50);
-  p.p90 = percentile(v, 90);
-  p.p99 = percentile(v, 99);
-  return p;
-}
-
-/// Uniform double in [0, 1) from 53 random bits (our own, so results match across libraries).
-double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
-std::int64_t draw(const LengthDist& d, std::mt19937_64& rng) {
-  if (d.lo == d.hi) return d.lo;
-  return d.lo + static_cast<std::int64_t>(unit(rng) * static_cast<double>(d.hi - d.lo + 1));
+/// A replica's op shape: its TP and EP, the scenario's attention-DP, DeepEP, weights and KV format.
+models::ServingShape shape_of(const ServingScenario& s, const ServingScenario& mine) {
+  models::ServingShape shape;
+  shape.tp = mine.tp;
+  shape.ep = mine.ep;
+  shape.dp_attention = s.dp_attention;
+  shape.deepep = s.deepep;
+  if (s.deepep) {
+    // serving_file checks that the profile has them.
+    shape.ll_dispatch_floor_s = s.profile.deepep_ll_dispatch_floor->value;
+    shape.ll_combine_floor_s = s.profile.deepep_ll_combine_floor->value;
+  }
+  shape.expert_slots = expert_slots(mine);
+  shape.weights = s.weights;
+  shape.fp4_tensor_cores = s.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
+  shape.kv_bytes = s.kv_bytes;
+  return shape;
 }
 
 /// Every link a collective of `op` over `ranks` can load, whichever algorithm runs it.
@@ -186,9 +115,11 @@ void collective_links(const net::Topology& topo, coll::CollectiveOp op, const st
   }
 }
 
-/// One serving run as an open workload on the executor: the scheduler plans each batch when the
-/// previous one leaves the pipeline and adds its tasks (kernels, TP collectives, pipeline sends)
-/// to the running simulation; disaggregated KV caches move as send/recv tasks on the same links.
+/// One serving run as an open workload on the executor: the adapter between the seams (request
+/// source, routers, batch schedulers with their KV caches, step programs) and the executor. When a
+/// batch leaves a replica's pipeline its scheduler plans the next, whose tasks (kernels, TP
+/// collectives, pipeline sends) join the running simulation; disaggregated KV caches move as
+/// send/recv tasks on the same links.
 class ServingRun final : public workload::TaskSource {
  public:
   ServingRun(const ServingScenario& s, const ServingRunOptions& opt)
@@ -196,48 +127,38 @@ class ServingRun final : public workload::TaskSource {
         opt_(opt),
         topo_(s.nodes > 1 ? net::Topology::build(s.cluster, s.cluster.gpus, s.nodes, *s.fabric)
                           : net::Topology::build(s.cluster, s.gpus)),
-        gemm_(s.profile,
-              s.weights == models::WeightFormat::kFp8                                        ? calib::Dtype::kFp8
-              : models::is_fp4(s.weights) && s.profile.matrix_peak.count(calib::Dtype::kFp4) ? calib::Dtype::kFp4
-                                                                                             : calib::Dtype::kBf16,
-              s.cuda_graphs),
-        other_(s.profile, calib::Dtype::kBf16, s.cuda_graphs),
-        rng_(s.seed),
-        mtp_rng_(s.seed ^ 0x6d7470u),  // "mtp": a stream apart from the workload's draws
-        step_overhead_(SimTime::from_seconds(s.profile.serving_step_overhead.value)) {
+        programs_(s),
+        source_(s),
+        router_(make_router(s.router)),
+        decode_router_(make_router(s.router)),
+        step_(static_cast<double>(s.model.sliding_window), s.mtp_acceptance > 0),
+        mtp_rng_(s.seed ^ 0x6d7470u) {  // "mtp": a stream apart from the workload's draws
     const bool disagg = s.prefill_replicas > 0;
     const int n = disagg ? s.prefill_replicas + s.decode_replicas : s.replicas;
+    // The sliding-window share of a token's KV bytes, of the (decode) pool's shape.
+    sliding_share_ = models::kv_sliding_share(s.model, shape_of(s, s.replica(n - 1)));
     int next_rank = 0;
     for (int i = 0; i < n; ++i) {
       Replica r;
       r.index = i;
       // Each replica's own TP, PP and EP (disaggregated pools may differ): op shapes, memory, blocks.
       const ServingScenario mine = s.replica(i);
-      r.shape.tp = mine.tp;
-      r.shape.ep = mine.ep;
-      r.shape.dp_attention = s.dp_attention;
-      r.shape.deepep = s.deepep;
-      if (s.deepep) {
-        // serving_file checks that the profile has them.
-        r.shape.ll_dispatch_floor_s = s.profile.deepep_ll_dispatch_floor->value;
-        r.shape.ll_combine_floor_s = s.profile.deepep_ll_combine_floor->value;
-      }
-      r.shape.expert_slots = expert_slots(mine);
-      r.shape.weights = s.weights;
-      r.shape.fp4_tensor_cores = s.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
-      r.shape.kv_bytes = s.kv_bytes;
-      r.memory = serving_memory(mine, &r.blocks);
+      r.shape = shape_of(s, mine);
+      std::int64_t blocks = 0;
+      const auto memory = serving_memory(mine, &blocks);
       if (i == n - 1) {
-        memory_ = r.memory;  // the report shows the (decode) pool that holds the KV cache longest
-        blocks_ = r.blocks;  // its own count, also under --allow-oom
+        memory_ = memory;  // the report shows the (decode) pool that holds the KV cache longest
+        blocks_ = blocks;  // its own count, also under --allow-oom
       }
       // --allow-oom: a pool that cannot hold the longest request is given max batch of them, as if
       // the GPU had the memory; pools with room keep their own.
       const std::int64_t pools = s.dp_attention ? mine.tp : 1;
-      if (opt.oom_longest_blocks > 0 && r.blocks / pools < opt.oom_longest_blocks) {
-        r.blocks = opt.oom_longest_blocks * s.max_batch * pools;
+      if (opt.oom_longest_blocks > 0 && blocks / pools < opt.oom_longest_blocks) {
+        blocks = opt.oom_longest_blocks * s.max_batch * pools;
         oom_ = true;
       }
+      r.queue.kv = KvCache(blocks, s.block_size, sliding_share_, s.model.sliding_window);
+      r.scheduler = make_scheduler(mine);
       int first_layer = 0;
       for (int k = 0; k < mine.pp; ++k) {
         Stage st;
@@ -252,36 +173,18 @@ class ServingRun final : public workload::TaskSource {
           (r.stages.front().ranks.back() / s.cluster.gpus) - (r.stages.front().ranks.front() / s.cluster.gpus) + 1;
       r.prefill_only = disagg && i < s.prefill_replicas;
       r.decode_only = disagg && i >= s.prefill_replicas;
-      r.free_blocks = r.blocks;
       replicas_.push_back(std::move(r));
     }
     kv_area_.assign(replicas_.size(), 0.0);
     peak_running_.assign(replicas_.size(), 0);
-    sliding_share_ = models::kv_sliding_share(s.model, replicas_.back().shape);
     if (disagg) kv_pairs_ = std::min(replicas_.front().shape.tp, replicas_.back().shape.tp);
   }
 
   ServingResults run() {
     const auto wall0 = std::chrono::steady_clock::now();
     // Requests known up front (all but the closed loop's later ones), in arrival order.
-    if (s_.arrivals == Arrivals::kTrace) {
-      for (const auto& t : s_.trace) add_request(SimTime::from_seconds(t.arrival_s), t.input, t.output);
-    } else if (s_.arrivals == Arrivals::kQueued) {
-      for (std::int64_t i = 0; i < s_.requests; ++i)
-        add_request(SimTime{}, draw(s_.input, rng_), draw(s_.output, rng_));
-    } else if (s_.arrivals == Arrivals::kPoisson) {
-      double t = 0;
-      for (std::int64_t i = 0; i < s_.requests; ++i) {
-        t += -std::log(1.0 - unit(rng_)) / s_.rate;
-        add_request(SimTime::from_seconds(t), draw(s_.input, rng_), draw(s_.output, rng_));
-      }
-    } else {
-      for (std::int64_t i = 0; i < std::min(s_.concurrency, s_.requests); ++i)
-        add_request(SimTime{}, draw(s_.input, rng_), draw(s_.output, rng_));
-    }
-    std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](int a, int b) {
-      return reqs_[static_cast<std::size_t>(a)].arrival < reqs_[static_cast<std::size_t>(b)].arrival;
-    });
+    reqs_ = source_.initial();
+    arrivals_ = arrival_order(reqs_);
     workload::ExecutorOptions eo;
     eo.network = net::NetworkModelKind::kFlow;
     eo.collective_latency_s = s_.profile.collective_latency.value;
@@ -290,7 +193,7 @@ class ServingRun final : public workload::TaskSource {
     const auto log = workload::simulate_open(s_.gpus, topo_, eo, *this);
     events_ = log.events;
     for (const auto& r : reqs_)
-      CS_ASSERT(r.finish >= SimTime{}, "every request finishes (the KV pool admits at least one request)");
+      CS_ASSERT(r.finished(), "every request finishes (the KV pool admits at least one request)");
     auto res = results();
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     return res;
@@ -412,17 +315,6 @@ class ServingRun final : public workload::TaskSource {
     }
   }
 
-  void add_request(SimTime arrival, std::int64_t input, std::int64_t output) {
-    Request r;
-    r.id = static_cast<int>(reqs_.size());
-    r.arrival = arrival;
-    r.input = input;
-    r.output = output;
-    r.prompt = input;
-    reqs_.push_back(r);
-    arrivals_.push_back(r.id);
-  }
-
   /// Every request due now joins a replica, one at a time (each may start a batch); then a timer
   /// for the next arrival.
   void arrive_due() {
@@ -433,7 +325,7 @@ class ServingRun final : public workload::TaskSource {
       ++next_arrival_;
       auto& rep = replicas_[static_cast<std::size_t>(route(false))];
       r.replica = rep.index;
-      rep.waiting.push_back(r.id);
+      rep.queue.waiting.push_back(r.id);
       start_step(rep);
     }
     if (next_arrival_ < arrivals_.size()) {
@@ -452,241 +344,15 @@ class ServingRun final : public workload::TaskSource {
     tag(id, Purpose::kArrivals);
   }
 
+  /// The replica of the colocated (or prefill) pool, or of the decode pool, that takes a request.
   int route(bool decode_pool) {
-    std::vector<int> pool;
+    pool_.clear();
     for (const auto& r : replicas_) {
       if (r.prefill_only && decode_pool) continue;
       if (r.decode_only && !decode_pool) continue;
-      pool.push_back(r.index);
+      pool_.push_back({r.index, r.queue.waiting.size() + r.queue.running.size() + static_cast<std::size_t>(r.incoming)});
     }
-    if (s_.router == Router::kRoundRobin) {
-      auto& next = decode_pool ? next_decode_ : next_;
-      return pool[static_cast<std::size_t>(next++ % static_cast<std::uint64_t>(pool.size()))];
-    }
-    int best = pool.front();
-    const auto load = [&](int k) {
-      const auto& r = replicas_[static_cast<std::size_t>(k)];
-      return r.waiting.size() + r.running.size() + static_cast<std::size_t>(r.incoming);
-    };
-    for (int i : pool) {
-      if (load(i) < load(best)) best = i;
-    }
-    return best;
-  }
-
-  /// Blocks a sequence of `tokens` holds (sliding-window layers keep only their window).
-  std::int64_t blocks_for(std::int64_t tokens) const {
-    return (models::kv_held_tokens(tokens, sliding_share_, s_.model.sliding_window) + s_.block_size - 1) /
-           s_.block_size;
-  }
-
-  void free_request(Replica& rep, Request& r) {
-    rep.free_blocks += r.blocks;
-    r.blocks = 0;
-  }
-
-  /// vLLM-style recompute preemption of the newest running request other than `keep`.
-  bool preempt_newest(Replica& rep, int keep) {
-    for (auto it = rep.running.rbegin(); it != rep.running.rend(); ++it) {
-      if (*it == keep || reqs_[static_cast<std::size_t>(*it)].in_flight) continue;
-      auto& v = reqs_[static_cast<std::size_t>(*it)];
-      free_request(rep, v);
-      v.prompt = v.input + v.generated;
-      v.prefilled = 0;
-      rep.waiting.push_front(v.id);
-      rep.running.erase(std::next(it).base());
-      ++preemptions_;
-      return true;
-    }
-    return false;
-  }
-
-  void plan_continuous(Replica& rep, std::vector<Planned>& plan, models::StepMix& mix) {
-    std::int64_t budget = s_.max_tokens;
-    const std::int64_t chunk_cap =
-        s_.chunked_prefill > 0 ? s_.chunked_prefill : std::numeric_limits<std::int64_t>::max();
-    for (std::size_t i = 0; i < rep.running.size() && budget > 0; ++i) {
-      const int id = rep.running[i];
-      auto& r = reqs_[static_cast<std::size_t>(id)];
-      if (r.in_flight) continue;  // its previous token is still in the pipeline
-      if (r.prefilled < r.prompt) {
-        const std::int64_t chunk = std::min({r.prompt - r.prefilled, budget, chunk_cap});
-        add_prefill(r, chunk, plan, mix);
-        budget -= chunk;
-        continue;
-      }
-      // Decode: the last sampled token's K/V is appended this step.
-      const std::int64_t kv_tokens = r.input + r.generated;
-      bool dropped_self = false;
-      while (blocks_for(kv_tokens) - r.blocks > rep.free_blocks) {
-        if (!preempt_newest(rep, id)) {
-          dropped_self = true;
-          break;
-        }
-      }
-      if (dropped_self) continue;
-      const auto more = blocks_for(kv_tokens) - r.blocks;
-      rep.free_blocks -= std::max<std::int64_t>(0, more);
-      r.blocks += std::max<std::int64_t>(0, more);
-      plan.push_back({id, 0});
-      add_decode(static_cast<double>(kv_tokens), mix);
-      budget -= decode_tokens();
-    }
-    while (!rep.waiting.empty() && static_cast<std::int64_t>(rep.running.size()) < s_.max_batch && budget > 0) {
-      auto& r = reqs_[static_cast<std::size_t>(rep.waiting.front())];
-      const bool has_kv = r.prefilled >= r.prompt;  // arrived from a prefill replica
-      const std::int64_t need = blocks_for(has_kv ? r.input + r.generated : r.prompt);
-      if (need > rep.free_blocks) break;
-      if (!has_kv && s_.chunked_prefill == 0 && r.prompt - r.prefilled > budget) break;
-      rep.waiting.pop_front();
-      rep.free_blocks -= need;
-      r.blocks = need;
-      rep.running.push_back(r.id);
-      if (has_kv) {
-        // KV arrived from a prefill replica: decode straight away.
-        plan.push_back({r.id, 0});
-        add_decode(static_cast<double>(r.input + r.generated), mix);
-        budget -= decode_tokens();
-        continue;
-      }
-      const std::int64_t chunk = std::min({r.prompt - r.prefilled, budget, chunk_cap});
-      add_prefill(r, chunk, plan, mix);
-      budget -= chunk;
-    }
-  }
-
-  /// Tokens a decoding sequence puts through the model per step: its last token, and under MTP
-  /// speculative decoding the draft token verified beside it.
-  [[nodiscard]] std::int64_t decode_tokens() const { return s_.mtp_acceptance > 0 ? 2 : 1; }
-
-  /// A decoding sequence whose cache holds `kv_tokens` tokens with this step's. Under MTP the draft
-  /// token is verified too (one more query, one more position), and the MTP module drafts the
-  /// next token from this step's last position (its own mix, run after the LM head).
-  void add_decode(double kv_tokens, models::StepMix& mix) {
-    mix.tokens += 1;
-    mix.sampled += 1;
-    mix.add_decode_context(kv_tokens);
-    if (s_.mtp_acceptance <= 0) return;
-    mix.tokens += 1;
-    mix.sampled += 1;
-    mix.add_decode_context(kv_tokens + 1);
-    mtp_mix_.tokens += 1;
-    mtp_mix_.sampled += 1;
-    mtp_mix_.add_decode_context(kv_tokens + 1);
-  }
-
-  void add_prefill(const Request& r, std::int64_t chunk, std::vector<Planned>& plan, models::StepMix& mix) {
-    plan.push_back({r.id, chunk});
-    const double c = static_cast<double>(chunk);
-    mix.tokens += c;
-    mix.add_prefill_context(static_cast<double>(r.prefilled), c);
-    if (r.prefilled + chunk == r.prompt) mix.sampled += 1;
-  }
-
-  void plan_static(Replica& rep, std::vector<Planned>& plan, models::StepMix& mix) {
-    bool any_live = false;
-    for (int id : rep.running) any_live = any_live || reqs_[static_cast<std::size_t>(id)].finish < SimTime{};
-    if (!any_live) {
-      for (int id : rep.running) free_request(rep, reqs_[static_cast<std::size_t>(id)]);
-      rep.running.clear();
-      // A static batch reserves every sequence's full length (prompt + output) up front.
-      while (!rep.waiting.empty() && static_cast<std::int64_t>(rep.running.size()) < s_.max_batch) {
-        auto& r = reqs_[static_cast<std::size_t>(rep.waiting.front())];
-        const auto need = blocks_for(r.input + r.output);
-        if (need > rep.free_blocks) break;
-        rep.waiting.pop_front();
-        rep.free_blocks -= need;
-        r.blocks = need;
-        rep.running.push_back(r.id);
-      }
-    }
-    bool prefill = false;
-    for (int id : rep.running)
-      prefill = prefill || reqs_[static_cast<std::size_t>(id)].prefilled < reqs_[static_cast<std::size_t>(id)].prompt;
-    for (int id : rep.running) {
-      auto& r = reqs_[static_cast<std::size_t>(id)];
-      if (prefill) {
-        if (r.prefilled < r.prompt) add_prefill(r, r.prompt - r.prefilled, plan, mix);
-        continue;
-      }
-      // Finished sequences keep their slot and their compute until the whole batch is done.
-      const double kv_tokens = static_cast<double>(r.input + std::min(r.generated, r.output));
-      plan.push_back({id, 0});
-      mix.tokens += 1;
-      mix.sampled += 1;
-      mix.add_decode_context(kv_tokens);
-    }
-  }
-
-  /// A GEMM's time, remembered by shape: engine steps repeat their token counts, and the shape
-  /// model's tile search costs more than the rest of a step's arithmetic.
-  [[nodiscard]] calib::KernelTime gemm_time(const models::Op& op) const {
-    const GemmKey key{op.m,      op.n,     op.k,
-                      op.groups, op.bytes, (op.routed ? 1 : 0) + (op.keep_16bit ? 2 : 0) + (op.core_attention ? 4 : 0)};
-    auto it = gemm_memo_.find(key);
-    if (it != gemm_memo_.end()) return it->second;
-    const auto t = gemm_.timed(op);
-    gemm_memo_.emplace(key, t);
-    return t;
-  }
-  [[nodiscard]] double gemm_seconds(const models::Op& op) const { return gemm_time(op).seconds; }
-
-  /// Ops to segments: consecutive kernels become one compute segment (its time rounded once). The
-  /// all-to-alls take the step's per-GPU shares of the routed pairs (`dest_share`, null: even).
-  void to_segments(const std::vector<models::Item>& items, std::vector<Segment>& out,
-                   const std::vector<double>* dest_share = nullptr, double runs = 1) {
-    double compute = 0;
-    bool pending = false;
-    const auto flush = [&] {
-      if (pending) out.push_back({SimTime::from_seconds(compute)});
-      compute = 0;
-      pending = false;
-    };
-    for (const auto& it : items) {
-      if (it.comm) {
-        CS_ASSERT(
-            it.comm->group == GroupKind::kTp &&
-                (it.comm->op == coll::CollectiveOp::kAllReduce || it.comm->op == coll::CollectiveOp::kAllGather ||
-                 it.comm->op == coll::CollectiveOp::kReduceScatter || it.comm->op == coll::CollectiveOp::kAllToAll),
-            "serving layers hold only TP all-reduces, all-gathers, reduce-scatters and (DeepEP) all-to-alls");
-        flush();
-        Segment seg;
-        seg.collective = true;
-        seg.op = it.comm->op;
-        seg.bytes = it.comm->bytes;
-        seg.node_copies = it.comm->node_copies;
-        if (seg.op == coll::CollectiveOp::kAllToAll && dest_share) {
-          seg.dest_share = dest_share;
-          seg.returning = it.comm->returning;
-        }
-        seg.kind = collective_kind(seg.op, it.comm->returning);
-        out.push_back(seg);
-      } else if (it.op.fixed_s > 0) {
-        compute += it.op.fixed_s;  // DeepEP's low-latency floor: fixed work, no kernel of its own
-        pending = true;
-      } else {
-        const auto t = it.op.kind == models::OpKind::kGemm ? gemm_time(it.op) : other_.timed(it.op);
-        compute += t.seconds;
-        // Each layer built here runs `runs` times in the step (its kind's layers).
-        sources_[static_cast<std::size_t>(t.source)] += t.seconds * runs;
-        pending = true;
-      }
-    }
-    flush();
-  }
-
-  /// The breakdown index (kCollectiveLabels) of a stage collective: a combine is a returning all-to-all.
-  static std::uint8_t collective_kind(coll::CollectiveOp op, bool returning) {
-    switch (op) {
-      case coll::CollectiveOp::kAllReduce: return 0;
-      case coll::CollectiveOp::kAllGather: return 1;
-      case coll::CollectiveOp::kReduceScatter: return 2;
-      case coll::CollectiveOp::kAllToAll: return returning ? 4 : 3;
-      case coll::CollectiveOp::kSendRecv:
-      case coll::CollectiveOp::kShift: break;
-    }
-    CS_ASSERT(false, "a stage's program holds no send/recv or shift");
-    return 0;
+    return (decode_pool ? *decode_router_ : *router_).pick(pool_);
   }
 
   [[nodiscard]] std::optional<SimTime> memo(const Stage& st, const Segment& seg) const {
@@ -852,19 +518,11 @@ class ServingRun final : public workload::TaskSource {
   /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
   void start_step(Replica& rep) {
     while (rep.inflight < rep.pp()) {
-      plan_.clear();
-      models::StepMix mix;
-      mix.window = static_cast<double>(s_.model.sliding_window);
-      mtp_mix_ = models::StepMix{};
-      mtp_mix_.window = mix.window;
-      if (s_.scheduler == Scheduler::kStatic)
-        plan_static(rep, plan_, mix);
-      else
-        plan_continuous(rep, plan_, mix);
-      if (plan_.empty()) return;  // idle until an arrival or a batch leaves the pipeline
-      CS_ASSERT(rep.free_blocks >= 0, "every admitted token's KV fits in the replica's blocks");
+      step_.clear();
+      rep.scheduler->plan(rep.queue, reqs_, step_);
+      if (step_.empty()) return;  // idle until an arrival or a batch leaves the pipeline
       ++rep.inflight;
-      for (const auto& p : plan_) reqs_[static_cast<std::size_t>(p.req)].in_flight = true;
+      for (const auto& p : step_.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = true;
       std::uint64_t b = batches_.size();
       if (free_batches_.empty()) {
         batches_.emplace_back();
@@ -874,151 +532,30 @@ class ServingRun final : public workload::TaskSource {
       }
       Batch& batch = batches_[b];
       batch.replica = rep.index;
-      std::swap(batch.plan, plan_);  // both keep their capacity (batches are reused)
+      std::swap(batch.plan, step_.plan);  // both keep their capacity (batches are reused)
       batch.next = 0;
       batch.start = g_->now();
-      batch.kv_used =
-          1.0 - static_cast<double>(rep.free_blocks) / static_cast<double>(std::max<std::int64_t>(1, rep.blocks));
+      batch.kv_used = rep.queue.kv.used();
       kv_max_ = std::max(kv_max_, batch.kv_used);
       ++steps_;
       if (opt_.record_trace) {
         batch.span = step_spans_.size();
         step_spans_.push_back(
-            {rep.index, batch.start.seconds(), 0.0, mix.tokens, static_cast<double>(batch.plan.size())});
+            {rep.index, batch.start.seconds(), 0.0, step_.mix.tokens, static_cast<double>(batch.plan.size())});
       }
-      add_batch(rep, mix, b);
+      add_batch(rep, b);
     }
-  }
-
-  /// Stage k's program: the step overhead on the first, its layers, the LM head on the last.
-  void stage_program(const Replica& rep, int k, StageProgram& out) const {
-    out.overhead = k == 0 ? step_overhead_ : SimTime{};
-    const auto& st = rep.stages[static_cast<std::size_t>(k)];
-    if (s_.model.kinds.empty()) {  // one kind: `layers` copies of its segments
-      out.layer = layer_;
-      out.layers = st.layers;
-    } else {  // layers of several kinds: the stage's layers in order, once
-      out.layer.clear();
-      for (int l = st.first_layer; l < st.first_layer + st.layers; ++l) {
-        const auto& seg = kind_layer_.at(s_.model.layer_kind(l));
-        out.layer.insert(out.layer.end(), seg.begin(), seg.end());
-      }
-      out.layers = 1;
-    }
-    out.head.clear();
-    if (k + 1 == rep.pp()) out.head = head_;
-  }
-
-  /// Where a step of `tokens` routed tokens puts its pairs (cached per token count): balanced, the
-  /// expectation (defaults); otherwise the routing's per-expert shares (uniform: a seeded sample of
-  /// the step's tokens' top-k), over the EP GPUs' expert copies as place_experts lays them out
-  /// (E / EP consecutive experts each, or EPLB's placement with redundant experts). Under EP 1 the
-  /// experts the step hits; under EP each GPU's pairs and hit experts, and the GPU whose routed
-  /// experts take longest sets the pace (in decode it can be one with few pairs over many experts,
-  /// whose weights it reads). `imbalance`: the most loaded GPU's pairs over the mean.
-  /// `gpu_share`: under EP with uneven GPUs, each GPU's share of the pairs (the dispatch and
-  /// combine all-to-alls' destination shares); empty when even (those all-to-alls stay uniform).
-  struct RoutedStep {
-    models::StepRouting pace;
-    double imbalance = 1;
-    std::vector<double> gpu_share;
-  };
-  /// The step's routing, kept for the run (the all-to-alls point at its shares).
-  const RoutedStep& routing_for(const models::ServingShape& shape, double tokens) {
-    using Kind = scenario::MoeRouting::Kind;
-    if (!s_.model.is_moe() || tokens <= 0) return even_;
-    if (s_.routing.kind == Kind::kBalanced && s_.routing.redundant_experts == 0) return even_;
-    const auto t = static_cast<std::int64_t>(std::llround(tokens));
-    // Keyed by the replica's EP and TP too: disaggregated pools run different EP (and so a
-    // different placement) for steps of the same token count.
-    const auto key = std::tuple{shape.ep, shape.tp, t};
-    if (auto it = routing_memo_.find(key); it != routing_memo_.end()) return it->second;
-    const int ep = std::max(1, shape.ep);
-    const auto placement = workload::place_experts(s_.model, s_.routing, ep, static_cast<double>(t));
-    const auto& share = placement.expert_share;
-    const double k = static_cast<double>(s_.model.moe.top_k);
-    // The chance the step hits a copy of expert e taking share q of the pairs: sampled (uniform:
-    // a copy of an expert the sample hit), else each token picks it with chance k x q.
-    const auto p_hit = [&](std::size_t e, double q) {
-      if (s_.routing.kind == Kind::kUniform) return share[e] > 0 ? 1.0 : 0.0;
-      return 1.0 - std::pow(1.0 - std::min(1.0, k * q), static_cast<double>(t));
-    };
-    RoutedStep out;
-    if (ep == 1) {
-      out.pace.hit = 0;
-      for (std::size_t e = 0; e < share.size(); ++e) out.pace.hit += p_hit(e, share[e]);
-    } else {
-      models::StepMix mix;
-      mix.tokens = static_cast<double>(t);
-      double slowest = -1;
-      for (std::size_t g = 0; g < static_cast<std::size_t>(ep); ++g) {
-        models::StepRouting r;
-        double pairs = 0;
-        r.hit = 0;
-        for (const auto& [e, q] : placement.gpu_copies[g]) {
-          pairs += q;
-          r.hit += p_hit(e, q);
-        }
-        r.load = pairs * ep;
-        out.imbalance = std::max(out.imbalance, r.load);
-        models::ServingShape one = shape;
-        one.routing = r;
-        double seconds = 0;
-        for (const auto& it : models::serving_routed_experts(s_.model, mix, one))
-          seconds += it.op.kind == models::OpKind::kGemm ? gemm_seconds(it.op) : other_.seconds(it.op);
-        if (seconds > slowest) {
-          slowest = seconds;
-          out.pace = r;
-        }
-      }
-      // The all-to-alls follow the pairs: the same threshold as training's (build_stage_programs).
-      if (out.imbalance > 1 + 1e-12) out.gpu_share = placement.gpu_share;
-    }
-    return routing_memo_.emplace(key, std::move(out)).first->second;
   }
 
   /// The batch's tasks: each stage's layers (the first with the step overhead, the last with the
   /// LM head), stages joined by send/recv of the activations; its end is the last stage's end.
-  void add_batch(const Replica& rep, const models::StepMix& mix, std::uint64_t b) {
-    layer_.clear();
-    head_.clear();
-    models::ServingShape shape = rep.shape;
-    const auto& routed = routing_for(rep.shape, mix.tokens);
-    const auto* share = routed.gpu_share.empty() ? nullptr : &routed.gpu_share;
-    shape.routing = routed.pace;
-    // DeepEP: decode steps (no prompt tokens) run the low-latency kernels, prefill the normal ones.
-    shape.low_latency = shape.deepep && mix.prefill_pairs <= 0;
+  void add_batch(const Replica& rep, std::uint64_t b) {
     // The report's imbalance is the (decode) pool's whose EP it names: the last replica's.
-    if (s_.model.is_moe() && rep.shape.ep > 1 && (s_.prefill_replicas == 0 || rep.decode_only)) {
-      load_sum_ += routed.imbalance;
-      load_max_ = std::max(load_max_, routed.imbalance);
-      ++load_steps_;
-    }
-    if (s_.model.kinds.empty()) {
-      to_segments(models::serving_layer(s_.model, mix, shape), layer_, share, static_cast<double>(s_.model.layers));
-    } else {
-      kind_layer_.clear();
-      std::map<models::LayerKind, double> count;
-      for (std::int64_t l = 0; l < s_.model.layers; ++l) count[s_.model.layer_kind(l)] += 1;
-      for (std::int64_t l = 0; l < s_.model.layers; ++l) {
-        const auto kind = s_.model.layer_kind(l);
-        if (!kind_layer_.contains(kind))
-          to_segments(models::serving_layer(s_.model, mix, shape, kind), kind_layer_[kind], share, count[kind]);
-      }
-    }
-    to_segments(models::serving_head(s_.model, mix, shape), head_);
-    if (mtp_mix_.tokens > 0) {
-      models::ServingShape mtp = rep.shape;
-      const auto& drafted = routing_for(rep.shape, mtp_mix_.tokens);
-      mtp.routing = drafted.pace;
-      mtp.low_latency = mtp.deepep;  // the draft's own pass is a decode step
-      to_segments(models::serving_mtp_module(s_.model, mtp_mix_, mtp), head_,
-                  drafted.gpu_share.empty() ? nullptr : &drafted.gpu_share);
-    }
+    const bool counts = s_.model.is_moe() && rep.shape.ep > 1 && (s_.prefill_replicas == 0 || rep.decode_only);
+    programs_.build(rep.shape, step_.mix, step_.mtp_mix, counts);
     const auto& only = rep.stages.front();
     if (rep.pp() == 1 && (only.isolated || only.ranks.size() == 1)) {
-      Batch& batch = batches_.at(b);
-      stage_program(rep, 0, batch.program);
+      programs_.stage_program(rep.place(0), batches_.at(b).program);
       resume(b);
       return;
     }
@@ -1026,12 +563,12 @@ class ServingRun final : public workload::TaskSource {
     TaskId last{};
     for (int k = 0; k < rep.pp(); ++k) {
       const auto& st = rep.stages[static_cast<std::size_t>(k)];
-      stage_program(rep, k, program_);
+      programs_.stage_program(rep.place(k), program_);
       const auto [first, end] = add_stage(st, program_);
       if (send) g_->depend(*send, first);
       last = end;
       if (k + 1 < rep.pp()) {
-        const double bytes = mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / rep.shape.tp;
+        const double bytes = step_.mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / rep.shape.tp;
         send = g_->add_collective(st.to_next, Stream::kNone, Category::kPpComm, "pp.send",
                                   coll::CollectiveOp::kSendRecv, bytes);
         g_->depend(end, *send);
@@ -1049,11 +586,11 @@ class ServingRun final : public workload::TaskSource {
     if (opt_.record_trace) step_spans_[batch.span].end = now.seconds();
     for (const auto& p : batch.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = false;
     auto& peak = peak_running_[static_cast<std::size_t>(rep.index)];
-    peak = std::max(peak, static_cast<std::int64_t>(rep.running.size()));
+    peak = std::max(peak, static_cast<std::int64_t>(rep.queue.running.size()));
     std::int64_t produced = 0;
     for (const auto& p : batch.plan) {
       auto& r = reqs_[static_cast<std::size_t>(p.req)];
-      if (r.finish >= SimTime{}) continue;  // static batching padding
+      if (r.finished()) continue;  // static batching padding
       if (p.chunk > 0) {
         r.prefilled += p.chunk;
         if (r.prefilled < r.prompt) continue;
@@ -1061,15 +598,15 @@ class ServingRun final : public workload::TaskSource {
         ++produced;
         if (r.first_token < SimTime{}) r.first_token = now;
         if (rep.prefill_only && r.generated < r.output) {
-          free_request(rep, r);
-          std::erase(rep.running, r.id);
+          rep.queue.kv.release(r);
+          std::erase(rep.queue.running, r.id);
           send_kv(rep, r);
           continue;
         }
       } else {
         // Under MTP the draft token is kept with the acceptance probability (its own stream of
         // draws, so arrivals and lengths are those of the run without MTP).
-        const std::int64_t accepted = s_.mtp_acceptance > 0 && unit(mtp_rng_) < s_.mtp_acceptance ? 1 : 0;
+        const std::int64_t accepted = s_.mtp_acceptance > 0 && unit_draw(mtp_rng_) < s_.mtp_acceptance ? 1 : 0;
         const std::int64_t n = std::min<std::int64_t>(1 + accepted, r.output - r.generated);
         r.generated += n;
         produced += n;
@@ -1107,7 +644,7 @@ class ServingRun final : public workload::TaskSource {
     r.prefilled = r.prompt;  // the prompt's KV arrived with the request
     auto& rep = replicas_[static_cast<std::size_t>(r.replica)];
     --rep.incoming;
-    rep.waiting.push_back(r.id);
+    rep.queue.waiting.push_back(r.id);
     start_step(rep);
   }
 
@@ -1115,44 +652,15 @@ class ServingRun final : public workload::TaskSource {
     const SimTime now = g_->now();
     r.finish = now;
     if (opt_.on_request_done) opt_.on_request_done();
-    if (s_.scheduler == Scheduler::kContinuous) {
-      free_request(rep, r);
-      std::erase(rep.running, r.id);
+    if (!rep.scheduler->keeps_finished()) {
+      rep.queue.kv.release(r);
+      std::erase(rep.queue.running, r.id);
     }
-    if (s_.arrivals == Arrivals::kClosedLoop && static_cast<std::int64_t>(reqs_.size()) < s_.requests) {
-      add_request(now, draw(s_.input, rng_), draw(s_.output, rng_));
+    if (auto next = source_.on_finish(now, reqs_.size())) {
+      reqs_.push_back(*next);
+      arrivals_.push_back(next->id);
       wake_at(now);
     }
-  }
-
-  /// Throughput between the instants 10% and 90% of the requests had finished (ServingResults::steady),
-  /// when that window holds at least twice as many completions as requests were ever in service.
-  std::optional<ServingResults::SteadyState> steady_state(SimTime first) const {
-    constexpr std::size_t kMinRequests = 20;  // fewer: the "middle" is a handful of completions
-    if (reqs_.size() < kMinRequests) return std::nullopt;
-    std::vector<SimTime> done;
-    done.reserve(reqs_.size());
-    for (const auto& q : reqs_) done.push_back(q.finish);
-    std::sort(done.begin(), done.end());
-    const std::size_t n = done.size();
-    const SimTime from = done[n / 10], to = done[(9 * n + 9) / 10 - 1];  // the 10% and 90% completions
-    if (to <= from) return std::nullopt;
-    const double window = (to - from).seconds();
-    std::int64_t tokens = 0;
-    for (const auto& [at, count] : tokens_out_) tokens += at > from && at <= to ? count : 0;
-    const auto finished = std::count_if(done.begin(), done.end(), [&](SimTime t) { return t > from && t <= to; });
-    // A steady state turns its batch over: a run of a wave or two (a closed loop whose requests
-    // are few times its clients) has none, and its middle would mix waves' completions.
-    std::int64_t in_service = 0;
-    for (auto p : peak_running_) in_service += p;
-    if (finished < 2 * in_service) return std::nullopt;
-    ServingResults::SteadyState st;
-    st.from_s = (from - first).seconds();
-    st.to_s = (to - first).seconds();
-    st.output_tokens_per_s = static_cast<double>(tokens) / window;
-    st.output_tokens_per_s_per_gpu = st.output_tokens_per_s / s_.gpus;
-    st.requests_per_s = static_cast<double>(finished) / window;
-    return st;
   }
 
   /// A closed loop whose requests all have the same lengths runs in waves: the clients start,
@@ -1195,42 +703,18 @@ class ServingRun final : public workload::TaskSource {
       };
       r.pools = ServingResults::Pools{pool(s_.prefill_replicas, 0), pool(s_.decode_replicas, s_.prefill_replicas)};
     }
-    r.requests = static_cast<std::int64_t>(reqs_.size());
     r.steps = steps_;
-    r.preemptions = preemptions_;
+    for (const auto& rep : replicas_) r.preemptions += rep.scheduler->preemptions();
     r.memory = memory_;
     r.kv_blocks = blocks_;
     r.fits = blocks_ > 0 && !oom_;
-    std::vector<double> ttft, tpot, e2e;
-    SimTime first = reqs_.empty() ? SimTime{} : reqs_.front().arrival, last{};
-    std::int64_t goodput = 0;
-    for (const auto& q : reqs_) {
-      first = std::min(first, q.arrival);
-      last = std::max(last, q.finish);
-      r.input_tokens += q.input;
-      r.output_tokens += q.output;
-      const double to_first = (q.first_token - q.arrival).seconds();
-      ttft.push_back(to_first);
-      e2e.push_back((q.finish - q.arrival).seconds());
-      const double per_token =
-          q.output > 1 ? (q.finish - q.first_token).seconds() / static_cast<double>(q.output - 1) : 0.0;
-      if (q.output > 1) tpot.push_back(per_token);
-      const bool ok = (!s_.slo_ttft_s || to_first <= *s_.slo_ttft_s) && (!s_.slo_tpot_s || per_token <= *s_.slo_tpot_s);
-      goodput += ok ? 1 : 0;
-      if (opt_.record_trace && r.request_spans.size() < 5000)
-        r.request_spans.push_back({q.id, q.arrival.seconds(), q.first_token.seconds(), q.finish.seconds(), q.replica});
-    }
-    r.makespan_s = (last - first).seconds();
-    r.ttft = summarise(ttft);
-    r.tpot = summarise(tpot);
-    r.e2e = summarise(e2e);
+    ServingLog log;
+    log.requests = std::move(reqs_);
+    log.tokens_out = std::move(tokens_out_);
+    for (auto p : peak_running_) log.peak_in_service += p;
+    log.gpus = s_.gpus;
+    request_metrics(log, s_.slo_ttft_s, s_.slo_tpot_s, opt_.record_trace, r);
     const double span = std::max(r.makespan_s, 1e-12);
-    r.output_tokens_per_s = static_cast<double>(r.output_tokens) / span;
-    r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / r.gpus;
-    r.input_tokens_per_s = static_cast<double>(r.input_tokens) / span;
-    r.requests_per_s = static_cast<double>(r.requests) / span;
-    if (s_.slo_ttft_s || s_.slo_tpot_s) r.goodput_requests_per_s = static_cast<double>(goodput) / span;
-    r.steady = steady_state(first);
     r.warnings = s_.warnings;
     for (auto& w : workload_warnings()) r.warnings.push_back(std::move(w));
     if (oom_) {
@@ -1244,7 +728,7 @@ class ServingRun final : public workload::TaskSource {
       for (const auto& t : s_.trace) sum += static_cast<double>(t.input + t.output);
       return sum / static_cast<double>(s_.trace.size());
     }();
-    r.kv_concurrency = blocks_ / std::max<std::int64_t>(1, blocks_for(static_cast<std::int64_t>(std::ceil(mean_len))));
+    r.kv_concurrency = blocks_ / std::max<std::int64_t>(1, replicas_.back().queue.kv.blocks_for(static_cast<std::int64_t>(std::ceil(mean_len))));
     r.max_concurrency = std::min<std::int64_t>(s_.max_batch, r.kv_concurrency);
     if (s_.prefill_replicas == 0) {
       r.max_concurrency *= static_cast<std::int64_t>(replicas_.size());
@@ -1259,13 +743,15 @@ class ServingRun final : public workload::TaskSource {
       ServingResults::Moe moe;
       moe.routing = s_.routing.text;
       moe.ep = std::max(1, replicas_.back().shape.ep);  // the (decode) pool the report's memory is of
-      moe.load_imbalance_mean = load_steps_ > 0 ? load_sum_ / static_cast<double>(load_steps_) : 1.0;
-      moe.load_imbalance_max = load_steps_ > 0 ? load_max_ : 1.0;
+      moe.load_imbalance_mean =
+          programs_.load_steps() > 0 ? programs_.load_sum() / static_cast<double>(programs_.load_steps()) : 1.0;
+      moe.load_imbalance_max = programs_.load_steps() > 0 ? programs_.load_max() : 1.0;
       r.moe = moe;
     }
     double sourced = 0;
-    for (double x : sources_) sourced += x;
-    for (std::size_t k = 0; k < sources_.size(); ++k) r.compute_sources[k] = sourced > 0 ? sources_[k] / sourced : 0.0;
+    const auto& sources = programs_.sources();
+    for (double x : sources) sourced += x;
+    for (std::size_t k = 0; k < sources.size(); ++k) r.compute_sources[k] = sourced > 0 ? sources[k] / sourced : 0.0;
     for (std::size_t k = 0; k < comm_time_.size(); ++k) {
       if (comm_time_[k] > SimTime{}) r.collectives_s.emplace_back(kCollectiveLabels[k], comm_time_[k].seconds());
     }
@@ -1295,121 +781,42 @@ class ServingRun final : public workload::TaskSource {
   const ServingScenario& s_;
   ServingRunOptions opt_;
   net::Topology topo_;
-  workload::ComputeModel gemm_, other_;
-  workload::SourceSeconds sources_{};  ///< compute time by source, over every layer run
+  StepProgramBuilder programs_;
+  RequestSource source_;
+  std::unique_ptr<RequestRouter> router_, decode_router_;  ///< the colocated (or prefill) pool's, the decode pool's
+  StepBuilder step_;                                         ///< the batch being planned
+  std::mt19937_64 mtp_rng_;
   ServingMemory memory_;
   std::int64_t blocks_ = 0;
-  std::mt19937_64 rng_;
-  std::mt19937_64 mtp_rng_;
-  models::StepMix mtp_mix_;           ///< the MTP module's work in the batch being planned (its drafting positions)
-  SimTime step_overhead_;             ///< the profile's per-step host overhead, on the first stage
   workload::OpenGraph* g_ = nullptr;  ///< the running graph (set by each call of the executor)
   std::vector<Request> reqs_;
   std::vector<int> arrivals_;  ///< request ids in arrival order
   std::size_t next_arrival_ = 0;
   std::optional<SimTime> timer_at_;  ///< the earliest pending arrival timer
   std::vector<Replica> replicas_;
+  std::vector<ReplicaLoad> pool_;  ///< route's scratch
   int kv_pairs_ = 0;
   std::vector<Batch> batches_;  ///< batches in flight, and finished ones to reuse
   std::vector<std::uint64_t> free_batches_;
   std::vector<Purpose> purpose_;  ///< by task id
-  /// An isolated collective: group, op, bytes, node copies, shares (routing_memo_'s, so the same
-  /// shares are the same pointer) and direction.
+  /// An isolated collective: group, op, bytes, node copies, shares (the builder's routing memo,
+  /// so the same shares are the same pointer) and direction.
   using MemoKey = std::tuple<std::uint32_t, int, double, double, const std::vector<double>*, bool>;
   std::map<MemoKey, SimTime> memo_;                            ///< isolated collectives' times
   std::array<SimTime, kCollectiveLabels.size()> comm_time_{};  ///< per kind, summed over the run
-  /// A GEMM op's shape, bytes and dtype flags (its FLOPs follow from the shape).
-  struct GemmKey {
-    double m, n, k, groups, bytes;
-    int flags;
-    bool operator==(const GemmKey&) const = default;
-  };
-  struct GemmKeyHash {
-    std::size_t operator()(const GemmKey& g) const {
-      // The doubles' bits, mixed (std::hash<double> hashes bytes, slower than the lookup it saves).
-      std::uint64_t h = static_cast<std::uint64_t>(g.flags);
-      for (double v : {g.m, g.n, g.k, g.groups, g.bytes}) {
-        h ^= std::bit_cast<std::uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-      }
-      return static_cast<std::size_t>(h);
-    }
-  };
-  mutable std::unordered_map<GemmKey, calib::KernelTime, GemmKeyHash> gemm_memo_;
-  std::vector<Planned> plan_;
-  std::vector<Segment> layer_, head_;
-  std::map<models::LayerKind, std::vector<Segment>> kind_layer_;  ///< per layer kind (models with several)
   StageProgram program_;
   std::vector<double> kv_area_;
   double kv_max_ = 0;
-  /// Per (EP, TP, routed token count); a std::map, so the shares the all-to-alls point at stay put.
-  std::map<std::tuple<int, int, std::int64_t>, RoutedStep> routing_memo_;
-  RoutedStep even_;                     ///< balanced routing, and steps with no tokens
-  double load_sum_ = 0, load_max_ = 0;  ///< EP: the most loaded GPU over the mean, per step
-  std::int64_t load_steps_ = 0;
-  std::int64_t steps_ = 0, preemptions_ = 0;
+  std::int64_t steps_ = 0;
   std::vector<std::pair<SimTime, std::int64_t>> tokens_out_;  ///< (step end, output tokens it produced)
   std::vector<std::int64_t> peak_running_;                    ///< per replica: the most requests in its batch at once
   double sliding_share_ = 0;                                  ///< of a token's KV bytes, in sliding-window layers
-  std::uint64_t next_ = 0, next_decode_ = 0, events_ = 0;
+  std::uint64_t events_ = 0;
   std::vector<StepSpan> step_spans_;
   bool oom_ = false;  ///< a pool was given the KV blocks its memory lacks (allow_oom)
 };
 
 }  // namespace
-
-ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) {
-  models::ServingShape shape;
-  shape.tp = s.tp;
-  shape.ep = s.ep;
-  shape.dp_attention = s.dp_attention;
-  shape.deepep = s.deepep;
-  shape.expert_slots = expert_slots(s);
-  shape.weights = s.weights;
-  shape.kv_bytes = s.kv_bytes;
-  ServingMemory m;
-  m.capacity = s.profile.hbm_capacity.value;
-  // With PP each GPU holds its stage's layers (the largest stage) and one vocabulary table (the
-  // embedding on the first stage, the LM head on the last).
-  const double layers = static_cast<double>(s.model.layers);
-  const double share = std::ceil(layers / s.pp) / layers;
-  const double vocab =
-      static_cast<double>((s.model.vocab + s.tp - 1) / s.tp) * static_cast<double>(s.model.hidden) * 2.0;
-  const double tables = vocab * (s.model.tied_embeddings ? 1.0 : 2.0);
-  const double whole = models::serving_weight_bytes(s.model, shape);
-  m.weights = s.pp > 1 ? (whole - tables) * share + vocab : whole;
-  // MTP speculative decoding loads the multi-token-prediction module (DeepSeek-V3: 14B parameters,
-  // its layer split as the model's are); counted on every GPU (it sits on the last stage).
-  if (s.mtp_acceptance > 0)
-    m.weights += static_cast<double>(s.model.params_mtp()) / s.tp * models::weight_format_bytes(s.weights);
-  // Activation workspace at the largest step: hidden, QKV, MLP tensors of max_tokens tokens in
-  // bf16, and fp32 logits for max_batch sequences.
-  models::StepShape one;
-  one.tp = s.tp;
-  const auto d = models::layer_dims(s.model, one);
-  // Under attention-DP a GPU runs every head over a TP-th of the tokens (TP need not divide the
-  // heads there, so the widths at TP 1 over TP, not a rounded-down share of the heads).
-  models::StepShape all_heads;
-  const auto d1 = models::layer_dims(s.model, all_heads);
-  const double q_width = s.dp_attention ? d1.q / s.tp : d.q, kv_width = s.dp_attention ? d1.kv / s.tp : d.kv;
-  const double v = static_cast<double>((s.model.vocab + s.tp - 1) / s.tp);
-  m.activations = static_cast<double>(s.max_tokens) * 2.0 * (3 * d.hidden + q_width + 2 * kv_width + d.up + d.ffn) +
-                  static_cast<double>(s.max_batch) * v * 4.0;
-  if (s.model.is_moe()) {  // routed pairs' expert tensors and the fp32 router scores
-    const double gated = s.model.activation == models::Activation::kSwiGlu ? 2.0 : 1.0;
-    m.activations += static_cast<double>(s.max_tokens) * (2.0 * static_cast<double>(s.model.moe.top_k) * (gated + 1) *
-                                                              static_cast<double>(s.model.moe.expert_ffn) / s.tp +
-                                                          4.0 * static_cast<double>(s.model.moe.experts));
-  }
-  m.other = s.profile.runtime_reserved.value;
-  const double free = m.capacity - m.weights - m.activations - m.other;
-  m.kv_cache = free > 0 ? s.kv_fraction * free : 0.0;
-  m.total = m.weights + m.activations + m.other + m.kv_cache;
-  const double per_block = static_cast<double>(s.block_size) * models::kv_bytes_per_token(s.model, shape) * share;
-  // Under attention-DP each GPU's pool holds its own sequences: the replica has TP pools.
-  const std::int64_t pools = s.dp_attention ? s.tp : 1;
-  if (kv_blocks) *kv_blocks = static_cast<std::int64_t>(std::floor(m.kv_cache / per_block)) * pools;
-  return m;
-}
 
 ServingResults simulate_serving(const ServingScenario& s, const ServingRunOptions& options) {
   // The tightest replica decides whether a request fits (pools may have different TP). A sequence

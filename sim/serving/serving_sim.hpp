@@ -107,6 +107,9 @@ struct ServingResults {
   std::vector<RequestSpan> request_spans;
 };
 
+/// Expert copies per GPU under EP with redundant experts (0: experts / EP, no copies).
+[[nodiscard]] int expert_slots(const ServingScenario& s);
+
 /// The memory of one replica's GPU and the KV blocks it leaves; does not simulate.
 [[nodiscard]] ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks);
 
