@@ -21,9 +21,9 @@ struct ReplicaQueue {
 
 /// The limits one engine step runs under.
 struct StepLimits {
-  std::int64_t max_batch = 256;       ///< sequences admitted at once
-  std::int64_t max_tokens = 8192;     ///< tokens through the model per step
-  std::int64_t chunked_prefill = 0;   ///< most prompt tokens of one sequence per step (0: no chunking)
+  std::int64_t max_batch = 256;      ///< sequences admitted at once
+  std::int64_t max_tokens = 8192;    ///< tokens through the model per step
+  std::int64_t chunked_prefill = 0;  ///< most prompt tokens of one sequence per step (0: no chunking)
 };
 
 /// Forms each batch of a replica, as an engine's scheduler does: which waiting requests are

@@ -42,7 +42,8 @@ std::vector<Request> RequestSource::initial() {
   const auto next_id = [&] { return static_cast<int>(out.size()); };
   switch (s_.arrivals) {
     case Arrivals::kTrace:
-      for (const auto& t : s_.trace) out.push_back(make(next_id(), SimTime::from_seconds(t.arrival_s), t.input, t.output));
+      for (const auto& t : s_.trace)
+        out.push_back(make(next_id(), SimTime::from_seconds(t.arrival_s), t.input, t.output));
       break;
     case Arrivals::kQueued:
       for (std::int64_t i = 0; i < s_.requests; ++i) out.push_back(drawn(next_id(), SimTime{}));
@@ -56,7 +57,8 @@ std::vector<Request> RequestSource::initial() {
       break;
     }
     case Arrivals::kClosedLoop:
-      for (std::int64_t i = 0; i < std::min(s_.concurrency, s_.requests); ++i) out.push_back(drawn(next_id(), SimTime{}));
+      for (std::int64_t i = 0; i < std::min(s_.concurrency, s_.requests); ++i)
+        out.push_back(drawn(next_id(), SimTime{}));
       break;
   }
   return out;

@@ -350,7 +350,8 @@ class ServingRun final : public workload::TaskSource {
     for (const auto& r : replicas_) {
       if (r.prefill_only && decode_pool) continue;
       if (r.decode_only && !decode_pool) continue;
-      pool_.push_back({r.index, r.queue.waiting.size() + r.queue.running.size() + static_cast<std::size_t>(r.incoming)});
+      pool_.push_back(
+          {r.index, r.queue.waiting.size() + r.queue.running.size() + static_cast<std::size_t>(r.incoming)});
     }
     return (decode_pool ? *decode_router_ : *router_).pick(pool_);
   }
@@ -728,7 +729,9 @@ class ServingRun final : public workload::TaskSource {
       for (const auto& t : s_.trace) sum += static_cast<double>(t.input + t.output);
       return sum / static_cast<double>(s_.trace.size());
     }();
-    r.kv_concurrency = blocks_ / std::max<std::int64_t>(1, replicas_.back().queue.kv.blocks_for(static_cast<std::int64_t>(std::ceil(mean_len))));
+    r.kv_concurrency =
+        blocks_ /
+        std::max<std::int64_t>(1, replicas_.back().queue.kv.blocks_for(static_cast<std::int64_t>(std::ceil(mean_len))));
     r.max_concurrency = std::min<std::int64_t>(s_.max_batch, r.kv_concurrency);
     if (s_.prefill_replicas == 0) {
       r.max_concurrency *= static_cast<std::int64_t>(replicas_.size());
@@ -784,7 +787,7 @@ class ServingRun final : public workload::TaskSource {
   StepProgramBuilder programs_;
   RequestSource source_;
   std::unique_ptr<RequestRouter> router_, decode_router_;  ///< the colocated (or prefill) pool's, the decode pool's
-  StepBuilder step_;                                         ///< the batch being planned
+  StepBuilder step_;                                       ///< the batch being planned
   std::mt19937_64 mtp_rng_;
   ServingMemory memory_;
   std::int64_t blocks_ = 0;

@@ -20,7 +20,8 @@ void StaticScheduler::plan(ReplicaQueue& q, std::vector<Request>& reqs, StepBuil
       q.running.push_back(r.id);
     }
   }
-  const bool prefill = std::any_of(q.running.begin(), q.running.end(), [&](int id) { return !req(id).prompt_cached(); });
+  const bool prefill =
+      std::any_of(q.running.begin(), q.running.end(), [&](int id) { return !req(id).prompt_cached(); });
   for (int id : q.running) {
     auto& r = req(id);
     if (prefill) {
