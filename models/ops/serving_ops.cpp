@@ -114,7 +114,7 @@ void StepMix::add_prefill_context(double before, double chunk) {
 StepMix StepMix::scaled(double f) const {
   StepMix x = *this;
   for (double* v : {&x.tokens, &x.sampled, &x.prefill_pairs, &x.decode_context, &x.kv_read_tokens, &x.window_pairs,
-                    &x.window_kv_read, &x.decode_seqs, &x.prefill_seqs, &x.decode_kv_read})
+                    &x.window_kv_read, &x.decode_seqs, &x.prefill_seqs, &x.decode_kv_read, &x.padding})
     *v *= f;
   return x;
 }
@@ -229,7 +229,7 @@ void attention_part(std::vector<Item>& out, double tokens, double flops, double 
 void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix& mix, const ServingShape& s,
                        AttentionKind kind) {
   const auto d = serving_dims(m, s);
-  const double T = mix.tokens, h = d.hidden, q = d.q, kv = d.kv;
+  const double T = mix.tokens + mix.padding, h = d.hidden, q = d.q, kv = d.kv;
   const double hq = static_cast<double>(q_heads_per_rank(m, s.tp));
   out.push_back(memory_op("attn_norm", 4 * T * h));
   double attn_out = q;
@@ -251,7 +251,7 @@ void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix
     // run the multi-head form (K/V up-projected, qk 192 and v 128 per head), as serving engines do.
     gemm(out, "q_absorb", T, hq * kvl, nope, s);
     const double decode_pairs = mix.decode_context, prefill_pairs = mix.prefill_pairs;
-    const double decode_tokens = mix.decode_seqs, prefill_tokens = T - decode_tokens;
+    const double decode_tokens = mix.decode_seqs, prefill_tokens = mix.tokens - decode_tokens;
     // The prefill pairs and the decode steps as two kernels (as engines run them), each keyed for
     // the MLA tables: prefill by its chunks at the causal length with the same pairs, decode by its
     // sequences at their mean context.
@@ -277,7 +277,7 @@ void serving_attention(std::vector<Item>& out, const ModelArch& m, const StepMix
       out.push_back({Op{"attention", OpKind::kAttentionForward, 0, 0, 0, 4.0 * hd * hq * mix.window_pairs,
                         T * 2 * (2 * q) + mix.window_kv_read * 2 * kv * s.kv_bytes}});
     } else {
-      const double kvh = kv / hd, decode_tokens = mix.decode_seqs, prefill_tokens = T - decode_tokens;
+      const double kvh = kv / hd, decode_tokens = mix.decode_seqs, prefill_tokens = mix.tokens - decode_tokens;
       attention_part(out, prefill_tokens, 4.0 * hd * hq * mix.prefill_pairs,
                      prefill_tokens * 2 * (2 * q) + (mix.kv_read_tokens - mix.decode_kv_read) * 2 * kv * s.kv_bytes,
                      part_key(mix, false, hq, kvh, hd, hd, false, s.kv_bytes < 2));
@@ -369,7 +369,7 @@ void serving_ffn(std::vector<Item>& out, const ModelArch& m, const StepMix& mix,
                  FeedForwardKind kind) {
   if (s.deepep && kind == FeedForwardKind::kMoe) return serving_deepep_moe(out, m, mix, s);
   const auto d = serving_dims(m, s);
-  const double T = mix.tokens, h = d.hidden;
+  const double T = mix.tokens + mix.padding, h = d.hidden;
   // Under attention-DP each GPU norms its own tokens, then the group gathers all of them. Every GPU
   // receives every token whatever the routing (the MoE layer's experts then pick their pairs), so
   // routing imbalance changes the experts' pace but not these bytes.

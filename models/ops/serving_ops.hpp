@@ -29,6 +29,9 @@ struct StepMix {
   double window = 0;
   double window_pairs = 0;
   double window_kv_read = 0;
+  /// Rows the step's dense GEMMs and elementwise kernels run beyond its tokens: a CUDA graph
+  /// captured for a larger batch runs at that size (the engine pads the batch up to it).
+  double padding = 0;
   /// A decoding sequence whose cache (with this token) holds `context` tokens.
   void add_decode_context(double context);
   /// A prefill chunk of `chunk` tokens after `before` tokens already cached.

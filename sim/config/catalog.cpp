@@ -21,6 +21,7 @@ const char* kind_name(CatalogKind kind) {
     case CatalogKind::kCluster: return "cluster";
     case CatalogKind::kOffer: return "offer";
     case CatalogKind::kFabric: return "fabric";
+    case CatalogKind::kEngine: return "engine";
   }
   return "item";
 }
@@ -47,6 +48,7 @@ std::string Catalog::folder(CatalogKind kind) const {
     case CatalogKind::kCluster: return root_ + "/scenarios/clusters";
     case CatalogKind::kOffer: return root_ + "/scenarios/offers";
     case CatalogKind::kFabric: return root_ + "/scenarios/fabrics";
+    case CatalogKind::kEngine: return root_ + "/scenarios/engines";
   }
   return root_;
 }

@@ -10,7 +10,7 @@ class KernelTableSource;
 namespace cs::config {
 
 /// The kinds of data file a scenario refers to by id.
-enum class CatalogKind { kModel, kProfile, kCluster, kOffer, kFabric };
+enum class CatalogKind { kModel, kProfile, kCluster, kOffer, kFabric, kEngine };
 
 /// Where shipped data files live, and how an id or a path becomes a file to load.
 /// Ids are file stems: `models/llm/llama3.1-8b.json` has id `llama3.1-8b`.

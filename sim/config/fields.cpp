@@ -785,13 +785,25 @@ std::vector<Field> serving_fields() {
        .flag = "--kv-dtype",
        .meaning = "KV-cache number format"},
       {.kind = kI,
+       .path = "/engine/preset",
+       .type = kString,
+       .default_text = "none (clustersim's own defaults, below)",
+       .flag = "--engine",
+       .meaning =
+           "serve as this engine ships: vllm, sglang or trtllm (scenarios/engines/<id>.json, each value with its "
+           "source): its scheduler, token budget, chunked prefill, sequence cap, KV-cache memory rule, block "
+           "size and CUDA-graph batch sizes; any engine field given as well overrides the preset's"},
+      {.kind = kI,
        .path = "/engine/scheduler",
        .type = kEnum,
-       .choices = {"continuous", "static"},
+       .choices = {"continuous", "static", "prefill_first", "no_evict"},
        .fallback = "continuous",
-       .default_text = "continuous",
+       .default_text = "continuous (or the preset's)",
        .flag = "--scheduler",
-       .meaning = "continuous batching or static batches"},
+       .meaning = "continuous: one token budget per step, running requests first, recompute preemption (vLLM); "
+                  "static: batches run to completion; prefill_first: a prefill step whenever one can be formed, else "
+                  "a decode step (SGLang); no_evict: admit a request only when its blocks to completion fit, "
+                  "prompts and decodes in one step (TensorRT-LLM's GUARANTEED_NO_EVICT)"},
       {.kind = kI,
        .path = "/engine/max_batch",
        .type = kInt,

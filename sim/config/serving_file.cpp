@@ -10,6 +10,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "sim/config/catalog.hpp"
+#include "sim/config/engine_file.hpp"
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/fields.hpp"
 #include "sim/config/json_doc.hpp"
@@ -69,6 +71,44 @@ const Field& F(const std::string& path) { return field(ScenarioKind::kInfer, pat
 
 [[noreturn]] void infeasible(const std::string& file, const std::string& msg) {
   throw InfeasibleError(file + ": infeasible plan: " + msg);
+}
+
+/// The engine fields a scenario gives (which override its preset's).
+struct EngineGiven {
+  std::string preset;
+  std::vector<std::string> keys;
+  [[nodiscard]] bool has(const std::string& key) const {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  }
+};
+
+/// Sets the engine fields the scenario leaves out as `preset` ships them for its GPU and TP.
+void apply_engine(const serving::EnginePreset& preset, const EngineGiven& given, ServingScenario& s) {
+  const double gib = 1073741824.0;
+  const auto& tier = engine_tier(preset, s.profile.hbm_capacity.value / gib, s.profile.id, s.tp);
+  s.engine = preset.id;
+  if (!given.has("scheduler")) s.scheduler = preset.policy;
+  if (!given.has("max_tokens")) s.max_tokens = tier.max_tokens;
+  if (!given.has("max_batch")) {
+    s.max_batch = tier.max_batch;
+    s.max_batch_from_kv_pool = preset.max_batch_from_kv_pool;
+  }
+  if (!given.has("chunked_prefill")) s.chunked_prefill = tier.chunked_prefill;
+  if (!given.has("block_size")) s.block_size = preset.block_size;
+  s.kv_rule = preset.kv_rule;
+  if (!given.has("kv_fraction")) {
+    s.kv_fraction = preset.kv_rule == serving::KvMemoryRule::kOfFreeBeforeWeights
+                        ? static_memory_fraction(preset.reserved, s.profile.hbm_capacity.value,
+                                                 s.chunked_prefill > 0 ? s.chunked_prefill : s.max_tokens,
+                                                 tier.graph_largest, s.tp * s.pp)
+                        : preset.kv_fraction;
+  }
+  s.admit_after_preempt = preset.admit_after_preempt;
+  s.max_prefill_tokens = preset.max_prefill_tokens;
+  s.new_token_ratio = preset.new_token_ratio;
+  s.graphs.sizes = graph_sizes(preset, tier.graph_largest);
+  s.graphs.padding = preset.graph_padding;
+  s.graphs.decode_only = preset.graph_decode_only;
 }
 
 }  // namespace
@@ -223,8 +263,16 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.kv_bytes = read_string(*q, F("/quantization/kv_dtype")) == "fp8" ? 1.0 : 2.0;
     q->finish();
   }
+  EngineGiven given;
   if (auto e = r.opt_child("engine")) {
-    s.scheduler = read_string(*e, F("/engine/scheduler")) == "static" ? Scheduler::kStatic : Scheduler::kContinuous;
+    given.preset = read_string(*e, F("/engine/preset"));
+    for (const char* key : {"scheduler", "max_batch", "max_tokens", "chunked_prefill", "kv_fraction", "block_size"})
+      if (e->has(key)) given.keys.emplace_back(key);
+    const auto scheduler = read_string(*e, F("/engine/scheduler"));
+    s.scheduler = scheduler == "static"          ? Scheduler::kStatic
+                  : scheduler == "prefill_first" ? Scheduler::kPrefillFirst
+                  : scheduler == "no_evict"      ? Scheduler::kNoEvict
+                                                 : Scheduler::kContinuous;
     s.max_batch = read_int(*e, F("/engine/max_batch"));
     s.max_tokens = read_int(*e, F("/engine/max_tokens"));
     s.chunked_prefill = read_int(*e, F("/engine/chunked_prefill"));
@@ -302,6 +350,10 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.offer = std::move(m.offer);
   }
   s.fabric = resolve_fabric(catalog, doc.path, s.nodes, fabric);
+  if (!given.preset.empty()) {
+    const auto file = catalog.locate(CatalogKind::kEngine, given.preset, doc.path, "/engine/preset");
+    apply_engine(parse_engine(load(file), given.preset), given, s);
+  }
   if (s.nodes <= 1 && !fabric.empty())
     s.warnings.push_back("fabric '" + fabric + "' not used: one node has no fabric (set nodes to join several)");
   if (!trace_file.empty()) s.trace = read_trace(trace_file, s.model.max_positions);

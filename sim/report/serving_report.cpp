@@ -16,6 +16,28 @@ using serving::ServingResults;
 
 namespace {
 
+const char* kv_rule_name(serving::KvMemoryRule rule) {
+  using serving::KvMemoryRule;
+  switch (rule) {
+    case KvMemoryRule::kOfTotal: return "of_total";
+    case KvMemoryRule::kOfFreeBeforeWeights: return "of_free_before_weights";
+    case KvMemoryRule::kOfFree: break;
+  }
+  return "of_free";
+}
+
+/// How the KV cache was sized, as the limits row says it.
+std::string kv_rule_text(const ServingResults::Limits& l) {
+  using serving::KvMemoryRule;
+  const std::string pct = fixed(100 * l.kv_fraction, 1) + "%";
+  switch (l.kv_rule) {
+    case KvMemoryRule::kOfTotal: return pct + " of the GPU less weights, activations and runtime";
+    case KvMemoryRule::kOfFreeBeforeWeights: return pct + " of the memory free before weights, less the weights";
+    case KvMemoryRule::kOfFree: break;
+  }
+  return fixed(100 * l.kv_fraction, 0) + "% of the memory left after weights";
+}
+
 nlohmann::ordered_json pct(const Percentiles& p) {
   if (p.count == 0) return nullptr;
   return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
@@ -80,11 +102,14 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   j["warnings"] = r.warnings;
   j["max_concurrency"] = r.max_concurrency;
   j["kv_concurrency"] = r.kv_concurrency;
-  j["engine"] = {{"max_batch", r.limits.max_batch},
+  j["engine"] = {{"preset", r.engine.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.engine)},
+                 {"kv_rule", kv_rule_name(r.limits.kv_rule)},
+                 {"max_batch", r.limits.max_batch},
                  {"max_tokens", r.limits.max_tokens},
                  {"chunked_prefill", r.limits.chunked_prefill},
                  {"kv_fraction", r.limits.kv_fraction},
                  {"block_size", r.limits.block_size}};
+  if (!r.engine.empty()) j["engine"]["cuda_graph_steps"] = {{"graphed", r.graphed_steps}, {"eager", r.eager_steps}};
   j["fits"] = r.fits;
   j["memory_per_gpu"] = {{"weights", r.memory.weights}, {"activations", r.memory.activations},
                          {"other", r.memory.other},     {"kv_cache", r.memory.kv_cache},
@@ -141,7 +166,7 @@ std::string serving_table(const ServingResults& r) {
   }
   o << ", " << (r.mtp_acceptance > 0 ? "MTP drafts accepted at " + fixed(r.mtp_acceptance * 100, 0) + "%, " : "")
     << r.replicas << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype
-    << " KV, " << r.scheduler << " batching)\n\n";
+    << " KV, " << (r.engine.empty() ? "" : r.engine + " engine, ") << r.scheduler << " batching)\n\n";
   auto row = [&](const std::string& k, const std::string& v) { o << std::left << std::setw(30) << k << v << "\n"; };
   row("requests", std::to_string(r.requests) + " (" + std::to_string(r.input_tokens) + " input, " +
                       std::to_string(r.output_tokens) + " output tokens)");
@@ -179,8 +204,11 @@ std::string serving_table(const ServingResults& r) {
       "max batch " + std::to_string(r.limits.max_batch) + " sequences, " + std::to_string(r.limits.max_tokens) +
           " tokens per step, chunked prefill " +
           (r.limits.chunked_prefill > 0 ? std::to_string(r.limits.chunked_prefill) + " tokens" : std::string("off")) +
-          ", KV cache " + fixed(100 * r.limits.kv_fraction, 0) + "% of the memory left after weights, " +
-          std::to_string(r.limits.block_size) + "-token blocks");
+          ", KV cache " + kv_rule_text(r.limits) + ", " + std::to_string(r.limits.block_size) + "-token blocks");
+  if (!r.engine.empty()) {
+    row("CUDA graphs", std::to_string(r.graphed_steps) + " of " + std::to_string(r.graphed_steps + r.eager_steps) +
+                           " steps as graphs (the engine's captured sizes), the rest eager");
+  }
   row("KV cache utilisation",
       fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");
   if (r.moe && (r.moe->routing != "balanced" || r.moe->ep > 1)) {  // the default says nothing new

@@ -12,7 +12,33 @@
 
 namespace cs::serving {
 
-enum class Scheduler { kStatic, kContinuous };
+/// How a replica forms its batches (sim/serving's BatchScheduler implementations): static batches;
+/// continuous batching under one token budget, running requests first (vLLM's); prefill steps
+/// first, decode steps otherwise (SGLang's); continuous batching that admits a request only when
+/// its blocks to completion fit, so nothing is evicted (TensorRT-LLM's GUARANTEED_NO_EVICT).
+enum class Scheduler { kStatic, kContinuous, kPrefillFirst, kNoEvict };
+/// How the KV cache's bytes follow from the GPU's memory: a fraction of what is left after weights,
+/// activations and the runtime (TensorRT-LLM's free_gpu_memory_fraction, and clustersim's default);
+/// a fraction of the whole GPU less those (vLLM's gpu_memory_utilization); a fraction of the memory
+/// free before the weights load covering weights and KV (SGLang's mem_fraction_static).
+enum class KvMemoryRule { kOfFree, kOfTotal, kOfFreeBeforeWeights };
+
+/// The CUDA graphs an engine captures (engines' presets): the batch sizes, whether a smaller batch
+/// is padded up to the next size (else only an exact size runs as a graph) and whether only
+/// decode-only steps run as graphs. A step no graph takes runs eagerly.
+struct CudaGraphPolicy {
+  std::vector<std::int64_t> sizes;  ///< ascending; empty: every step as `cuda_graphs` says, unpadded
+  bool padding = true;
+  bool decode_only = true;
+};
+
+/// SGLang's admission estimate: a prefill is admitted when the KV pool holds its prompt plus, for
+/// every running request and itself, min(tokens still to generate, clip) x ratio; the ratio starts
+/// at `initial` and falls linearly to `floor` over `decay_steps` decode steps.
+struct NewTokenRatio {
+  double initial = 0.7, floor = 0.098;
+  std::int64_t decay_steps = 600, clip = 4096;
+};
 enum class Router { kRoundRobin, kLeastLoaded };
 enum class Arrivals { kQueued, kClosedLoop, kPoisson, kTrace };
 
@@ -57,10 +83,22 @@ struct ServingScenario {
   Scheduler scheduler = Scheduler::kContinuous;
   Router router = Router::kRoundRobin;
   std::int64_t max_batch = 256;
+  /// SGLang: the sequence cap follows from the KV pool's size when the run knows it
+  /// (simulate_serving; min(clamp(pool tokens / context x 512, 2048, 4096), pool tokens / 2)).
+  bool max_batch_from_kv_pool = false;
   std::int64_t max_tokens = 8192;
   std::int64_t chunked_prefill = 0;  ///< 0: off; else the most prompt tokens of one sequence per step
   double kv_fraction = 0.9;
+  KvMemoryRule kv_rule = KvMemoryRule::kOfFree;
   std::int64_t block_size = 16;
+  /// The engine preset the limits came from (scenarios/engines/<id>.json; "": clustersim's own).
+  std::string engine;
+  /// Continuous batching: whether waiting requests are admitted in a step that preempted (vLLM: no).
+  bool admit_after_preempt = true;
+  /// Prefill-first: the most new prompt tokens of one prefill step (SGLang max_prefill_tokens).
+  std::int64_t max_prefill_tokens = 16384;
+  NewTokenRatio new_token_ratio;
+  CudaGraphPolicy graphs;
   /// MTP speculative decoding (DeepSeek-V3/R1's multi-token-prediction module as a one-token
   /// draft): the chance the draft token is accepted; 0: off.
   double mtp_acceptance = 0;

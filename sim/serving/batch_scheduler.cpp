@@ -2,27 +2,45 @@
 
 #include <iterator>
 
+#include "sim/serving/serving_sim.hpp"
+
 namespace cs::serving {
 
-bool BatchScheduler::preempt_newest(ReplicaQueue& q, std::vector<Request>& reqs, int keep) {
+int BatchScheduler::preempt_newest(ReplicaQueue& q, std::vector<Request>& reqs) {
   for (auto it = q.running.rbegin(); it != q.running.rend(); ++it) {
     auto& v = reqs[static_cast<std::size_t>(*it)];
-    if (*it == keep || v.in_flight) continue;
+    if (v.in_flight) continue;
     q.kv.release(v);
     v.prompt = v.input + v.generated;
     v.prefilled = 0;
     q.waiting.push_front(v.id);
     q.running.erase(std::next(it).base());
     ++preemptions_;
-    return true;
+    return v.id;
   }
-  return false;
+  return -1;
+}
+
+const char* scheduler_name(Scheduler s) {
+  switch (s) {
+    case Scheduler::kStatic: return "static";
+    case Scheduler::kPrefillFirst: return "prefill_first";
+    case Scheduler::kNoEvict: return "no_evict";
+    case Scheduler::kContinuous: break;
+  }
+  return "continuous";
 }
 
 std::unique_ptr<BatchScheduler> make_scheduler(const ServingScenario& s) {
   const StepLimits limits{s.max_batch, s.max_tokens, s.chunked_prefill};
-  if (s.scheduler == Scheduler::kStatic) return std::make_unique<StaticScheduler>(limits);
-  return std::make_unique<ContinuousScheduler>(limits, true);
+  switch (s.scheduler) {
+    case Scheduler::kStatic: return std::make_unique<StaticScheduler>(limits);
+    case Scheduler::kPrefillFirst:
+      return std::make_unique<PrefillFirstScheduler>(limits, s.max_prefill_tokens, s.new_token_ratio);
+    case Scheduler::kNoEvict: return std::make_unique<NoEvictScheduler>(limits);
+    case Scheduler::kContinuous: break;
+  }
+  return std::make_unique<ContinuousScheduler>(limits, s.admit_after_preempt);
 }
 
 }  // namespace cs::serving

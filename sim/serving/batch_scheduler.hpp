@@ -44,10 +44,12 @@ class BatchScheduler {
   [[nodiscard]] std::int64_t preemptions() const { return preemptions_; }
 
  protected:
-  /// Recompute preemption (vLLM's, SGLang's retraction) of the newest running request other than
-  /// `keep` and those in flight: its blocks freed, its prompt now its input and what it generated,
-  /// back at the head of the waiting queue. False: none could be preempted.
-  bool preempt_newest(ReplicaQueue& q, std::vector<Request>& reqs, int keep);
+  /// Recompute preemption (vLLM's, SGLang's retraction) of the newest running request not in
+  /// flight: its blocks freed, its prompt now its input and what it generated, back at the head of
+  /// the waiting queue. Returns its id (-1: none could be preempted). Schedulers step running
+  /// requests in admission order, so the newest is one not stepped yet in this batch, or the one
+  /// asking for a block (which then preempts itself, as vLLM's does).
+  int preempt_newest(ReplicaQueue& q, std::vector<Request>& reqs);
   StepLimits limits_;
   std::int64_t preemptions_ = 0;
 };
@@ -74,6 +76,41 @@ class StaticScheduler final : public BatchScheduler {
   using BatchScheduler::BatchScheduler;
   void plan(ReplicaQueue& q, std::vector<Request>& reqs, StepBuilder& step) override;
   [[nodiscard]] bool keeps_finished() const override { return true; }
+};
+
+/// SGLang's: a prefill step whenever one can be formed (the one request being chunked, then waiting
+/// requests in order while the step's prompt tokens stay under the chunk size and max_prefill_tokens
+/// and the KV pool holds each prompt plus the decode tokens reserved for every running request),
+/// otherwise one decode step over every running request; decodes wait while prefill steps run.
+/// The reservation is min(tokens still to generate, clip) x a ratio that starts high and decays
+/// with each decode step; out of KV in a decode, the newest request is retracted (recompute) and
+/// the ratio starts again.
+class PrefillFirstScheduler final : public BatchScheduler {
+ public:
+  PrefillFirstScheduler(const StepLimits& limits, std::int64_t max_prefill_tokens, const NewTokenRatio& ratio);
+  void plan(ReplicaQueue& q, std::vector<Request>& reqs, StepBuilder& step) override;
+  [[nodiscard]] double ratio() const { return ratio_; }
+
+ private:
+  /// Blocks reserved for the decode tokens `r` may still generate.
+  [[nodiscard]] std::int64_t reserved_blocks(const ReplicaQueue& q, const Request& r) const;
+  void plan_prefill(ReplicaQueue& q, std::vector<Request>& reqs, StepBuilder& step);
+  void plan_decode(ReplicaQueue& q, std::vector<Request>& reqs, StepBuilder& step);
+  std::int64_t max_prefill_tokens_ = 16384;
+  NewTokenRatio params_;
+  double ratio_ = 0.7;
+};
+
+/// TensorRT-LLM's: the capacity scheduler GUARANTEED_NO_EVICT admits waiting requests in order
+/// while the blocks each needs to completion (prompt, every output token and the overlap
+/// scheduler's one more) fit, stopping at the first that does not, so nothing is ever evicted; the
+/// micro-batch then walks the admitted requests in order, prompts and decodes in one step, until
+/// the token budget or the batch cap. Without chunking a prompt must fit whole in what is left of
+/// the budget.
+class NoEvictScheduler final : public BatchScheduler {
+ public:
+  using BatchScheduler::BatchScheduler;
+  void plan(ReplicaQueue& q, std::vector<Request>& reqs, StepBuilder& step) override;
 };
 
 /// The scheduler the scenario asks for, one per replica.

@@ -55,7 +55,19 @@ ServingMemory serving_memory(const ServingScenario& s, std::int64_t* kv_blocks) 
   }
   m.other = s.profile.runtime_reserved.value;
   const double free = m.capacity - m.weights - m.activations - m.other;
-  m.kv_cache = free > 0 ? s.kv_fraction * free : 0.0;
+  switch (s.kv_rule) {
+    case KvMemoryRule::kOfFree: m.kv_cache = s.kv_fraction * free; break;
+    // vLLM: the fraction of the whole GPU, less what the profile run found in use.
+    case KvMemoryRule::kOfTotal: m.kv_cache = s.kv_fraction * m.capacity - m.weights - m.activations - m.other; break;
+    // SGLang: the fraction of the memory free before the weights load covers weights and KV; the
+    // rest is its reserve for activations and graphs (the activations must fit in it).
+    case KvMemoryRule::kOfFreeBeforeWeights: {
+      const double before = m.capacity - m.other;
+      m.kv_cache = m.activations <= (1 - s.kv_fraction) * before ? s.kv_fraction * before - m.weights : 0.0;
+      break;
+    }
+  }
+  m.kv_cache = std::max(0.0, m.kv_cache);
   m.total = m.weights + m.activations + m.other + m.kv_cache;
   const double per_block = static_cast<double>(s.block_size) * models::kv_bytes_per_token(s.model, shape) * share;
   // Under attention-DP each GPU's pool holds its own sequences: the replica has TP pools.

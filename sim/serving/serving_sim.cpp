@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -553,7 +554,7 @@ class ServingRun final : public workload::TaskSource {
   void add_batch(const Replica& rep, std::uint64_t b) {
     // The report's imbalance is the (decode) pool's whose EP it names: the last replica's.
     const bool counts = s_.model.is_moe() && rep.shape.ep > 1 && (s_.prefill_replicas == 0 || rep.decode_only);
-    programs_.build(rep.shape, step_.mix, step_.mtp_mix, counts);
+    programs_.build(rep.shape, step_.mix, step_.mtp_mix, static_cast<std::int64_t>(batches_.at(b).plan.size()), counts);
     const auto& only = rep.stages.front();
     if (rep.pp() == 1 && (only.isolated || only.ranks.size() == 1)) {
       programs_.stage_program(rep.place(0), batches_.at(b).program);
@@ -691,7 +692,8 @@ class ServingRun final : public workload::TaskSource {
     r.profile_origin = calib::provenance_name(s_.profile.origin);
     r.weights = models::weight_format_name(s_.weights);
     r.kv_dtype = s_.kv_bytes == 1.0 ? "fp8" : "bf16";
-    r.scheduler = s_.scheduler == Scheduler::kStatic ? "static" : "continuous";
+    r.scheduler = scheduler_name(s_.scheduler);
+    r.engine = s_.engine;
     r.gpus = s_.gpus;
     r.tp = s_.tp;
     r.dp_attention = s_.dp_attention;
@@ -737,7 +739,9 @@ class ServingRun final : public workload::TaskSource {
       r.max_concurrency *= static_cast<std::int64_t>(replicas_.size());
       r.kv_concurrency *= static_cast<std::int64_t>(replicas_.size());
     }
-    r.limits = {s_.max_batch, s_.max_tokens, s_.chunked_prefill, s_.block_size, s_.kv_fraction};
+    r.limits = {s_.max_batch, s_.max_tokens, s_.chunked_prefill, s_.block_size, s_.kv_fraction, s_.kv_rule};
+    r.graphed_steps = programs_.graphed_steps();
+    r.eager_steps = programs_.eager_steps();
     double area = 0;
     for (double a : kv_area_) area += a;
     r.kv_utilisation_mean = area / std::max(1e-12, span * static_cast<double>(replicas_.size()));
@@ -821,7 +825,38 @@ class ServingRun final : public workload::TaskSource {
 
 }  // namespace
 
-ServingResults simulate_serving(const ServingScenario& s, const ServingRunOptions& options) {
+namespace {
+
+/// SGLang's max_running_requests, per replica: each KV pool (a GPU's under attention-DP) runs
+/// min(clamp(C / context x 512, 2048, 4096), C / 2) requests, C its tokens (the tightest
+/// replica's), the context the model's (else the longest request's).
+std::int64_t running_cap_from_kv_pool(const ServingScenario& s) {
+  const int replicas = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
+  std::int64_t tokens = std::numeric_limits<std::int64_t>::max();
+  for (int i = 0; i < replicas; ++i) {
+    const ServingScenario mine = s.replica(i);
+    std::int64_t blocks = 0;
+    (void)serving_memory(mine, &blocks);
+    tokens = std::min(tokens, blocks / (s.dp_attention ? mine.tp : 1) * s.block_size);
+  }
+  std::int64_t longest = s.input.hi + s.output.hi;
+  for (const auto& t : s.trace) longest = std::max(longest, t.input + t.output);
+  const double context = static_cast<double>(s.model.max_positions > 0 ? s.model.max_positions : longest);
+  const double by_context = std::clamp(static_cast<double>(tokens) / context * 512.0, 2048.0, 4096.0);
+  const auto per_pool = std::max<std::int64_t>(1, std::min(static_cast<std::int64_t>(by_context), tokens / 2));
+  return per_pool * (s.dp_attention ? s.tp : 1);
+}
+
+}  // namespace
+
+ServingResults simulate_serving(const ServingScenario& given, const ServingRunOptions& options) {
+  if (given.max_batch_from_kv_pool) {
+    ServingScenario resolved = given;
+    resolved.max_batch = running_cap_from_kv_pool(given);
+    resolved.max_batch_from_kv_pool = false;
+    return simulate_serving(resolved, options);
+  }
+  const ServingScenario& s = given;
   // The tightest replica decides whether a request fits (pools may have different TP). A sequence
   // lives in one pool: the replica's, or under attention-DP one GPU's (a TP-th of the replica's).
   auto room_of = [&](const ServingScenario& x, std::int64_t* blocks) {

@@ -75,7 +75,12 @@ struct ServingResults {
   struct Limits {
     std::int64_t max_batch = 0, max_tokens = 0, chunked_prefill = 0, block_size = 0;
     double kv_fraction = 0;
+    KvMemoryRule kv_rule = KvMemoryRule::kOfFree;
   } limits;
+  /// The engine preset the limits came from ("": clustersim's own defaults).
+  std::string engine;
+  /// Steps run as CUDA graphs and eagerly (the graph policy of the engine: ServingScenario::graphs).
+  std::int64_t graphed_steps = 0, eager_steps = 0;
   bool fits = true;
   ServingMemory memory;
   double kv_utilisation_mean = 0, kv_utilisation_max = 0;
@@ -106,6 +111,9 @@ struct ServingResults {
   std::vector<StepSpan> step_spans;
   std::vector<RequestSpan> request_spans;
 };
+
+/// The scheduler's name as scenarios and reports spell it (continuous, static, prefill_first, no_evict).
+[[nodiscard]] const char* scheduler_name(Scheduler s);
 
 /// Expert copies per GPU under EP with redundant experts (0: experts / EP, no copies).
 [[nodiscard]] int expert_slots(const ServingScenario& s);

@@ -45,16 +45,20 @@ StepProgramBuilder::StepProgramBuilder(const ServingScenario& s)
     : s_(s),
       gemm_(s.profile, gemm_dtype(s), s.cuda_graphs),
       other_(s.profile, calib::Dtype::kBf16, s.cuda_graphs),
+      gemm_eager_(s.profile, gemm_dtype(s), false),
+      other_eager_(s.profile, calib::Dtype::kBf16, false),
       step_overhead_(SimTime::from_seconds(s.profile.serving_step_overhead.value)) {}
 
 /// A GEMM's time, remembered by shape: engine steps repeat their token counts, and the shape
 /// model's tile search costs more than the rest of a step's arithmetic.
 calib::KernelTime StepProgramBuilder::gemm_time(const models::Op& op) const {
-  const GemmKey key{op.m,      op.n,     op.k,
-                    op.groups, op.bytes, (op.routed ? 1 : 0) + (op.keep_16bit ? 2 : 0) + (op.core_attention ? 4 : 0)};
+  const GemmKey key{
+      op.m,     op.n,
+      op.k,     op.groups,
+      op.bytes, (op.routed ? 1 : 0) + (op.keep_16bit ? 2 : 0) + (op.core_attention ? 4 : 0) + (graphed_ ? 0 : 8)};
   auto it = gemm_memo_.find(key);
   if (it != gemm_memo_.end()) return it->second;
-  const auto t = gemm_.timed(op);
+  const auto t = (graphed_ ? gemm_ : gemm_eager_).timed(op);
   gemm_memo_.emplace(key, t);
   return t;
 }
@@ -92,7 +96,8 @@ void StepProgramBuilder::to_segments(const std::vector<models::Item>& items, std
       compute += it.op.fixed_s;  // DeepEP's low-latency floor: fixed work, no kernel of its own
       pending = true;
     } else {
-      const auto t = it.op.kind == models::OpKind::kGemm ? gemm_time(it.op) : other_.timed(it.op);
+      const auto t =
+          it.op.kind == models::OpKind::kGemm ? gemm_time(it.op) : (graphed_ ? other_ : other_eager_).timed(it.op);
       compute += t.seconds;
       // Each layer built here runs `runs` times in the step (its kind's layers).
       sources_[static_cast<std::size_t>(t.source)] += t.seconds * runs;
@@ -171,7 +176,8 @@ const StepProgramBuilder::RoutedStep& StepProgramBuilder::routing_for(const mode
       one.routing = r;
       double seconds = 0;
       for (const auto& it : models::serving_routed_experts(s_.model, mix, one))
-        seconds += it.op.kind == models::OpKind::kGemm ? gemm_time(it.op).seconds : other_.seconds(it.op);
+        seconds += it.op.kind == models::OpKind::kGemm ? gemm_time(it.op).seconds
+                                                       : (graphed_ ? other_ : other_eager_).seconds(it.op);
       if (seconds > slowest) {
         slowest = seconds;
         out.pace = r;
@@ -183,10 +189,30 @@ const StepProgramBuilder::RoutedStep& StepProgramBuilder::routing_for(const mode
   return routing_memo_.emplace(key, std::move(out)).first->second;
 }
 
-void StepProgramBuilder::build(const models::ServingShape& base, const models::StepMix& mix,
-                               const models::StepMix& mtp_mix, bool counts_imbalance) {
+StepProgramBuilder::GraphChoice StepProgramBuilder::graph_for(const models::StepMix& mix,
+                                                              std::int64_t sequences) const {
+  const auto& g = s_.graphs;
+  if (g.sizes.empty()) return {s_.cuda_graphs, 0.0};
+  if (!s_.cuda_graphs || sequences <= 0 || (g.decode_only && mix.prefill_seqs > 0)) return {false, 0.0};
+  // Decode-only graphs are captured per batch of sequences; vLLM's per step of tokens.
+  const double unit = g.decode_only ? static_cast<double>(sequences) : mix.tokens;
+  const auto it = std::lower_bound(g.sizes.begin(), g.sizes.end(), static_cast<std::int64_t>(std::ceil(unit)));
+  if (it == g.sizes.end()) return {false, 0.0};  // larger than the largest graph: eager
+  const auto size = static_cast<double>(*it);
+  if (size != unit && !g.padding) return {false, 0.0};  // no graph of this exact size
+  const double rows_per_unit = g.decode_only ? mix.tokens / static_cast<double>(sequences) : 1.0;
+  return {true, (size - unit) * rows_per_unit};
+}
+
+void StepProgramBuilder::build(const models::ServingShape& base, const models::StepMix& step_mix,
+                               const models::StepMix& mtp_mix, std::int64_t sequences, bool counts_imbalance) {
   layer_.clear();
   head_.clear();
+  const auto graph = graph_for(step_mix, sequences);
+  graphed_ = graph.graphed;
+  ++(graphed_ ? graphed_steps_ : eager_steps_);
+  models::StepMix mix = step_mix;
+  mix.padding = graph.padding;
   models::ServingShape shape = base;
   const auto& routed = routing_for(base, mix.tokens);
   const auto* share = routed.gpu_share.empty() ? nullptr : &routed.gpu_share;

@@ -68,8 +68,20 @@ class StepProgramBuilder {
   explicit StepProgramBuilder(const ServingScenario& s);
   /// Builds the step of `mix` (and the MTP module's `mtp_mix`, when it has tokens) on a replica of
   /// `shape`. `counts_imbalance`: the step's MoE load imbalance enters the report's figures.
+  /// `sequences`: the batch's sequences (the size a decode-only graph is captured for).
   void build(const models::ServingShape& shape, const models::StepMix& mix, const models::StepMix& mtp_mix,
-             bool counts_imbalance);
+             std::int64_t sequences, bool counts_imbalance);
+  /// Whether a step of `mix` over `sequences` runs as a CUDA graph under the scenario's graph policy,
+  /// and the rows it is padded by (ServingScenario::graphs; no sizes: every step as cuda_graphs
+  /// says, unpadded).
+  struct GraphChoice {
+    bool graphed = false;
+    double padding = 0;
+  };
+  [[nodiscard]] GraphChoice graph_for(const models::StepMix& mix, std::int64_t sequences) const;
+  /// Steps run as CUDA graphs and eagerly so far.
+  [[nodiscard]] std::int64_t graphed_steps() const { return graphed_steps_; }
+  [[nodiscard]] std::int64_t eager_steps() const { return eager_steps_; }
   /// The program of a stage of the step last built.
   void stage_program(const StagePlace& place, StageProgram& out) const;
   /// Compute seconds by where each kernel's time came from, over every layer built so far.
@@ -94,7 +106,10 @@ class StepProgramBuilder {
                    const std::vector<double>* dest_share = nullptr, double runs = 1);
 
   const ServingScenario& s_;
-  workload::ComputeModel gemm_, other_;
+  workload::ComputeModel gemm_, other_;              ///< kernels as `cuda_graphs` says (in a graph, by default)
+  workload::ComputeModel gemm_eager_, other_eager_;  ///< kernels launched one by one
+  bool graphed_ = true;                              ///< the step being built runs as a graph
+  std::int64_t graphed_steps_ = 0, eager_steps_ = 0;
   SimTime step_overhead_;
   workload::SourceSeconds sources_{};
   std::vector<Segment> layer_, head_;

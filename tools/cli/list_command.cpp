@@ -1,4 +1,4 @@
-// `list`: the catalog of models, clusters, profiles and offers.
+// `list`: the catalog of models, clusters, profiles, offers, fabrics and serving engines.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -8,6 +8,7 @@
 #include "models/llm/model_arch.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/config/cluster_file.hpp"
+#include "sim/config/engine_file.hpp"
 #include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/model_file.hpp"
@@ -18,17 +19,18 @@
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/fabric_spec.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/serving/serving_sim.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace cs::cli {
 
 Action add_list(CLI::App& app, const Globals& g) {
-  auto* cmd = app.add_subcommand("list", "list shipped models, clusters, profiles or offers");
+  auto* cmd = app.add_subcommand("list", "list shipped models, clusters, profiles, offers, fabrics or engines");
   auto what = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("what", *what, "models, clusters, profiles, offers or fabrics")
+  cmd->add_option("what", *what, "models, clusters, profiles, offers, fabrics or engines (serving presets)")
       ->required()
-      ->check(CLI::IsMember({"models", "clusters", "profiles", "offers", "fabrics"}));
+      ->check(CLI::IsMember({"models", "clusters", "profiles", "offers", "fabrics", "engines"}));
   cmd->add_flag("--json", *json, "print a JSON array");
   return [what, json, &g] {
     const config::Catalog catalog(g.data_dir);
@@ -99,6 +101,20 @@ Action add_list(CLI::App& app, const Globals& g) {
             {{"id", id}, {"nics_per_node", f.nics_per_node}, {"nic_bytes_per_s", f.nic_bandwidth}, {"name", f.name}});
         t << std::left << std::setw(18) << id << std::setw(6) << f.nics_per_node << std::right << std::setw(12)
           << (fixed(f.nic_bandwidth * 8 / 1e9, 0) + " Gb/s") << "  " << f.name << "\n";
+      }
+    } else if (*what == "engines") {
+      t << std::left << std::setw(10) << "id" << std::setw(15) << "scheduler" << std::setw(12) << "block"
+        << "name\n";
+      for (const auto& id : catalog.ids(config::CatalogKind::kEngine)) {
+        const auto e = config::parse_engine(config::load(catalog.locate(config::CatalogKind::kEngine, id, "", "")), id);
+        const char* policy = serving::scheduler_name(e.policy);
+        rows.push_back({{"id", id},
+                        {"engine", e.engine},
+                        {"version", e.version},
+                        {"scheduler", policy},
+                        {"block_size", e.block_size}});
+        t << std::left << std::setw(10) << id << std::setw(15) << policy << std::setw(12)
+          << (std::to_string(e.block_size) + " tokens") << e.engine << "\n";
       }
     } else {
       const auto ids = catalog.ids(config::CatalogKind::kOffer);

@@ -1,0 +1,298 @@
+// Engine presets (issue 28, item 3): the three engines' data files as their sources give them (tier
+// lookups, CUDA-graph sizes, SGLang's memory fraction checked against the worked examples of
+// shared/reference/engines-2026.md), the KV memory rules, the two engine schedulers fed queues by
+// hand, the graph choice of a step, and whole runs under each preset.
+#include <doctest/doctest.h>
+
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "sim/config/catalog.hpp"
+#include "sim/config/engine_file.hpp"
+#include "sim/config/json_doc.hpp"
+#include "sim/config/serving_file.hpp"
+#include "sim/core/errors.hpp"
+#include "sim/serving/batch_scheduler.hpp"
+#include "sim/serving/serving_sim.hpp"
+#include "sim/serving/step_program.hpp"
+#include "tests/support/builders.hpp"
+
+using namespace cs;
+
+namespace {
+
+serving::EnginePreset preset(const std::string& id) {
+  const auto cat = test::catalog();
+  return config::parse_engine(config::load(cat.locate(config::CatalogKind::kEngine, id, "test", "/engine/preset")), id);
+}
+
+serving::ServingScenario served(
+    const std::string& engine, const std::string& extra = "",
+    const std::string& workload = R"({"input_len": 2000, "output_len": 2000, "rate": "inf", "requests": 600})") {
+  const std::string text = R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 1},
+      "engine": {)" + (engine.empty() ? std::string() : "\"preset\": \"" + engine + "\"") +
+                           extra + R"(}, "workload": )" + workload + "}";
+  return config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
+}
+
+std::vector<serving::Request> requests(const std::vector<std::pair<std::int64_t, std::int64_t>>& lens) {
+  std::vector<serving::Request> out;
+  for (const auto& [in, n] : lens) {
+    serving::Request r;
+    r.id = static_cast<int>(out.size());
+    r.input = in;
+    r.output = n;
+    r.prompt = in;
+    out.push_back(r);
+  }
+  return out;
+}
+
+serving::ReplicaQueue queue(std::int64_t blocks, std::deque<int> waiting) {
+  serving::ReplicaQueue q;
+  q.kv = serving::KvCache(blocks, 16, 0, 0);
+  q.waiting = std::move(waiting);
+  return q;
+}
+
+std::vector<std::pair<int, std::int64_t>> batch(const serving::StepBuilder& b) {
+  std::vector<std::pair<int, std::int64_t>> out;
+  for (const auto& p : b.plan) out.emplace_back(p.req, p.chunk);
+  return out;
+}
+
+constexpr double kMiB = 1048576.0;
+
+}  // namespace
+
+TEST_CASE("engine presets: each engine's tier for an H100, an A100 and an H200, as the sources give them") {
+  const auto vllm = preset("vllm"), sglang = preset("sglang"), trt = preset("trtllm");
+  // vLLM serve: >= 70 GiB and not an A100: 8192 tokens and 1024 sequences; else 2048 and 256.
+  CHECK(config::engine_tier(vllm, 79.6, "h100-sxm", 1).max_tokens == 8192);
+  CHECK(config::engine_tier(vllm, 79.6, "h100-sxm", 1).max_batch == 1024);
+  CHECK(config::engine_tier(vllm, 79.2, "a100-sxm-80", 1).max_tokens == 2048);
+  CHECK(config::engine_tier(vllm, 44.4, "l40s", 1).max_batch == 256);
+  // SGLang: chunk and largest graph batch by memory and TP.
+  CHECK(config::engine_tier(sglang, 79.6, "h100-sxm", 1).chunked_prefill == 8192);
+  CHECK(config::engine_tier(sglang, 79.6, "h100-sxm", 1).graph_largest == 256);
+  CHECK(config::engine_tier(sglang, 79.6, "h100-sxm", 8).graph_largest == 512);
+  CHECK(config::engine_tier(sglang, 178.0, "b200", 1).chunked_prefill == 16384);
+  CHECK(config::engine_tier(sglang, 44.4, "l40s", 4).graph_largest == 160);
+  CHECK(config::engine_tier(sglang, 10.0, "x", 1).graph_largest == 8);
+  CHECK(sglang.max_batch_from_kv_pool);
+  // TensorRT-LLM: one tier, chunking off.
+  CHECK(config::engine_tier(trt, 79.6, "h100-sxm", 2).max_batch == 2048);
+  CHECK(config::engine_tier(trt, 79.6, "h100-sxm", 2).chunked_prefill == 0);
+  CHECK(trt.policy == serving::Scheduler::kNoEvict);
+  CHECK(sglang.policy == serving::Scheduler::kPrefillFirst);
+  CHECK_FALSE(vllm.admit_after_preempt);
+  CHECK(vllm.block_size == 16);
+  CHECK(sglang.block_size == 1);
+  CHECK(trt.block_size == 32);
+}
+
+TEST_CASE("engine presets: captured CUDA-graph sizes count as the engines' generators do") {
+  // vLLM: 1, 2, 4, 8-248 step 8, 256-512 step 16: 51 sizes up to 512 (the reference's count).
+  const auto v = config::graph_sizes(preset("vllm"), 512);
+  CHECK(v.size() == 51);
+  CHECK(v.front() == 1);
+  CHECK(v[2] == 4);
+  CHECK(v.back() == 512);
+  // SGLang: 36 sizes at 256, 52 at 512.
+  CHECK(config::graph_sizes(preset("sglang"), 256).size() == 36);
+  CHECK(config::graph_sizes(preset("sglang"), 512).size() == 52);
+  // TensorRT-LLM (no padding): 1-31, 32, 64, 128.
+  const auto t = config::graph_sizes(preset("trtllm"), 128);
+  CHECK(t.size() == 34);
+  CHECK(t.back() == 128);
+}
+
+TEST_CASE("engine presets: SGLang's static memory fraction matches the reference's worked examples") {
+  // shared/reference/engines-2026.md: capacities of 81,559 MiB (H100) and 143,771 MiB (H200):
+  // H100 TP1 0.835, TP8 0.818; H200 TP1 0.907, TP8 0.897 (chunk 8192, graph batch 256 or 512).
+  const auto rule = preset("sglang").reserved;
+  CHECK(config::static_memory_fraction(rule, 81559 * kMiB, 8192, 256, 1) == doctest::Approx(0.835));
+  CHECK(config::static_memory_fraction(rule, 81559 * kMiB, 8192, 512, 8) == doctest::Approx(0.818));
+  CHECK(config::static_memory_fraction(rule, 143771 * kMiB, 8192, 256, 1) == doctest::Approx(0.907));
+  CHECK(config::static_memory_fraction(rule, 143771 * kMiB, 8192, 512, 8) == doctest::Approx(0.897));
+}
+
+TEST_CASE("engine presets: the KV memory rules size the cache as each engine does") {
+  const auto none = served(""), vllm = served("vllm"), sglang = served("sglang"), trt = served("trtllm");
+  std::int64_t blocks = 0;
+  // TensorRT-LLM (and clustersim's default): the fraction of what weights, activations and runtime leave.
+  const auto t = serving::serving_memory(trt, &blocks);
+  CHECK(t.kv_cache == doctest::Approx(0.9 * (t.capacity - t.weights - t.activations - t.other)));
+  // vLLM: the fraction of the whole GPU less those.
+  const auto v = serving::serving_memory(vllm, &blocks);
+  CHECK(v.kv_cache == doctest::Approx(0.9 * v.capacity - v.weights - v.activations - v.other));
+  CHECK(v.kv_cache < t.kv_cache);
+  // SGLang: the fraction of the memory free before weights, less the weights.
+  const auto s = serving::serving_memory(sglang, &blocks);
+  CHECK(s.kv_cache == doctest::Approx(sglang.kv_fraction * (s.capacity - s.other) - s.weights));
+  CHECK(blocks == static_cast<std::int64_t>(s.kv_cache / 131072.0));  // 1-token pages of 128 KiB (bf16 8B)
+  // Without a preset nothing changes: the default rule and limits.
+  CHECK(none.engine.empty());
+  CHECK(none.kv_rule == serving::KvMemoryRule::kOfFree);
+  CHECK(none.max_batch == 256);
+  CHECK(none.graphs.sizes.empty());
+}
+
+TEST_CASE("engine presets: a field the scenario gives overrides the preset's") {
+  const auto s = served("trtllm", R"(, "max_batch": 64, "chunked_prefill": 512, "scheduler": "continuous")");
+  CHECK(s.engine == "trtllm");
+  CHECK(s.max_batch == 64);
+  CHECK(s.chunked_prefill == 512);
+  CHECK(s.scheduler == serving::Scheduler::kContinuous);
+  CHECK(s.max_tokens == 8192);  // the preset's
+  CHECK(s.block_size == 32);
+  CHECK_THROWS_WITH_AS(served("tgi"), doctest::Contains("/engine/preset"), InputError);
+}
+
+TEST_CASE("engine presets: no-evict admits on blocks to completion, stops at the first that does not fit") {
+  serving::NoEvictScheduler sched({2048, 8192, 0});
+  serving::StepBuilder step(0, false);
+  // 10 blocks of 16 tokens: 0 needs (40 + 40 + 1) -> 6 blocks, 1 needs (20 + 60 + 1) -> 6: stops there,
+  // though 2 (8 + 8 + 1: 2 blocks) would fit behind it.
+  auto reqs = requests({{40, 40}, {20, 60}, {8, 8}});
+  auto q = queue(10, {0, 1, 2});
+  sched.plan(q, reqs, step);
+  CHECK(q.running == std::vector<int>{0});
+  CHECK(q.waiting == std::deque<int>{1, 2});
+  CHECK(reqs[0].blocks == 6);
+  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 40}});
+  // Decoding never grows a sequence's blocks nor preempts: they were reserved.
+  reqs[0].prefilled = 40;
+  reqs[0].generated = 30;
+  step.clear();
+  sched.plan(q, reqs, step);
+  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 0}});
+  CHECK(reqs[0].blocks == 6);
+  CHECK(sched.preemptions() == 0);
+}
+
+TEST_CASE("engine presets: without chunking a prompt waits for a step whose budget holds it whole") {
+  serving::NoEvictScheduler sched({2048, 100, 0});
+  serving::StepBuilder step(0, false);
+  auto reqs = requests({{60, 4}, {60, 4}});
+  auto q = queue(100, {0, 1});
+  sched.plan(q, reqs, step);
+  CHECK(q.running == std::vector<int>{0, 1});                                // both admitted
+  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 60}});  // 1 waits: 40 left
+}
+
+TEST_CASE("engine presets: prefill first: prompts run alone, then one decode step over every running request") {
+  serving::NewTokenRatio ratio;  // 0.7 falling to 0.098 over 600 decode steps
+  serving::PrefillFirstScheduler sched({4096, 16384, 64}, 16384, ratio);
+  serving::StepBuilder step(0, false);
+  auto reqs = requests({{100, 10}, {30, 10}, {20, 10}});
+  auto q = queue(1000, {0, 1, 2});
+  // A prefill step: 0 takes 64 tokens (the chunk size) and is now chunked: the step ends with it.
+  sched.plan(q, reqs, step);
+  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 64}});
+  reqs[0].prefilled = 64;
+  // Next: 0's last 36 tokens first, then 1 whole (28 left of the chunk: 1 is chunked at 28).
+  step.clear();
+  sched.plan(q, reqs, step);
+  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 36}, {1, 28}});
+  reqs[0].prefilled = 100;
+  reqs[0].generated = 1;
+  reqs[1].prefilled = 28;
+  step.clear();
+  sched.plan(q, reqs, step);
+  // 1's last 2 tokens and 2 whole: still a prefill step, so 0 does not decode.
+  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{1, 2}, {2, 20}});
+  reqs[1].prefilled = 30;
+  reqs[1].generated = 1;
+  reqs[2].prefilled = 20;
+  reqs[2].generated = 1;
+  step.clear();
+  sched.plan(q, reqs, step);
+  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 0}, {1, 0}, {2, 0}});
+  CHECK(sched.ratio() == doctest::Approx(0.7 - (0.7 - 0.098) / 600));
+}
+
+TEST_CASE("engine presets: prefill first holds back a prompt whose reserved decode tokens do not fit") {
+  serving::NewTokenRatio ratio;
+  serving::PrefillFirstScheduler sched({4096, 16384, 0}, 16384, ratio);
+  serving::StepBuilder step(0, false);
+  // 12 blocks: 0 runs (16 + 1 tokens: 2 blocks, 159 more to generate: 0.7 x 159 = 112 tokens
+  // reserved -> 7 blocks); 1 needs 1 block for its prompt and 0.7 x 160 = 112 -> 7 blocks: 2 + 1 + 7 + 7 > 12.
+  auto reqs = requests({{16, 160}, {16, 160}});
+  auto q = queue(12, {1});
+  reqs[0].prefilled = 16;
+  reqs[0].generated = 1;
+  q.kv.admit(reqs[0], 2);
+  q.running.push_back(0);
+  sched.plan(q, reqs, step);
+  CHECK(q.waiting == std::deque<int>{1});
+  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 0}});  // a decode step instead
+}
+
+TEST_CASE("engine presets: a step runs as a CUDA graph at a captured size, padded where the engine pads") {
+  models::StepMix decode;
+  for (int i = 0; i < 13; ++i) decode.add_decode_context(1000);
+  decode.tokens = 13;
+  decode.sampled = 13;
+  // SGLang: decode batches padded to the next size (13 -> 16).
+  {
+    const auto s = served("sglang");
+    const serving::StepProgramBuilder b(s);
+    const auto g = b.graph_for(decode, 13);
+    CHECK(g.graphed);
+    CHECK(g.padding == 3);
+  }
+  // TensorRT-LLM: exact sizes only: 13 is one (1-31), 33 is not.
+  {
+    const auto s = served("trtllm");
+    const serving::StepProgramBuilder b(s);
+    CHECK(b.graph_for(decode, 13).graphed);
+    CHECK(b.graph_for(decode, 13).padding == 0);
+    models::StepMix big = decode;
+    big.tokens = 33;
+    CHECK_FALSE(b.graph_for(big, 33).graphed);
+    // Any prompt in the step: eager.
+    models::StepMix mixed = decode;
+    mixed.add_prefill_context(0, 100);
+    mixed.tokens += 100;
+    CHECK_FALSE(b.graph_for(mixed, 14).graphed);
+  }
+  // vLLM: mixed steps too, by token count (113 -> 120).
+  {
+    const auto s = served("vllm");
+    const serving::StepProgramBuilder b(s);
+    models::StepMix mixed = decode;
+    mixed.add_prefill_context(0, 100);
+    mixed.tokens += 100;
+    CHECK(b.graph_for(mixed, 14).graphed);
+    CHECK(b.graph_for(mixed, 14).padding == 7);
+  }
+  // No preset: every step as cuda_graphs says, unpadded.
+  {
+    const auto s = served("");
+    const serving::StepProgramBuilder b(s);
+    CHECK(b.graph_for(decode, 13).graphed);
+    CHECK(b.graph_for(decode, 13).padding == 0);
+  }
+}
+
+TEST_CASE("engine presets: whole runs: no-evict never preempts where vLLM's recompute does") {
+  // 600 requests of 2,000 + 2,000 tokens on one H100: the KV cache holds far fewer than the batch cap.
+  const auto v = serving::simulate_serving(served("vllm"));
+  const auto t = serving::simulate_serving(served("trtllm"));
+  const auto g = serving::simulate_serving(served("sglang"));
+  CHECK(v.engine == "vllm");
+  CHECK(v.preemptions > 0);
+  CHECK(t.preemptions == 0);
+  CHECK(t.scheduler == std::string("no_evict"));
+  CHECK(g.scheduler == std::string("prefill_first"));
+  for (const auto* r : {&v, &t, &g}) {
+    CHECK(r->requests == 600);
+    CHECK(r->output_tokens == 600 * 2000);
+    CHECK(r->graphed_steps + r->eager_steps == r->steps);
+  }
+  // SGLang's sequence cap follows from its KV pool: at most half the pool's tokens, 2,048 to 4,096.
+  CHECK(g.limits.max_batch >= 2048);
+  CHECK(g.limits.max_batch <= 4096);
+}
