@@ -285,6 +285,31 @@ std::pair<double, double> infer_p90(const std::string& cluster, int tp, int repl
 
 }  // namespace
 
+TEST_CASE("plan serve --engine: candidates sized by the engine's KV-cache rule, the flag refused on training") {
+  const std::string base =
+      "plan --model llama3.1-8b --job serve:10:1000:300 --slo-ttft 1s --offers hk-2x-h100-nvlink --json";
+  const auto own = run_cli(base), vllm = run_cli(base + " --engine vllm");
+  REQUIRE(own.exit_code == 0);
+  REQUIRE(vllm.exit_code == 0);
+  const auto a = nlohmann::json::parse(own.out)["candidates"], b = nlohmann::json::parse(vllm.out)["candidates"];
+  REQUIRE(!a.empty());
+  REQUIRE(!b.empty());
+  CHECK(a[0]["engine"]["preset"].is_null());
+  CHECK(b[0]["engine"]["preset"] == "vllm");
+  // vLLM's KV cache is 0.9 of the whole GPU less the rest, not 0.9 of what the rest leaves: less memory in use.
+  for (const auto& x : b) {
+    for (const auto& y : a) {
+      if (x["plan"] == y["plan"]) CHECK(x["memory_per_gpu_gib"].get<double>() < y["memory_per_gpu_gib"].get<double>());
+    }
+  }
+  const auto train = run_cli("plan --model megatron-gpt-1.7b --offers cn-8x-h100-sxm --job train:2B --engine vllm");
+  CHECK(train.exit_code == 2);
+  CHECK(has(train.err, "--engine"));
+  const auto unknown = run_cli(base + " --engine tgi");
+  CHECK(unknown.exit_code == 2);
+  CHECK(has(unknown.err, "no engine 'tgi'"));
+}
+
 TEST_CASE("plan serve: the fewest boxes that meet the objectives, as infer simulates them, priced per hour") {
   const auto r = run_cli(
       "plan --model llama3.1-8b --job serve:50:1024:256 --slo-ttft 1s --slo-tpot 40ms --offers hk-2x-h100-nvlink "

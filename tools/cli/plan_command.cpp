@@ -40,6 +40,7 @@ struct PlanOpts {
   std::string objective = "cost";  ///< serve: what the ranking minimises (cost, gpus, latency)
   std::string fx_note;             ///< what --fx converted ("" when the offers share one currency)
   std::string weights;             ///< serve: the weights' format (empty: bf16)
+  std::string engine;              ///< serve: the serving engine's preset (empty: clustersim's defaults)
   int max_gpus = 64;
   int top = 5;
   int lora_rank = 0;  ///< finetune: LoRA adapters of this rank on the frozen model (0: full fine-tune)
@@ -257,6 +258,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       set("/fabric", offer_fabric[oi]->id);
     }
     if (!o.weights.empty()) set("/quantization/weights", o.weights);
+    if (!o.engine.empty()) set("/engine/preset", o.engine);
     set("/workload/rate", shortest(rate));
     set("/workload/requests", std::to_string(requests));
     set("/workload/input_len", std::to_string(job.isl));
@@ -365,7 +367,10 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                        {"prefill_replicas_per_unit", c.choice.prefill_replicas},
                        {"decode_replicas_per_unit",
                         c.choice.prefill_replicas > 0 ? c.choice.replicas - c.choice.prefill_replicas : 0}};
-      x["engine"] = {{"max_batch", c.max_batch}, {"max_tokens", c.max_tokens}, {"chunked_prefill", c.chunked_prefill}};
+      x["engine"] = {{"preset", o.engine.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.engine)},
+                     {"max_batch", c.max_batch},
+                     {"max_tokens", c.max_tokens},
+                     {"chunked_prefill", c.chunked_prefill}};
       x["job_time_s"] = 3600.0;
       x["job_cost"] = c.cost_per_hour;
       x["cost_per_hour"] = c.cost_per_hour;
@@ -421,8 +426,16 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                "below 90% of its rate cannot sustain it and does not count as meeting the objectives.\n";
   std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
                "Serving limits: the max batch each plan names (256 and 1024 tried), max tokens 8192 unless the plan "
-               "names a smaller chunked budget, the engine's other defaults (docs/serving.md). Plans with \"prefill + "
-               "decode\" run disaggregated pools (the KV cache sent over the box's links). docs/plan.md\n";
+               "names a smaller chunked budget, "
+            << (o.engine.empty()
+                    ? std::string("clustersim's other engine defaults (docs/serving.md; --engine sizes for "
+                                  "vLLM, SGLang or TensorRT-LLM)")
+                    : o.engine +
+                          "'s scheduler, KV-cache rule, blocks and CUDA graphs as it ships "
+                          "(scenarios/engines/" +
+                          o.engine + ".json)")
+            << ". Plans with \"prefill + decode\" run disaggregated pools (the KV cache sent over the box's links). "
+               "docs/plan.md\n";
   return 0;
 }
 
@@ -487,6 +500,10 @@ Action add_plan(CLI::App& app, const Globals& g) {
   const auto& weights = config::field(config::ScenarioKind::kInfer, "/quantization/weights");
   cmd->add_option("--weights", o->weights, "serve: the served weights' format (as infer --weights; default bf16)")
       ->check(CLI::IsMember(weights.choices));
+  cmd->add_option(
+      "--engine", o->engine,
+      "serve: size for this engine as it ships (as infer --engine: vllm, sglang or trtllm; its scheduler, "
+      "KV-cache memory rule, blocks and CUDA graphs; the searched max batch and token budgets still apply)");
   cmd->add_option("--offers", o->offers,
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget,
@@ -607,9 +624,12 @@ Action add_plan(CLI::App& app, const Globals& g) {
       // No offer names a cluster: nothing to resolve the model against; read it for its errors.
       model = config::resolve_machine(catalog, kCommandLine, o->model, "hgx-h100", "", "").model;
     }
+    if (job.kind == "serve" && !o->engine.empty())  // an unknown engine is a bad flag, not a plan that fails
+      (void)catalog.locate(config::CatalogKind::kEngine, o->engine, kCommandLine, "--engine");
     if (job.kind == "serve") return plan_serving(spaces, offer_fabric, *model, job, *o, opts.budget, catalog, g);
     if (!o->weights.empty())
       bad("--weights", "sets the served weights' format; this is a training job ('" + o->job + "')");
+    if (!o->engine.empty()) bad("--engine", "sets the serving engine; this is a training job ('" + o->job + "')");
     if (o->objective != "cost")
       bad("--objective",
           "picks what a serve job's ranking minimises; a training job ('" + o->job + "') ranks by job cost, then time");
