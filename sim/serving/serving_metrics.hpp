@@ -1,9 +1,12 @@
 #pragma once
 #include <cstdint>
+#include <array>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/serving/kv_cache.hpp"
 #include "sim/serving/request.hpp"
 #include "sim/serving/serving_sim.hpp"
 
@@ -14,13 +17,35 @@ namespace cs::serving {
 /// Mean, p50, p90 and p99 of `v`, and how many samples.
 [[nodiscard]] Percentiles summarise(const std::vector<double>& v);
 
-/// What a finished run leaves for its metrics: every request's times, and when output tokens came.
+/// What a finished run leaves for its metrics: every request's times, when output tokens came, and
+/// the run's counters. serving_results turns it into ServingResults without simulating.
 struct ServingLog {
   std::vector<Request> requests;
   std::vector<std::pair<SimTime, std::int64_t>> tokens_out;  ///< (step end, output tokens it produced)
   std::int64_t peak_in_service = 0;  ///< the most requests in batches at once, summed over replicas
   int gpus = 1;
+  int replicas = 1;
+  std::optional<ServingResults::Pools> pools;  ///< disaggregated: each pool's replicas and shape
+  std::int64_t steps = 0, preemptions = 0, graphed_steps = 0, eager_steps = 0;
+  ServingMemory memory;        ///< the (decode) pool's GPU
+  std::int64_t kv_blocks = 0;  ///< its own count (also under allow_oom)
+  bool oom = false;            ///< a pool was given the KV blocks its memory lacks (allow_oom)
+  KvCache decode_pool;         ///< the last replica's pool: how many blocks a sequence holds
+  double kv_area = 0;          ///< sum over replicas of KV share in use x seconds (per stage)
+  double kv_max = 0;
+  int moe_ep = 1;  ///< the (decode) pool's EP
+  double load_sum = 0, load_max = 0;
+  std::int64_t load_steps = 0;
+  std::array<double, 4> sources{};                     ///< compute seconds by calib::KernelSource
+  std::vector<std::pair<std::string, double>> collectives_s;  ///< seconds per stage-collective label
+  std::uint64_t events = 0;
+  std::vector<StepSpan> step_spans;
 };
+
+/// Every figure of a run from its log: requests, percentiles, throughput, steady window, limits,
+/// KV use, MoE balance, compute sources, collectives, cost (the offer's), warnings. `spans`: keep
+/// request spans for the trace.
+[[nodiscard]] ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool spans);
 
 /// Throughput between the instants 10% and 90% of the requests had finished (times from `first`,
 /// the first arrival), when that window holds at least twice as many completions as requests

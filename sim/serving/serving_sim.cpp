@@ -195,7 +195,7 @@ class ServingRun final : public workload::TaskSource {
     events_ = log.events;
     for (const auto& r : reqs_)
       CS_ASSERT(r.finished(), "every request finishes (the KV pool admits at least one request)");
-    auto res = results();
+    auto res = serving_results(s_, run_log(), opt_.record_trace);
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     return res;
   }
@@ -665,124 +665,42 @@ class ServingRun final : public workload::TaskSource {
     }
   }
 
-  /// A closed loop whose requests all have the same lengths runs in waves: the clients start,
-  /// prefill and finish together, so every wave looks alike and the percentiles show one wave.
-  std::vector<std::string> workload_warnings() const {
-    std::vector<std::string> w;
-    if (s_.arrivals == Arrivals::kClosedLoop && s_.concurrency > 1 && s_.input.lo == s_.input.hi &&
-        s_.output.lo == s_.output.hi) {
-      w.push_back("closed loop with fixed lengths: the " + std::to_string(s_.concurrency) +
-                  " clients stay in lockstep (they start and finish together, wave after wave), so the latency "
-                  "percentiles describe those waves, not independent users; give lengths as ranges (--input-len " +
-                  std::to_string(std::max<std::int64_t>(1, s_.input.lo * 3 / 4)) + "-" +
-                  std::to_string(std::max<std::int64_t>(2, s_.input.lo * 5 / 4)) +
-                  ") or an arrival rate (--rate) for a realistic mix");
-    }
-    return w;
-  }
-
-  ServingResults results() {
-    ServingResults r;
-    r.name = s_.name;
-    r.model = s_.model.id;
-    r.cluster = s_.cluster.id;
-    r.nodes = s_.nodes;
-    r.fabric = s_.fabric ? s_.fabric->id : std::string();
-    r.profile = s_.profile.id;
-    r.profile_origin = calib::provenance_name(s_.profile.origin);
-    r.weights = models::weight_format_name(s_.weights);
-    r.kv_dtype = s_.kv_bytes == 1.0 ? "fp8" : "bf16";
-    r.scheduler = scheduler_name(s_.scheduler);
-    r.engine = s_.engine;
-    r.gpus = s_.gpus;
-    r.tp = s_.tp;
-    r.dp_attention = s_.dp_attention;
-    r.mtp_acceptance = s_.mtp_acceptance;
-    r.replicas = static_cast<int>(replicas_.size());
+  /// The run's log (requests, token times and counters; serving_results makes the figures).
+  ServingLog run_log() {
+    ServingLog log;
+    log.replicas = static_cast<int>(replicas_.size());
     if (s_.prefill_replicas > 0) {
       const auto pool = [&](int replicas, int first) {
         const Replica& rep = replicas_[static_cast<std::size_t>(first)];
         return ServingResults::Pool{replicas, rep.shape.tp, rep.pp(), std::max(1, rep.shape.ep)};
       };
-      r.pools = ServingResults::Pools{pool(s_.prefill_replicas, 0), pool(s_.decode_replicas, s_.prefill_replicas)};
+      log.pools = ServingResults::Pools{pool(s_.prefill_replicas, 0), pool(s_.decode_replicas, s_.prefill_replicas)};
     }
-    r.steps = steps_;
-    for (const auto& rep : replicas_) r.preemptions += rep.scheduler->preemptions();
-    r.memory = memory_;
-    r.kv_blocks = blocks_;
-    r.fits = blocks_ > 0 && !oom_;
-    ServingLog log;
+    log.steps = steps_;
+    for (const auto& rep : replicas_) log.preemptions += rep.scheduler->preemptions();
+    log.graphed_steps = programs_.graphed_steps();
+    log.eager_steps = programs_.eager_steps();
+    log.memory = memory_;
+    log.kv_blocks = blocks_;
+    log.oom = oom_;
+    log.decode_pool = replicas_.back().queue.kv;
     log.requests = std::move(reqs_);
     log.tokens_out = std::move(tokens_out_);
     for (auto p : peak_running_) log.peak_in_service += p;
     log.gpus = s_.gpus;
-    request_metrics(log, s_.slo_ttft_s, s_.slo_tpot_s, opt_.record_trace, r);
-    const double span = std::max(r.makespan_s, 1e-12);
-    r.warnings = s_.warnings;
-    for (auto& w : workload_warnings()) r.warnings.push_back(std::move(w));
-    if (oom_) {
-      r.warnings.insert(r.warnings.begin(),
-                        "does not fit (--allow-oom): the KV cache left after the weights cannot hold the longest "
-                        "request, so it was taken to hold max batch of them, as if the GPU had the memory; the "
-                        "figures are not those of this GPU");
-    }
-    const double mean_len = s_.trace.empty() ? s_.input.mean() + s_.output.mean() : [&] {
-      double sum = 0;
-      for (const auto& t : s_.trace) sum += static_cast<double>(t.input + t.output);
-      return sum / static_cast<double>(s_.trace.size());
-    }();
-    r.kv_concurrency =
-        blocks_ /
-        std::max<std::int64_t>(1, replicas_.back().queue.kv.blocks_for(static_cast<std::int64_t>(std::ceil(mean_len))));
-    r.max_concurrency = std::min<std::int64_t>(s_.max_batch, r.kv_concurrency);
-    if (s_.prefill_replicas == 0) {
-      r.max_concurrency *= static_cast<std::int64_t>(replicas_.size());
-      r.kv_concurrency *= static_cast<std::int64_t>(replicas_.size());
-    }
-    r.limits = {s_.max_batch, s_.max_tokens, s_.chunked_prefill, s_.block_size, s_.kv_fraction, s_.kv_rule};
-    r.graphed_steps = programs_.graphed_steps();
-    r.eager_steps = programs_.eager_steps();
-    double area = 0;
-    for (double a : kv_area_) area += a;
-    r.kv_utilisation_mean = area / std::max(1e-12, span * static_cast<double>(replicas_.size()));
-    r.kv_utilisation_max = kv_max_;
-    if (s_.model.is_moe()) {
-      ServingResults::Moe moe;
-      moe.routing = s_.routing.text;
-      moe.ep = std::max(1, replicas_.back().shape.ep);  // the (decode) pool the report's memory is of
-      moe.load_imbalance_mean =
-          programs_.load_steps() > 0 ? programs_.load_sum() / static_cast<double>(programs_.load_steps()) : 1.0;
-      moe.load_imbalance_max = programs_.load_steps() > 0 ? programs_.load_max() : 1.0;
-      r.moe = moe;
-    }
-    double sourced = 0;
-    const auto& sources = programs_.sources();
-    for (double x : sources) sourced += x;
-    for (std::size_t k = 0; k < sources.size(); ++k) r.compute_sources[k] = sourced > 0 ? sources[k] / sourced : 0.0;
+    for (double a : kv_area_) log.kv_area += a;
+    log.kv_max = kv_max_;
+    log.moe_ep = std::max(1, replicas_.back().shape.ep);  // the (decode) pool the report's memory is of
+    log.load_sum = programs_.load_sum();
+    log.load_max = programs_.load_max();
+    log.load_steps = programs_.load_steps();
+    log.sources = programs_.sources();
     for (std::size_t k = 0; k < comm_time_.size(); ++k) {
-      if (comm_time_[k] > SimTime{}) r.collectives_s.emplace_back(kCollectiveLabels[k], comm_time_[k].seconds());
+      if (comm_time_[k] > SimTime{}) log.collectives_s.emplace_back(kCollectiveLabels[k], comm_time_[k].seconds());
     }
-    if (s_.offer) {
-      ServingResults::Cost c;
-      c.offer = s_.offer->id;
-      c.currency = s_.offer->currency;
-      // One box rented per node; a quoted range is costed at its top as well.
-      const auto per_mtok = [&](double price_per_hour, double tokens) {
-        return price_per_hour * span / 3600.0 / tokens * 1e6;
-      };
-      const auto out_tokens = static_cast<double>(r.output_tokens);
-      c.price_per_hour = s_.offer->price_per_hour() * s_.nodes;
-      c.per_million_output_tokens = per_mtok(c.price_per_hour, out_tokens);
-      c.per_million_tokens = per_mtok(c.price_per_hour, out_tokens + static_cast<double>(r.input_tokens));
-      if (s_.offer->has_range()) {
-        c.price_per_hour_max = s_.offer->high().price_per_hour() * s_.nodes;
-        c.per_million_output_tokens_max = per_mtok(c.price_per_hour_max, out_tokens);
-      }
-      r.cost = c;
-    }
-    r.events = events_;
-    r.step_spans = std::move(step_spans_);
-    return r;
+    log.events = events_;
+    log.step_spans = std::move(step_spans_);
+    return log;
   }
 
   const ServingScenario& s_;

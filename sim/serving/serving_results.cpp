@@ -1,0 +1,122 @@
+#include <algorithm>
+#include <cmath>
+
+#include "sim/serving/serving_metrics.hpp"
+
+namespace cs::serving {
+
+namespace {
+
+/// A closed loop whose requests all have the same lengths runs in waves: the clients start,
+/// prefill and finish together, so every wave looks alike and the percentiles show one wave.
+std::vector<std::string> workload_warnings(const ServingScenario& s) {
+  std::vector<std::string> w;
+  if (s.arrivals == Arrivals::kClosedLoop && s.concurrency > 1 && s.input.lo == s.input.hi &&
+      s.output.lo == s.output.hi) {
+    w.push_back("closed loop with fixed lengths: the " + std::to_string(s.concurrency) +
+                " clients stay in lockstep (they start and finish together, wave after wave), so the latency "
+                "percentiles describe those waves, not independent users; give lengths as ranges (--input-len " +
+                std::to_string(std::max<std::int64_t>(1, s.input.lo * 3 / 4)) + "-" +
+                std::to_string(std::max<std::int64_t>(2, s.input.lo * 5 / 4)) +
+                ") or an arrival rate (--rate) for a realistic mix");
+  }
+  return w;
+}
+
+/// The offer's price for the run: one box rented per node; a quoted range costed at its top too.
+ServingResults::Cost run_cost(const ServingScenario& s, const ServingResults& r, double span) {
+  ServingResults::Cost c;
+  c.offer = s.offer->id;
+  c.currency = s.offer->currency;
+  const auto per_mtok = [&](double price_per_hour, double tokens) {
+    return price_per_hour * span / 3600.0 / tokens * 1e6;
+  };
+  const auto out_tokens = static_cast<double>(r.output_tokens);
+  c.price_per_hour = s.offer->price_per_hour() * s.nodes;
+  c.per_million_output_tokens = per_mtok(c.price_per_hour, out_tokens);
+  c.per_million_tokens = per_mtok(c.price_per_hour, out_tokens + static_cast<double>(r.input_tokens));
+  if (s.offer->has_range()) {
+    c.price_per_hour_max = s.offer->high().price_per_hour() * s.nodes;
+    c.per_million_output_tokens_max = per_mtok(c.price_per_hour_max, out_tokens);
+  }
+  return c;
+}
+
+/// What the scenario says of itself: names, formats, shape, limits.
+void describe(const ServingScenario& s, const ServingLog& log, ServingResults& r) {
+  r.name = s.name;
+  r.model = s.model.id;
+  r.cluster = s.cluster.id;
+  r.nodes = s.nodes;
+  r.fabric = s.fabric ? s.fabric->id : std::string();
+  r.profile = s.profile.id;
+  r.profile_origin = calib::provenance_name(s.profile.origin);
+  r.weights = models::weight_format_name(s.weights);
+  r.kv_dtype = s.kv_bytes == 1.0 ? "fp8" : "bf16";
+  r.scheduler = scheduler_name(s.scheduler);
+  r.engine = s.engine;
+  r.gpus = s.gpus;
+  r.tp = s.tp;
+  r.dp_attention = s.dp_attention;
+  r.mtp_acceptance = s.mtp_acceptance;
+  r.replicas = log.replicas;
+  r.pools = log.pools;
+  r.limits = {s.max_batch, s.max_tokens, s.chunked_prefill, s.block_size, s.kv_fraction, s.kv_rule};
+}
+
+}  // namespace
+
+ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool spans) {
+  ServingResults r;
+  describe(s, log, r);
+  r.steps = log.steps;
+  r.preemptions = log.preemptions;
+  r.graphed_steps = log.graphed_steps;
+  r.eager_steps = log.eager_steps;
+  r.memory = log.memory;
+  r.kv_blocks = log.kv_blocks;
+  r.fits = log.kv_blocks > 0 && !log.oom;
+  request_metrics(log, s.slo_ttft_s, s.slo_tpot_s, spans, r);
+  const double span = std::max(r.makespan_s, 1e-12);
+  r.warnings = s.warnings;
+  for (auto& w : workload_warnings(s)) r.warnings.push_back(std::move(w));
+  if (log.oom) {
+    r.warnings.insert(r.warnings.begin(),
+                      "does not fit (--allow-oom): the KV cache left after the weights cannot hold the longest "
+                      "request, so it was taken to hold max batch of them, as if the GPU had the memory; the "
+                      "figures are not those of this GPU");
+  }
+  const double mean_len = s.trace.empty() ? s.input.mean() + s.output.mean() : [&] {
+    double sum = 0;
+    for (const auto& t : s.trace) sum += static_cast<double>(t.input + t.output);
+    return sum / static_cast<double>(s.trace.size());
+  }();
+  r.kv_concurrency = log.kv_blocks / std::max<std::int64_t>(
+                                         1, log.decode_pool.blocks_for(static_cast<std::int64_t>(std::ceil(mean_len))));
+  r.max_concurrency = std::min<std::int64_t>(s.max_batch, r.kv_concurrency);
+  if (s.prefill_replicas == 0) {
+    r.max_concurrency *= log.replicas;
+    r.kv_concurrency *= log.replicas;
+  }
+  r.kv_utilisation_mean = log.kv_area / std::max(1e-12, span * static_cast<double>(log.replicas));
+  r.kv_utilisation_max = log.kv_max;
+  if (s.model.is_moe()) {
+    ServingResults::Moe moe;
+    moe.routing = s.routing.text;
+    moe.ep = log.moe_ep;
+    moe.load_imbalance_mean = log.load_steps > 0 ? log.load_sum / static_cast<double>(log.load_steps) : 1.0;
+    moe.load_imbalance_max = log.load_steps > 0 ? log.load_max : 1.0;
+    r.moe = moe;
+  }
+  double sourced = 0;
+  for (double x : log.sources) sourced += x;
+  for (std::size_t k = 0; k < log.sources.size(); ++k)
+    r.compute_sources[k] = sourced > 0 ? log.sources[k] / sourced : 0.0;
+  r.collectives_s = std::move(log.collectives_s);
+  if (s.offer) r.cost = run_cost(s, r, span);
+  r.events = log.events;
+  r.step_spans = std::move(log.step_spans);
+  return r;
+}
+
+}  // namespace cs::serving
