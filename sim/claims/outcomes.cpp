@@ -1,4 +1,5 @@
 #include "sim/claims/outcomes.hpp"
+#include "sim/study/serving_run.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -104,7 +105,7 @@ void add_serving(std::vector<Job>& jobs, const config::JsonDoc& doc, const std::
       o.fits = blocks > 0;
       if (!o.fits) o.problem = "no room for a KV cache";
       if (mode == Mode::kSize || !o.fits) return;
-      o.serve = serving::simulate_serving(*s, false);
+      o.serve = study::run_serving(*s);
     };
     jobs.push_back(std::move(job));
   }

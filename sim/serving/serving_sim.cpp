@@ -126,8 +126,8 @@ class ServingRun final : public workload::TaskSource {
   ServingRun(const ServingScenario& s, const ServingRunOptions& opt)
       : s_(s),
         opt_(opt),
-        topo_(s.nodes > 1 ? net::Topology::build(s.cluster, s.cluster.gpus, s.nodes, *s.fabric)
-                          : net::Topology::build(s.cluster, s.gpus)),
+        machine_(opt.topology ? opt.topology : std::make_shared<const net::Topology>(serving_topology(s))),
+        topo_(*machine_),
         programs_(s),
         source_(s),
         router_(make_router(s.router)),
@@ -705,7 +705,8 @@ class ServingRun final : public workload::TaskSource {
 
   const ServingScenario& s_;
   ServingRunOptions opt_;
-  net::Topology topo_;
+  std::shared_ptr<const net::Topology> machine_;  ///< the caller's, or this run's own
+  const net::Topology& topo_;
   StepProgramBuilder programs_;
   RequestSource source_;
   std::unique_ptr<RequestRouter> router_, decode_router_;  ///< the colocated (or prefill) pool's, the decode pool's
@@ -742,6 +743,11 @@ class ServingRun final : public workload::TaskSource {
 };
 
 }  // namespace
+
+net::Topology serving_topology(const ServingScenario& s) {
+  return s.nodes > 1 ? net::Topology::build(s.cluster, s.cluster.gpus, s.nodes, *s.fabric)
+                     : net::Topology::build(s.cluster, s.gpus);
+}
 
 namespace {
 

@@ -2,11 +2,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/network/topology.hpp"
 #include "sim/scenario/serving_scenario.hpp"
 
 namespace cs::serving {
@@ -115,6 +117,9 @@ struct ServingResults {
 /// The scheduler's name as scenarios and reports spell it (continuous, static, prefill_first, no_evict).
 [[nodiscard]] const char* scheduler_name(Scheduler s);
 
+/// The scenario's machine: the GPUs used of one node, or every GPU of its nodes joined by its fabric.
+[[nodiscard]] net::Topology serving_topology(const ServingScenario& s);
+
 /// Expert copies per GPU under EP with redundant experts (0: experts / EP, no copies).
 [[nodiscard]] int expert_slots(const ServingScenario& s);
 
@@ -123,6 +128,9 @@ struct ServingResults {
 
 struct ServingRunOptions {
   bool record_trace = false;  ///< keep every step's and request's span
+  /// The machine, when the caller holds it (study's TopologyCache shares one per cluster shape
+  /// across a batch); null: built for this run (serving_topology).
+  std::shared_ptr<const net::Topology> topology;
   /// Let a stage whose TP collectives can share no link with other traffic reuse their first
   /// flow-model times (identical results, one task per stage and step); false: every collective
   /// through the flow model (for tests that check the two agree).

@@ -1,4 +1,5 @@
 #include "sim/sizing/serving_search.hpp"
+#include "sim/study/serving_run.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -171,6 +172,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   // same scenarios: each distinct (box, fabric, choice, rate, requests) is simulated once and its
   // results shared. A simulation is a pure function of its scenario (the offer is not part of it:
   // prices are applied to the candidate below), so which worker computed an entry does not matter.
+  study::TopologyCache topologies;  // one machine per box shape for the whole search
   std::mutex memo_mutex;
   std::map<std::string, serving::ServingResults> memo;
   const auto trial_key = [&](std::size_t oi, const ServingChoice& c, double rate, std::int64_t requests) {
@@ -244,7 +246,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
           }
         }
         if (!known) {
-          t.r = serving::simulate_serving(*s, false);
+          t.r = study::run_serving(*s, {}, &topologies);
           ++f.sims;
           const std::lock_guard<std::mutex> lock(memo_mutex);
           memo.emplace(key, t.r);

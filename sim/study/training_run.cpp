@@ -1,5 +1,7 @@
 #include "sim/study/training_run.hpp"
 
+#include "sim/serving/serving_sim.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -40,17 +42,29 @@ net::Topology training_topology(const scenario::Scenario& s) {
   return net::Topology::build(s.cluster, s.gpus);
 }
 
-std::shared_ptr<const net::Topology> TopologyCache::get(const scenario::Scenario& s) {
-  const Key key{s.cluster.id, s.gpus_per_node, s.nodes, s.fabric ? s.fabric->id : std::string()};
+template <class Build>
+std::shared_ptr<const net::Topology> TopologyCache::get(const Key& key, const Build& build) {
   {
     std::lock_guard lock(mu_);
     if (auto it = built_.find(key); it != built_.end()) return it->second;
   }
   // Built outside the lock (large fabrics take a while); the first one stored wins, so every run
   // of a shape sees one topology.
-  auto topo = std::make_shared<const net::Topology>(training_topology(s));
+  auto topo = std::make_shared<const net::Topology>(build());
   std::lock_guard lock(mu_);
   return built_.emplace(key, std::move(topo)).first->second;
+}
+
+std::shared_ptr<const net::Topology> TopologyCache::get(const scenario::Scenario& s) {
+  return get(Key{s.cluster.id, s.gpus_per_node, s.nodes, s.fabric ? s.fabric->id : std::string()},
+             [&] { return training_topology(s); });
+}
+
+std::shared_ptr<const net::Topology> TopologyCache::get(const serving::ServingScenario& s) {
+  // Several nodes: every GPU of each (as training's gpus_per_node); one node: the GPUs used.
+  const int per_node = s.nodes > 1 ? s.cluster.gpus : s.gpus;
+  return get(Key{s.cluster.id, per_node, s.nodes, s.fabric ? s.fabric->id : std::string()},
+             [&] { return serving::serving_topology(s); });
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include "models/memory/training_memory.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/serving_scenario.hpp"
 #include "sim/workload/executor.hpp"
 #include "sim/workload/training_step.hpp"
 
@@ -45,9 +46,13 @@ struct Feasibility {
 class TopologyCache {
  public:
   [[nodiscard]] std::shared_ptr<const net::Topology> get(const scenario::Scenario& s);
+  /// A serving scenario's machine (the same shape as a training scenario's shares its topology).
+  [[nodiscard]] std::shared_ptr<const net::Topology> get(const serving::ServingScenario& s);
 
  private:
   using Key = std::tuple<std::string, int, int, std::string>;
+  template <class Build>
+  std::shared_ptr<const net::Topology> get(const Key& key, const Build& build);
   std::mutex mu_;
   std::map<Key, std::shared_ptr<const net::Topology>> built_;
 };

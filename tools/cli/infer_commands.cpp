@@ -20,6 +20,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "sim/study/batch.hpp"
+#include "sim/study/serving_run.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
 #include "tools/cli/trace_flags.hpp"
@@ -133,6 +134,7 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
   }
   auto progress = run_progress("requests served", requests);
   if (progress) progress->start(requests);
+  study::TopologyCache topologies;  // replicas of a comparison share their machines
   study::run_batch(
       scenarios.size(),
       [&](std::size_t i) {
@@ -140,7 +142,7 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
         // The report's per-replica time comes from the step spans the trace also uses.
         options.record_trace = trace.wanted() || !report.empty();
         if (progress) options.on_request_done = [p = progress.get()] { p->done_one(true); };
-        results[i] = serving::simulate_serving(scenarios[i].second, options);
+        results[i] = study::run_serving(scenarios[i].second, options, &topologies);
       },
       nullptr);
   if (progress) progress->finish();
@@ -256,10 +258,11 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
     // Sweep points are independent: simulated in parallel, in rate order in the output.
     std::vector<std::pair<double, serving::ServingResults>> points(scenarios.size());
     auto progress = batch_progress("sweep points", scenarios.size());
+    study::TopologyCache topologies;
     study::run_batch(
         scenarios.size(),
         [&](std::size_t i) {
-          points[i] = {scenarios[i].first, serving::simulate_serving(scenarios[i].second, false)};
+          points[i] = {scenarios[i].first, study::run_serving(scenarios[i].second, {}, &topologies)};
         },
         progress.get());
     // --slo-ttft / --slo-tpot are the same for every rate: the first point's scenario has them.

@@ -26,6 +26,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "sim/study/batch.hpp"
+#include "sim/study/serving_run.hpp"
 #include "sim/study/training_run.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "sim/workload/deepep_exchange.hpp"
@@ -231,6 +232,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
     check_batch_work(work, cases.size(), "cases of " + o->file, "--ids PATTERN narrows them", g);
     // Cases are independent: simulated in parallel; scored in file order afterwards.
     auto progress = batch_progress("validation cases", cases.size());
+    study::TopologyCache topologies;
     study::run_batch(
         cases.size(),
         [&](std::size_t i) {
@@ -261,7 +263,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
           }
           if (c.kind == "serving") {
             const auto& sc = *servings[i];
-            const auto r = serving::simulate_serving(sc, false);
+            const auto r = study::run_serving(sc, {}, &topologies);
             c.predicted = c.metric == "output_tokens_per_s" ? r.output_tokens_per_s : r.output_tokens_per_s_per_gpu;
             c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);
             c.cluster = sc.cluster.id;
