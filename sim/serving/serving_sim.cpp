@@ -19,6 +19,7 @@
 #include "sim/serving/request_source.hpp"
 #include "sim/serving/router.hpp"
 #include "sim/serving/serving_metrics.hpp"
+#include "sim/serving/stage_tasks.hpp"
 #include "sim/serving/step_builder.hpp"
 #include "sim/serving/step_program.hpp"
 #include "sim/workload/executor.hpp"
@@ -30,16 +31,6 @@ namespace {
 using workload::Category;
 using workload::Stream;
 using workload::TaskId;
-
-/// A pipeline stage of a replica: its TP group runs `layers` layers of every batch.
-struct Stage {
-  std::vector<int> ranks;
-  std::uint32_t group = 0;    ///< the TP group (the executor's process group)
-  std::uint32_t to_next = 0;  ///< the send/recv pair to the next stage's first GPU
-  int layers = 0;
-  int first_layer = 0;    ///< the model's index of the stage's first layer
-  bool isolated = false;  ///< no other traffic can share its collectives' links (fast path)
-};
 
 struct Replica {
   int index = 0;
@@ -71,15 +62,7 @@ struct Batch {
 /// Why the run follows a task of the executor (indexed by the task's id, which is reused).
 struct Purpose {
   enum Kind : std::uint8_t { kNone, kArrivals, kStepEnd, kResume, kKvPart } kind = kNone;
-  std::uint64_t id = 0;  ///< batch (step end), request (KV part)
-  bool memo = false;     ///< an isolated stage's collective: its time is remembered
-  std::uint32_t group = 0;
-  coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
-  double bytes = 0;
-  double node_copies = 1;
-  const std::vector<double>* dest_share = nullptr;
-  bool returning = false;
-  std::uint8_t comm = 0;  ///< a stage's collective: 1 + its kind (the breakdown), else 0
+  std::uint64_t id = 0;  ///< batch (step end, resume), request (KV part)
 };
 
 /// A replica's op shape: its TP and EP, the scenario's attention-DP, DeepEP, weights and KV format.
@@ -215,14 +198,11 @@ class ServingRun final : public workload::TaskSource {
 
   void ended(TaskId id, const workload::TaskSpan& span, workload::OpenGraph& g) override {
     g_ = &g;
+    tasks_.ended(id, span.end - span.start);
     const auto t = workload::index(id);
     if (t >= purpose_.size()) return;
     const Purpose p = purpose_[t];
     purpose_[t] = Purpose{};
-    if (p.memo)
-      memo_.emplace(MemoKey{p.group, static_cast<int>(p.op), p.bytes, p.node_copies, p.dest_share, p.returning},
-                    span.end - span.start);
-    if (p.comm > 0) comm_time_[p.comm - 1u] += span.end - span.start;
     switch (p.kind) {
       case Purpose::kNone: break;
       case Purpose::kArrivals:
@@ -357,164 +337,19 @@ class ServingRun final : public workload::TaskSource {
     return (decode_pool ? *decode_router_ : *router_).pick(pool_);
   }
 
-  [[nodiscard]] std::optional<SimTime> memo(const Stage& st, const Segment& seg) const {
-    auto it = memo_.find(
-        MemoKey{st.group, static_cast<int>(seg.op), seg.bytes, seg.node_copies, seg.dest_share, seg.returning});
-    if (it == memo_.end()) return std::nullopt;
-    return it->second;
-  }
-
-  /// Adds `times` runs of the collectives in `segs` (their times known) to the breakdown.
-  void count_known(const Stage& st, const std::vector<Segment>& segs, std::int64_t times) {
-    for (const auto& seg : segs) {
-      if (!seg.collective) continue;
-      const auto m = memo(st, seg);
-      CS_ASSERT(m.has_value(), "a known program's collectives have known times");
-      comm_time_[seg.kind] += SimTime{m->ps * times};
-    }
-  }
-
-  /// The time of `segs` run back to back when every collective's time is known, else nothing.
-  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const std::vector<Segment>& segs) const {
-    SimTime t{};
-    for (const auto& seg : segs) {
-      if (!seg.collective) {
-        t += seg.compute;
-      } else if (auto m = memo(st, seg)) {
-        t += *m;
-      } else {
-        return std::nullopt;
-      }
-    }
-    return t;
-  }
-
-  /// The stage's time when every collective's time is known (fast path), else nothing. Integer
-  /// sums: the same as the tasks' chain.
-  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const StageProgram& prog) const {
-    const auto layer = known_time(st, prog.layer);
-    const auto head = known_time(st, prog.head);
-    if (!layer || !head) return std::nullopt;
-    return prog.overhead + SimTime{layer->ps * prog.layers} + *head;
-  }
-
-  TaskId add_tp_collective(const Stage& st, const Segment& seg) {
-    const char* label = kCollectiveLabels[seg.kind];
-    // An all-to-all rail-forwarded across nodes or with uneven shares moves its traffic matrix; an
-    // even one inside a node is the plain collective (balanced routing: as before shares existed).
-    const bool matrix = seg.op == coll::CollectiveOp::kAllToAll && (seg.node_copies != 1.0 || seg.dest_share);
-    TaskId id{};
-    if (matrix) {
-      workload::EpAllToAll a{.bytes = seg.bytes, .node_copies = seg.node_copies, .returning = seg.returning};
-      if (seg.dest_share) a.dest_share = *seg.dest_share;
-      id = g_->add_ep_alltoall(st.group, Stream::kCompute, Category::kTpComm, label, a);
-    } else {
-      id = g_->add_collective(st.group, Stream::kCompute, Category::kTpComm, label, seg.op, seg.bytes);
-    }
-    auto& p = purpose(id);
-    p.comm = static_cast<std::uint8_t>(seg.kind + 1);
-    if (st.isolated) {
-      p.memo = true;
-      p.group = st.group;
-      p.op = seg.op;
-      p.bytes = seg.bytes;
-      p.node_copies = seg.node_copies;
-      p.dest_share = seg.dest_share;
-      p.returning = seg.returning;
-    }
-    return id;
-  }
-
-  /// Adds one stage of a batch: its program on the stage's streams, one compute task when the
-  /// collectives' times are known (fast path), else kernels and collectives through the flow
-  /// model. Returns the first and last task.
-  std::pair<TaskId, TaskId> add_stage(const Stage& st, const StageProgram& prog) {
-    const int gpu = st.ranks.front();
-    if (st.isolated || st.ranks.size() == 1) {
-      if (auto t = known_time(st, prog)) {
-        count_known(st, prog.layer, prog.layers);
-        count_known(st, prog.head, 1);
-        const auto id = g_->add_compute(gpu, Stream::kCompute, Category::kForward, "serving.stage", *t);
-        return {id, id};
-      }
-    }
-    std::optional<TaskId> first, last;
-    SimTime compute{};
-    bool pending = false;
-    const auto flush = [&] {
-      if (!pending) return;
-      const auto id = g_->add_compute(gpu, Stream::kCompute, Category::kForward, "serving.kernels", compute);
-      if (!first) first = id;
-      last = id;
-      compute = SimTime{};
-      pending = false;
-    };
-    for (std::size_t i = 0; i < prog.size(); ++i) {
-      const Segment& seg = prog.at(i);
-      if (!seg.collective) {
-        compute += seg.compute;  // kernels back to back: one task, the same end
-        pending = true;
-        continue;
-      }
-      flush();
-      const auto id = add_tp_collective(st, seg);
-      if (!first) first = id;
-      last = id;
-    }
-    flush();
-    return {*first, *last};
-  }
-
   void step_ended(std::uint64_t b) {
     auto& rep = replicas_[static_cast<std::size_t>(batches_.at(b).replica)];
     finish_step(rep, b);
     start_step(rep);
   }
 
-  /// One isolated stage (no PP): everything whose time is known becomes one compute task; a
-  /// collective of a size not seen yet runs through the flow model, and the batch resumes when it
-  /// ends (its time then known for the rest of the run). The same end as every task separately:
-  /// nothing else can reach these links, and the replica's streams hold only this batch.
+  /// One isolated stage (no PP): what is known as one task, a collective of a size not seen yet
+  /// through the flow model, and the batch resumes when it ends (StageTasks::resume).
   void resume(std::uint64_t b) {
     Batch& batch = batches_.at(b);
     const auto& st = replicas_[static_cast<std::size_t>(batch.replica)].stages.front();
-    const StageProgram& prog = batch.program;
-    const std::size_t per_layer = prog.layer.size();
-    const std::size_t body_end = 1 + per_layer * static_cast<std::size_t>(prog.layers);
-    SimTime known{};
-    bool any = false;
-    while (batch.next < prog.size()) {
-      if (batch.next >= 1 && batch.next < body_end && (batch.next - 1) % per_layer == 0) {
-        // At a layer's start: the remaining layers at once when the layer's time is known.
-        if (auto layer = known_time(st, prog.layer)) {
-          const auto left = static_cast<std::int64_t>((body_end - batch.next) / per_layer);
-          known += SimTime{layer->ps * left};
-          count_known(st, prog.layer, left);
-          batch.next = body_end;
-          any = true;
-          continue;
-        }
-      }
-      const Segment& seg = prog.at(batch.next);
-      if (!seg.collective) {
-        known += seg.compute;
-      } else if (auto m = memo(st, seg)) {
-        known += *m;
-        comm_time_[seg.kind] += *m;
-      } else {
-        break;
-      }
-      any = true;
-      ++batch.next;
-    }
-    if (any) {
-      const auto id = g_->add_compute(st.ranks.front(), Stream::kCompute, Category::kForward, "serving.kernels", known);
-      if (batch.next == prog.size()) {
-        tag(id, Purpose::kStepEnd, b);
-        return;
-      }
-    }
-    tag(add_tp_collective(st, prog.at(batch.next++)), Purpose::kResume, b);
+    const auto added = tasks_.resume(*g_, st, batch.program, batch.next);
+    tag(added.id, added.last ? Purpose::kStepEnd : Purpose::kResume, b);
   }
 
   /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
@@ -566,7 +401,7 @@ class ServingRun final : public workload::TaskSource {
     for (int k = 0; k < rep.pp(); ++k) {
       const auto& st = rep.stages[static_cast<std::size_t>(k)];
       programs_.stage_program(rep.place(k), program_);
-      const auto [first, end] = add_stage(st, program_);
+      const auto [first, end] = tasks_.add_stage(*g_, st, program_);
       if (send) g_->depend(*send, first);
       last = end;
       if (k + 1 < rep.pp()) {
@@ -695,9 +530,7 @@ class ServingRun final : public workload::TaskSource {
     log.load_max = programs_.load_max();
     log.load_steps = programs_.load_steps();
     log.sources = programs_.sources();
-    for (std::size_t k = 0; k < comm_time_.size(); ++k) {
-      if (comm_time_[k] > SimTime{}) log.collectives_s.emplace_back(kCollectiveLabels[k], comm_time_[k].seconds());
-    }
+    log.collectives_s = tasks_.collectives_s();
     log.events = events_;
     log.step_spans = std::move(step_spans_);
     return log;
@@ -725,11 +558,7 @@ class ServingRun final : public workload::TaskSource {
   std::vector<Batch> batches_;  ///< batches in flight, and finished ones to reuse
   std::vector<std::uint64_t> free_batches_;
   std::vector<Purpose> purpose_;  ///< by task id
-  /// An isolated collective: group, op, bytes, node copies, shares (the builder's routing memo,
-  /// so the same shares are the same pointer) and direction.
-  using MemoKey = std::tuple<std::uint32_t, int, double, double, const std::vector<double>*, bool>;
-  std::map<MemoKey, SimTime> memo_;                            ///< isolated collectives' times
-  std::array<SimTime, kCollectiveLabels.size()> comm_time_{};  ///< per kind, summed over the run
+  StageTasks tasks_;              ///< stage programs onto the executor, collective times remembered
   StageProgram program_;
   std::vector<double> kv_area_;
   double kv_max_ = 0;

@@ -1,0 +1,165 @@
+#include "sim/serving/stage_tasks.hpp"
+
+#include "sim/core/check.hpp"
+
+namespace cs::serving {
+
+using workload::Category;
+using workload::Stream;
+using workload::TaskId;
+
+StageTasks::MemoKey StageTasks::key_of(const Stage& st, const Segment& seg) {
+  return MemoKey{st.group, static_cast<int>(seg.op), seg.bytes, seg.node_copies, seg.dest_share, seg.returning};
+}
+
+void StageTasks::ended(TaskId id, SimTime duration) {
+  const auto t = workload::index(id);
+  if (t >= tags_.size()) return;
+  const Tag tag = tags_[t];
+  tags_[t] = Tag{};
+  if (tag.memo) memo_.emplace(tag.key, duration);
+  if (tag.comm > 0) comm_time_[tag.comm - 1u] += duration;
+}
+
+std::optional<SimTime> StageTasks::memo(const Stage& st, const Segment& seg) const {
+  auto it = memo_.find(key_of(st, seg));
+  if (it == memo_.end()) return std::nullopt;
+  return it->second;
+}
+
+/// Adds `times` runs of the collectives in `segs` (their times known) to the breakdown.
+void StageTasks::count_known(const Stage& st, const std::vector<Segment>& segs, std::int64_t times) {
+  for (const auto& seg : segs) {
+    if (!seg.collective) continue;
+    const auto m = memo(st, seg);
+    CS_ASSERT(m.has_value(), "a known program's collectives have known times");
+    comm_time_[seg.kind] += SimTime{m->ps * times};
+  }
+}
+
+/// The time of `segs` run back to back when every collective's time is known, else nothing.
+std::optional<SimTime> StageTasks::known_time(const Stage& st, const std::vector<Segment>& segs) const {
+  SimTime t{};
+  for (const auto& seg : segs) {
+    if (!seg.collective) {
+      t += seg.compute;
+    } else if (auto m = memo(st, seg)) {
+      t += *m;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return t;
+}
+
+/// The stage's time when every collective's time is known (fast path), else nothing. Integer
+/// sums: the same as the tasks' chain.
+std::optional<SimTime> StageTasks::known_time(const Stage& st, const StageProgram& prog) const {
+  const auto layer = known_time(st, prog.layer);
+  const auto head = known_time(st, prog.head);
+  if (!layer || !head) return std::nullopt;
+  return prog.overhead + SimTime{layer->ps * prog.layers} + *head;
+}
+
+TaskId StageTasks::add_collective(workload::OpenGraph& g, const Stage& st, const Segment& seg) {
+  const char* label = kCollectiveLabels[seg.kind];
+  // An all-to-all rail-forwarded across nodes or with uneven shares moves its traffic matrix; an
+  // even one inside a node is the plain collective (balanced routing: as before shares existed).
+  const bool matrix = seg.op == CollectiveOp::kAllToAll && (seg.node_copies != 1.0 || seg.dest_share);
+  TaskId id{};
+  if (matrix) {
+    workload::EpAllToAll a{.bytes = seg.bytes, .node_copies = seg.node_copies, .returning = seg.returning};
+    if (seg.dest_share) a.dest_share = *seg.dest_share;
+    id = g.add_ep_alltoall(st.group, Stream::kCompute, Category::kTpComm, label, a);
+  } else {
+    id = g.add_collective(st.group, Stream::kCompute, Category::kTpComm, label, seg.op, seg.bytes);
+  }
+  const auto t = workload::index(id);
+  if (t >= tags_.size()) tags_.resize(t + 1);
+  tags_[t] = Tag{st.isolated, key_of(st, seg), static_cast<std::uint8_t>(seg.kind + 1)};
+  return id;
+}
+
+std::pair<TaskId, TaskId> StageTasks::add_stage(workload::OpenGraph& g, const Stage& st, const StageProgram& prog) {
+  const int gpu = st.ranks.front();
+  if (st.isolated || st.ranks.size() == 1) {
+    if (auto t = known_time(st, prog)) {
+      count_known(st, prog.layer, prog.layers);
+      count_known(st, prog.head, 1);
+      const auto id = g.add_compute(gpu, Stream::kCompute, Category::kForward, "serving.stage", *t);
+      return {id, id};
+    }
+  }
+  std::optional<TaskId> first, last;
+  SimTime compute{};
+  bool pending = false;
+  const auto flush = [&] {
+    if (!pending) return;
+    const auto id = g.add_compute(gpu, Stream::kCompute, Category::kForward, "serving.kernels", compute);
+    if (!first) first = id;
+    last = id;
+    compute = SimTime{};
+    pending = false;
+  };
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    const Segment& seg = prog.at(i);
+    if (!seg.collective) {
+      compute += seg.compute;  // kernels back to back: one task, the same end
+      pending = true;
+      continue;
+    }
+    flush();
+    const auto id = add_collective(g, st, seg);
+    if (!first) first = id;
+    last = id;
+  }
+  flush();
+  return {*first, *last};
+}
+
+StageTasks::Added StageTasks::resume(workload::OpenGraph& g, const Stage& st, const StageProgram& prog,
+                                     std::size_t& next) {
+  const std::size_t per_layer = prog.layer.size();
+  const std::size_t body_end = 1 + per_layer * static_cast<std::size_t>(prog.layers);
+  SimTime known{};
+  bool any = false;
+  while (next < prog.size()) {
+    if (next >= 1 && next < body_end && (next - 1) % per_layer == 0) {
+      // At a layer's start: the remaining layers at once when the layer's time is known.
+      if (auto layer = known_time(st, prog.layer)) {
+        const auto left = static_cast<std::int64_t>((body_end - next) / per_layer);
+        known += SimTime{layer->ps * left};
+        count_known(st, prog.layer, left);
+        next = body_end;
+        any = true;
+        continue;
+      }
+    }
+    const Segment& seg = prog.at(next);
+    if (!seg.collective) {
+      known += seg.compute;
+    } else if (auto m = memo(st, seg)) {
+      known += *m;
+      comm_time_[seg.kind] += *m;
+    } else {
+      break;
+    }
+    any = true;
+    ++next;
+  }
+  if (any) {
+    const auto id = g.add_compute(st.ranks.front(), Stream::kCompute, Category::kForward, "serving.kernels", known);
+    if (next == prog.size()) return {id, true};
+  }
+  return {add_collective(g, st, prog.at(next++)), false};
+}
+
+std::vector<std::pair<std::string, double>> StageTasks::collectives_s() const {
+  std::vector<std::pair<std::string, double>> out;
+  for (std::size_t k = 0; k < comm_time_.size(); ++k) {
+    if (comm_time_[k] > SimTime{}) out.emplace_back(kCollectiveLabels[k], comm_time_[k].seconds());
+  }
+  return out;
+}
+
+}  // namespace cs::serving

@@ -1,0 +1,73 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "sim/serving/step_program.hpp"
+#include "sim/workload/executor.hpp"
+
+namespace cs::serving {
+
+/// A pipeline stage of a replica: its TP group runs `layers` layers of every batch.
+struct Stage {
+  std::vector<int> ranks;
+  std::uint32_t group = 0;    ///< the TP group (the executor's process group)
+  std::uint32_t to_next = 0;  ///< the send/recv pair to the next stage's first GPU
+  int layers = 0;
+  int first_layer = 0;    ///< the model's index of the stage's first layer
+  bool isolated = false;  ///< no other traffic can share its collectives' links (fast path)
+};
+
+/// Puts stage programs on the running executor: kernels between collectives as one compute task
+/// on the stage's first GPU, each TP collective (or DeepEP all-to-all) over its group. A stage
+/// whose collectives no other traffic can reach (isolated) remembers each collective's first
+/// flow-model time and from then on adds what it knows as one task (the same end: alone on its
+/// links a collective's time depends only on its size). Keeps the breakdown of collective time.
+class StageTasks {
+ public:
+  /// A task of the run ended after `duration`: a remembered collective's time is kept, a stage
+  /// collective's added to the breakdown. Every task's end is passed (ids are reused).
+  void ended(workload::TaskId id, SimTime duration);
+  /// Adds a stage of a batch: one compute task when its collectives' times are all known (fast
+  /// path), else kernels and collectives through the flow model. The first and last task.
+  std::pair<workload::TaskId, workload::TaskId> add_stage(workload::OpenGraph& g, const Stage& st,
+                                                          const StageProgram& prog);
+  /// One isolated stage (no PP), from segment `next`: everything whose time is known as one
+  /// compute task, up to a collective of a size not seen yet, which runs through the flow model.
+  /// Returns the task to follow, and whether it ends the program (else resume when it ends).
+  struct Added {
+    workload::TaskId id{};
+    bool last = false;
+  };
+  Added resume(workload::OpenGraph& g, const Stage& st, const StageProgram& prog, std::size_t& next);
+  /// Seconds per collective label (kCollectiveLabels order), labels that never ran left out.
+  [[nodiscard]] std::vector<std::pair<std::string, double>> collectives_s() const;
+
+ private:
+  /// An isolated collective: group, op, bytes, node copies, shares (the builder's routing memo,
+  /// so the same shares are the same pointer) and direction.
+  using MemoKey = std::tuple<std::uint32_t, int, double, double, const std::vector<double>*, bool>;
+  /// What a collective task is, for its end.
+  struct Tag {
+    bool memo = false;  ///< an isolated stage's: its time is remembered
+    MemoKey key{};
+    std::uint8_t comm = 0;  ///< 1 + its kind (the breakdown), 0: not a stage collective
+  };
+  [[nodiscard]] static MemoKey key_of(const Stage& st, const Segment& seg);
+  [[nodiscard]] std::optional<SimTime> memo(const Stage& st, const Segment& seg) const;
+  void count_known(const Stage& st, const std::vector<Segment>& segs, std::int64_t times);
+  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const std::vector<Segment>& segs) const;
+  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const StageProgram& prog) const;
+  workload::TaskId add_collective(workload::OpenGraph& g, const Stage& st, const Segment& seg);
+
+  std::vector<Tag> tags_;  ///< by task index
+  std::map<MemoKey, SimTime> memo_;
+  std::array<SimTime, kCollectiveLabels.size()> comm_time_{};  ///< per kind, summed over the run
+};
+
+}  // namespace cs::serving
