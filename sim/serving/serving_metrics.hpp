@@ -1,6 +1,6 @@
 #pragma once
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,7 +36,7 @@ struct ServingLog {
   int moe_ep = 1;  ///< the (decode) pool's EP
   double load_sum = 0, load_max = 0;
   std::int64_t load_steps = 0;
-  std::array<double, 4> sources{};                     ///< compute seconds by calib::KernelSource
+  std::array<double, 4> sources{};                            ///< compute seconds by calib::KernelSource
   std::vector<std::pair<std::string, double>> collectives_s;  ///< seconds per stage-collective label
   std::uint64_t events = 0;
   std::vector<StepSpan> step_spans;

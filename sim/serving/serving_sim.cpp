@@ -16,6 +16,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/serving/batch_scheduler.hpp"
+#include "sim/serving/isolated_stages.hpp"
 #include "sim/serving/request_source.hpp"
 #include "sim/serving/router.hpp"
 #include "sim/serving/serving_metrics.hpp"
@@ -82,21 +83,6 @@ models::ServingShape shape_of(const ServingScenario& s, const ServingScenario& m
   shape.fp4_tensor_cores = s.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
   shape.kv_bytes = s.kv_bytes;
   return shape;
-}
-
-/// Every link a collective of `op` over `ranks` can load, whichever algorithm runs it.
-void collective_links(const net::Topology& topo, coll::CollectiveOp op, const std::vector<int>& ranks,
-                      std::vector<std::uint32_t>& out) {
-  for (auto a : coll::available_algorithms(topo, op, ranks)) {
-    coll::CollectiveRequest req;
-    req.op = op;
-    req.algorithm = a;
-    req.ranks = ranks;
-    req.bytes = 1.0;
-    for (const auto& f : coll::plan_collective(topo, req).flows) {
-      for (auto l : topo.route(f.src, f.dst).links) out.push_back(net::index(l));
-    }
-  }
 }
 
 /// One serving run as an open workload on the executor: the adapter between the seams (request
@@ -239,61 +225,19 @@ class ServingRun final : public workload::TaskSource {
     p.id = what;
   }
 
-  /// A stage's TP collectives may skip the flow model when no other traffic of the run can ever
-  /// load their links: no other stage's or replica's collectives, no pipeline send, no KV transfer.
-  /// Alone on its links a collective takes the same time whenever it runs (the flow model's
-  /// arithmetic depends on time differences only), so its first run through the flow model gives
-  /// every later one of the same size: identical results, one task per stage and step.
+  /// The fast path's stages (mark_isolated): every replica's stages, every prefill-decode pair's
+  /// KV transfer routes.
   void find_isolated() {
-    std::vector<std::vector<std::uint32_t>> classes;
-    std::vector<Stage*> owner;  ///< the stage whose TP collectives a class is (null: a transfer)
-    const auto add_route = [&](std::vector<std::uint32_t>& c, int a, int b) {
-      for (auto l : topo_.route(topo_.gpu(a), topo_.gpu(b)).links) c.push_back(net::index(l));
-    };
-    for (auto& rep : replicas_) {
-      for (std::size_t k = 0; k < rep.stages.size(); ++k) {
-        auto& st = rep.stages[k];
-        std::vector<std::uint32_t> c;
-        if (st.ranks.size() > 1) {
-          collective_links(topo_, coll::CollectiveOp::kAllReduce, st.ranks, c);
-          collective_links(topo_, coll::CollectiveOp::kAllGather, st.ranks, c);
-        }
-        classes.push_back(std::move(c));
-        owner.push_back(&st);
-        if (k + 1 < rep.stages.size()) {
-          std::vector<std::uint32_t> send;
-          add_route(send, st.ranks.front(), rep.stages[k + 1].ranks.front());
-          classes.push_back(std::move(send));
-          owner.push_back(nullptr);
-        }
+    std::vector<std::vector<Stage>*> stages;
+    std::vector<TransferPairs> transfers;
+    for (auto& rep : replicas_) stages.push_back(&rep.stages);
+    for (const auto& p : replicas_) {
+      if (!p.prefill_only || kv_pairs_ == 0) continue;
+      for (const auto& d : replicas_) {
+        if (d.decode_only) transfers.push_back({&p.stages.front(), &d.stages.front(), kv_pairs_});
       }
     }
-    if (kv_pairs_ > 0) {
-      for (const auto& p : replicas_) {
-        if (!p.prefill_only) continue;
-        for (const auto& d : replicas_) {
-          if (!d.decode_only) continue;
-          std::vector<std::uint32_t> c;
-          for (int t = 0; t < kv_pairs_; ++t)
-            add_route(c, p.stages.front().ranks[static_cast<std::size_t>(t)],
-                      d.stages.front().ranks[static_cast<std::size_t>(t)]);
-          classes.push_back(std::move(c));
-          owner.push_back(nullptr);
-        }
-      }
-    }
-    std::vector<int> users(topo_.link_count(), 0);
-    for (auto& c : classes) {
-      std::sort(c.begin(), c.end());
-      c.erase(std::unique(c.begin(), c.end()), c.end());
-      for (auto l : c) ++users[l];
-    }
-    for (std::size_t i = 0; i < classes.size(); ++i) {
-      if (!owner[i]) continue;
-      bool alone = opt_.fast_path;
-      for (auto l : classes[i]) alone = alone && users[l] == 1;
-      owner[i]->isolated = alone;
-    }
+    mark_isolated(topo_, stages, transfers, opt_.fast_path);
   }
 
   /// Every request due now joins a replica, one at a time (each may start a batch); then a timer
