@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "sim/core/check.hpp"
+
 #include "sim/serving/serving_sim.hpp"
 
 namespace cs::serving {
@@ -19,6 +21,16 @@ int BatchScheduler::preempt_newest(ReplicaQueue& q, std::vector<Request>& reqs) 
     return v.id;
   }
   return -1;
+}
+
+bool BatchScheduler::grow_or_preempt(ReplicaQueue& q, std::vector<Request>& reqs, Request& r, std::int64_t tokens) {
+  while (!q.kv.has(q.kv.more_for(r, tokens))) {
+    const int victim = preempt_newest(q, reqs);
+    CS_ASSERT(victim >= 0, "a request not in flight can always be preempted");
+    if (victim == r.id) return false;
+  }
+  q.kv.grow(r, tokens);
+  return true;
 }
 
 const char* scheduler_name(Scheduler s) {

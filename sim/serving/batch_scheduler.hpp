@@ -50,6 +50,9 @@ class BatchScheduler {
   /// requests in admission order, so the newest is one not stepped yet in this batch, or the one
   /// asking for a block (which then preempts itself, as vLLM's does).
   int preempt_newest(ReplicaQueue& q, std::vector<Request>& reqs);
+  /// Grows running request `r` to cache `tokens`, preempting the newest running requests until its
+  /// blocks fit. False when `r` itself was the one preempted (it left the running list).
+  bool grow_or_preempt(ReplicaQueue& q, std::vector<Request>& reqs, Request& r, std::int64_t tokens);
   StepLimits limits_;
   std::int64_t preemptions_ = 0;
 };

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "sim/core/check.hpp"
 #include "sim/serving/batch_scheduler.hpp"
 
 namespace cs::serving {
@@ -26,20 +25,10 @@ void ContinuousScheduler::plan(ReplicaQueue& q, std::vector<Request>& reqs, Step
     }
     // Decode: the last sampled token's K/V is appended this step.
     const std::int64_t kv_tokens = r.input + r.generated;
-    bool dropped_self = false;
-    while (!q.kv.has(q.kv.more_for(r, kv_tokens))) {
-      const int victim = preempt_newest(q, reqs);
-      CS_ASSERT(victim >= 0, "a request not in flight can always be preempted");
-      if (victim == id) {
-        dropped_self = true;
-        break;
-      }
-    }
-    if (dropped_self) {
+    if (!grow_or_preempt(q, reqs, r, kv_tokens)) {
       --i;  // it left the running list, the next request now in its place (wraps to 0 - 1, then back)
       continue;
     }
-    q.kv.grow(r, kv_tokens);
     step.decode(id, static_cast<double>(kv_tokens));
     budget -= step.decode_tokens();
   }

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/core/check.hpp"
 #include "sim/serving/batch_scheduler.hpp"
 
 namespace cs::serving {
@@ -62,21 +61,13 @@ void PrefillFirstScheduler::plan_decode(ReplicaQueue& q, std::vector<Request>& r
     auto& r = reqs[static_cast<std::size_t>(id)];
     if (r.in_flight || !r.prompt_cached()) continue;
     const std::int64_t kv_tokens = r.input + r.generated;
-    bool retracted_self = false;
-    while (!q.kv.has(q.kv.more_for(r, kv_tokens))) {
-      const int victim = preempt_newest(q, reqs);
-      CS_ASSERT(victim >= 0, "a request not in flight can always be retracted");
-      ratio_ = params_.initial;
-      if (victim == id) {
-        retracted_self = true;
-        break;
-      }
-    }
-    if (retracted_self) {
+    const std::int64_t before = preemptions_;
+    const bool grown = grow_or_preempt(q, reqs, r, kv_tokens);
+    if (preemptions_ > before) ratio_ = params_.initial;  // a retraction: the estimate starts again
+    if (!grown) {
       --i;  // it left the running list, the next request now in its place (wraps to 0 - 1, then back)
       continue;
     }
-    q.kv.grow(r, kv_tokens);
     step.decode(id, static_cast<double>(kv_tokens));
   }
   if (!step.empty()) {

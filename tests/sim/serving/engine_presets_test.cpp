@@ -17,8 +17,13 @@
 #include "sim/serving/serving_sim.hpp"
 #include "sim/serving/step_program.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serving_queues.hpp"
 
 using namespace cs;
+using test::batch;
+using test::queue;
+using test::requests;
+using Plan = std::vector<std::pair<int, std::int64_t>>;
 
 namespace {
 
@@ -34,32 +39,6 @@ serving::ServingScenario served(
       "engine": {)" + (engine.empty() ? std::string() : "\"preset\": \"" + engine + "\"") +
                            extra + R"(}, "workload": )" + workload + "}";
   return config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
-}
-
-std::vector<serving::Request> requests(const std::vector<std::pair<std::int64_t, std::int64_t>>& lens) {
-  std::vector<serving::Request> out;
-  for (const auto& [in, n] : lens) {
-    serving::Request r;
-    r.id = static_cast<int>(out.size());
-    r.input = in;
-    r.output = n;
-    r.prompt = in;
-    out.push_back(r);
-  }
-  return out;
-}
-
-serving::ReplicaQueue queue(std::int64_t blocks, std::deque<int> waiting) {
-  serving::ReplicaQueue q;
-  q.kv = serving::KvCache(blocks, 16, 0, 0);
-  q.waiting = std::move(waiting);
-  return q;
-}
-
-std::vector<std::pair<int, std::int64_t>> batch(const serving::StepBuilder& b) {
-  std::vector<std::pair<int, std::int64_t>> out;
-  for (const auto& p : b.plan) out.emplace_back(p.req, p.chunk);
-  return out;
 }
 
 constexpr double kMiB = 1048576.0;
@@ -161,13 +140,13 @@ TEST_CASE("engine presets: no-evict admits on blocks to completion, stops at the
   CHECK(q.running == std::vector<int>{0});
   CHECK(q.waiting == std::deque<int>{1, 2});
   CHECK(reqs[0].blocks == 6);
-  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 40}});
+  CHECK(batch(step) == Plan{{0, 40}});
   // Decoding never grows a sequence's blocks nor preempts: they were reserved.
   reqs[0].prefilled = 40;
   reqs[0].generated = 30;
   step.clear();
   sched.plan(q, reqs, step);
-  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 0}});
+  CHECK(batch(step) == Plan{{0, 0}});
   CHECK(reqs[0].blocks == 6);
   CHECK(sched.preemptions() == 0);
 }
@@ -178,8 +157,8 @@ TEST_CASE("engine presets: without chunking a prompt waits for a step whose budg
   auto reqs = requests({{60, 4}, {60, 4}});
   auto q = queue(100, {0, 1});
   sched.plan(q, reqs, step);
-  CHECK(q.running == std::vector<int>{0, 1});                                // both admitted
-  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 60}});  // 1 waits: 40 left
+  CHECK(q.running == std::vector<int>{0, 1});  // both admitted
+  CHECK(batch(step) == Plan{{0, 60}});         // 1 waits: 40 left
 }
 
 TEST_CASE("engine presets: prefill first: prompts run alone, then one decode step over every running request") {
@@ -190,26 +169,26 @@ TEST_CASE("engine presets: prefill first: prompts run alone, then one decode ste
   auto q = queue(1000, {0, 1, 2});
   // A prefill step: 0 takes 64 tokens (the chunk size) and is now chunked: the step ends with it.
   sched.plan(q, reqs, step);
-  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 64}});
+  CHECK(batch(step) == Plan{{0, 64}});
   reqs[0].prefilled = 64;
   // Next: 0's last 36 tokens first, then 1 whole (28 left of the chunk: 1 is chunked at 28).
   step.clear();
   sched.plan(q, reqs, step);
-  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 36}, {1, 28}});
+  CHECK(batch(step) == Plan{{0, 36}, {1, 28}});
   reqs[0].prefilled = 100;
   reqs[0].generated = 1;
   reqs[1].prefilled = 28;
   step.clear();
   sched.plan(q, reqs, step);
   // 1's last 2 tokens and 2 whole: still a prefill step, so 0 does not decode.
-  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{1, 2}, {2, 20}});
+  CHECK(batch(step) == Plan{{1, 2}, {2, 20}});
   reqs[1].prefilled = 30;
   reqs[1].generated = 1;
   reqs[2].prefilled = 20;
   reqs[2].generated = 1;
   step.clear();
   sched.plan(q, reqs, step);
-  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 0}, {1, 0}, {2, 0}});
+  CHECK(batch(step) == Plan{{0, 0}, {1, 0}, {2, 0}});
   CHECK(sched.ratio() == doctest::Approx(0.7 - (0.7 - 0.098) / 600));
 }
 
@@ -227,7 +206,7 @@ TEST_CASE("engine presets: prefill first holds back a prompt whose reserved deco
   q.running.push_back(0);
   sched.plan(q, reqs, step);
   CHECK(q.waiting == std::deque<int>{1});
-  CHECK(batch(step) == std::vector<std::pair<int, std::int64_t>>{{0, 0}});  // a decode step instead
+  CHECK(batch(step) == Plan{{0, 0}});  // a decode step instead
 }
 
 TEST_CASE("engine presets: a step runs as a CUDA graph at a captured size, padded where the engine pads") {

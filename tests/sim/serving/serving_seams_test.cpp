@@ -18,34 +18,17 @@
 #include "sim/serving/router.hpp"
 #include "sim/serving/serving_metrics.hpp"
 #include "sim/serving/step_builder.hpp"
+#include "tests/support/serving_queues.hpp"
 
 using namespace cs;
+
+using test::batch;
+using test::queue;
+using test::requests;
 
 namespace {
 
 using Lengths = std::vector<std::pair<std::int64_t, std::int64_t>>;
-
-/// Requests 0, 1, ... with these (input, output) lengths, nothing prefilled.
-std::vector<serving::Request> requests(const Lengths& lens) {
-  std::vector<serving::Request> out;
-  for (const auto& [in, out_len] : lens) {
-    serving::Request r;
-    r.id = static_cast<int>(out.size());
-    r.input = in;
-    r.output = out_len;
-    r.prompt = in;
-    out.push_back(r);
-  }
-  return out;
-}
-
-/// A replica queue over a pool of `blocks` 16-token blocks (no sliding window), these ids waiting.
-serving::ReplicaQueue queue(std::int64_t blocks, std::deque<int> waiting) {
-  serving::ReplicaQueue q;
-  q.kv = serving::KvCache(blocks, 16, 0, 0);
-  q.waiting = std::move(waiting);
-  return q;
-}
 
 /// Puts `r` in the running set as a decoding sequence: its prompt cached, `generated` tokens out.
 void running(serving::ReplicaQueue& q, serving::Request& r, std::int64_t generated, std::int64_t blocks) {
@@ -56,13 +39,6 @@ void running(serving::ReplicaQueue& q, serving::Request& r, std::int64_t generat
 }
 
 using Plan = std::vector<std::pair<int, std::int64_t>>;
-
-/// The batch formed, as (request, chunk) pairs.
-Plan batch(const serving::StepBuilder& b) {
-  Plan out;
-  for (const auto& p : b.plan) out.emplace_back(p.req, p.chunk);
-  return out;
-}
 
 /// The requests' (input, output) lengths.
 Lengths lengths(const std::vector<serving::Request>& reqs) {
