@@ -23,6 +23,8 @@ class RequestSource {
   /// A closed loop's next request when one of its clients finishes at `now` (ids go on from
   /// `issued`); none when the run has all its requests or arrivals are open.
   [[nodiscard]] std::optional<Request> on_finish(SimTime now, std::size_t issued);
+  /// Whether requests arrive as earlier ones finish (not all known up front).
+  [[nodiscard]] bool closed_loop() const { return s_.arrivals == Arrivals::kClosedLoop; }
 
  private:
   [[nodiscard]] Request drawn(int id, SimTime arrival);

@@ -41,7 +41,8 @@ struct Replica {
   bool prefill_only = false, decode_only = false;
   ReplicaQueue queue;
   std::unique_ptr<BatchScheduler> scheduler;
-  int incoming = 0;  ///< disaggregated: requests whose KV is moving here
+  int incoming = 0;         ///< disaggregated: requests whose KV is moving here
+  std::uint64_t batch = 0;  ///< the batch it runs (without PP: at most one)
   [[nodiscard]] int pp() const { return static_cast<int>(stages.size()); }
   [[nodiscard]] StagePlace place(int k) const {
     const auto& st = stages[static_cast<std::size_t>(k)];
@@ -56,8 +57,10 @@ struct Batch {
   SimTime start{};
   double kv_used = 0;    ///< the replica's KV-block fraction in use when it was planned
   std::size_t span = 0;  ///< its StepSpan (when tracing)
-  StageProgram program;  ///< one isolated stage: what is left to add, from `next`
+  StageProgram program;  ///< one isolated or guarded stage: what is left to add, from `next`
   std::size_t next = 0;
+  bool resumed = false;  ///< added a task at a time (resume), else all at once
+  SimTime busy_until{};  ///< resumed: its running task's end when compute, else that task's start
 };
 
 /// Why the run follows a task of the executor (indexed by the task's id, which is reused).
@@ -207,6 +210,7 @@ class ServingRun final : public workload::TaskSource {
       }
       case Purpose::kKvPart: {
         auto& r = reqs_[p.id];
+        --tasks_.transfers().in_flight;
         if (--r.kv_parts_left == 0) kv_arrived(r);
         break;
       }
@@ -291,9 +295,32 @@ class ServingRun final : public workload::TaskSource {
   /// through the flow model, and the batch resumes when it ends (StageTasks::resume).
   void resume(std::uint64_t b) {
     Batch& batch = batches_.at(b);
-    const auto& st = replicas_[static_cast<std::size_t>(batch.replica)].stages.front();
-    const auto added = tasks_.resume(*g_, st, batch.program, batch.next);
+    const auto& rep = replicas_[static_cast<std::size_t>(batch.replica)];
+    const auto added = tasks_.resume(*g_, rep.stages.front(), batch.program, batch.next, transfers_wait(rep));
+    batch.busy_until = added.end;
     tag(added.id, added.last ? Purpose::kStepEnd : Purpose::kResume, b);
+  }
+
+  /// The earliest time a KV transfer not yet started could start, `self` aside (a replica's own
+  /// transfers start when its step ends): a prefill replica's running step ends no sooner than its
+  /// running task and the rest of its kernels; an idle one starts a step at the next arrival.
+  SimTime transfers_wait(const Replica& self) const {
+    const SimTime now = g_->now();
+    if (!self.stages.front().guarded) return now;
+    SimTime until{std::numeric_limits<std::int64_t>::max()};
+    for (const auto& r : replicas_) {
+      if (!r.prefill_only || &r == &self) continue;
+      if (r.inflight == 0) {
+        if (source_.closed_loop()) return now;  // an arrival may come at any step's end
+        if (next_arrival_ < arrivals_.size())
+          until = std::min(until, reqs_[static_cast<std::size_t>(arrivals_[next_arrival_])].arrival);
+        continue;
+      }
+      const Batch& batch = batches_.at(r.batch);
+      if (r.pp() > 1 || !batch.resumed) return now;
+      until = std::min(until, std::max(now, batch.busy_until) + compute_from(batch.program, batch.next));
+    }
+    return std::max(now, until);
   }
 
   /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
@@ -315,6 +342,8 @@ class ServingRun final : public workload::TaskSource {
       batch.replica = rep.index;
       std::swap(batch.plan, step_.plan);  // both keep their capacity (batches are reused)
       batch.next = 0;
+      batch.resumed = false;
+      rep.batch = b;
       batch.start = g_->now();
       batch.kv_used = rep.queue.kv.used();
       kv_max_ = std::max(kv_max_, batch.kv_used);
@@ -335,8 +364,9 @@ class ServingRun final : public workload::TaskSource {
     const bool counts = s_.model.is_moe() && rep.shape.ep > 1 && (s_.prefill_replicas == 0 || rep.decode_only);
     programs_.build(rep.shape, step_.mix, step_.mtp_mix, static_cast<std::int64_t>(batches_.at(b).plan.size()), counts);
     const auto& only = rep.stages.front();
-    if (rep.pp() == 1 && (only.isolated || only.ranks.size() == 1)) {
+    if (rep.pp() == 1 && (only.isolated || only.guarded || only.ranks.size() == 1)) {
       programs_.stage_program(rep.place(0), batches_.at(b).program);
+      batches_.at(b).resumed = true;
       resume(b);
       return;
     }
@@ -412,6 +442,9 @@ class ServingRun final : public workload::TaskSource {
     const double bytes =
         static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, from.shape) * holders / parts;
     r.kv_parts_left = parts;
+    auto& watch = tasks_.transfers();
+    watch.in_flight += parts;
+    ++watch.started;
     for (int t = 0; t < parts; ++t) {
       const auto k = static_cast<std::size_t>(whole ? r.id % kv_pairs_ : t);
       const auto group = g_->add_group({from.stages.front().ranks[k], to.stages.front().ranks[k]});

@@ -1,5 +1,7 @@
 #include "sim/serving/stage_tasks.hpp"
 
+#include <limits>
+
 #include "sim/core/check.hpp"
 
 namespace cs::serving {
@@ -17,7 +19,7 @@ void StageTasks::ended(TaskId id, SimTime duration) {
   if (t >= tags_.size()) return;
   const Tag tag = tags_[t];
   tags_[t] = Tag{};
-  if (tag.memo) memo_.emplace(tag.key, duration);
+  if (tag.memo && (!tag.watched || watch_.started == tag.started)) memo_.emplace(tag.key, duration);
   if (tag.comm > 0) comm_time_[tag.comm - 1u] += duration;
 }
 
@@ -61,7 +63,30 @@ std::optional<SimTime> StageTasks::known_time(const Stage& st, const StageProgra
   return prog.overhead + SimTime{layer->ps * prog.layers} + *head;
 }
 
-TaskId StageTasks::add_collective(workload::OpenGraph& g, const Stage& st, const Segment& seg) {
+SimTime compute_from(const StageProgram& prog, std::size_t next) {
+  const auto sum = [](const std::vector<Segment>& segs, std::size_t from) {
+    SimTime t{};
+    for (std::size_t i = from; i < segs.size(); ++i) t += segs[i].collective ? SimTime{} : segs[i].compute;
+    return t;
+  };
+  const std::size_t per_layer = prog.layer.size();
+  const std::size_t body_end = 1 + per_layer * static_cast<std::size_t>(prog.layers);
+  SimTime t{};
+  if (next == 0) {
+    t += prog.overhead;
+    next = 1;
+  }
+  if (per_layer > 0 && next < body_end) {
+    const std::size_t in_layer = (next - 1) % per_layer;
+    const auto whole = static_cast<std::int64_t>((body_end - next - (per_layer - in_layer) % per_layer) / per_layer);
+    if (in_layer > 0) t += sum(prog.layer, in_layer);
+    t += SimTime{sum(prog.layer, 0).ps * whole};
+    next = body_end;
+  }
+  return t + sum(prog.head, next - body_end);
+}
+
+TaskId StageTasks::add_collective(workload::OpenGraph& g, const Stage& st, const Segment& seg, bool alone) {
   const char* label = kCollectiveLabels[seg.kind];
   // An all-to-all rail-forwarded across nodes or with uneven shares moves its traffic matrix; an
   // even one inside a node is the plain collective (balanced routing: as before shares existed).
@@ -76,7 +101,11 @@ TaskId StageTasks::add_collective(workload::OpenGraph& g, const Stage& st, const
   }
   const auto t = workload::index(id);
   if (t >= tags_.size()) tags_.resize(t + 1);
-  tags_[t] = Tag{st.isolated, key_of(st, seg), static_cast<std::uint8_t>(seg.kind + 1)};
+  // A guarded stage's collective starting while no transfer runs is remembered unless one starts
+  // before it ends.
+  const bool watched = !st.isolated && st.guarded && alone;
+  tags_[t] =
+      Tag{st.isolated || watched, watched, watch_.started, key_of(st, seg), static_cast<std::uint8_t>(seg.kind + 1)};
   return id;
 }
 
@@ -109,7 +138,7 @@ std::pair<TaskId, TaskId> StageTasks::add_stage(workload::OpenGraph& g, const St
       continue;
     }
     flush();
-    const auto id = add_collective(g, st, seg);
+    const auto id = add_collective(g, st, seg, false);  // it starts later: the transfers then are unknown
     if (!first) first = id;
     last = id;
   }
@@ -118,27 +147,37 @@ std::pair<TaskId, TaskId> StageTasks::add_stage(workload::OpenGraph& g, const St
 }
 
 StageTasks::Added StageTasks::resume(workload::OpenGraph& g, const Stage& st, const StageProgram& prog,
-                                     std::size_t& next) {
+                                     std::size_t& next, SimTime until) {
   const std::size_t per_layer = prog.layer.size();
   const std::size_t body_end = 1 + per_layer * static_cast<std::size_t>(prog.layers);
+  // Alone on its links until `until`: an isolated stage always, a guarded one while no transfer runs.
+  // (A stage of one GPU has no collectives.)
+  const bool solo = st.isolated || st.ranks.size() == 1;
+  const bool alone = solo || (st.guarded && watch_.in_flight == 0);
+  const SimTime now = g.now();
+  const SimTime window = solo ? SimTime{std::numeric_limits<std::int64_t>::max()} : alone ? until - now : SimTime{};
   SimTime known{};
   bool any = false;
   while (next < prog.size()) {
-    if (next >= 1 && next < body_end && (next - 1) % per_layer == 0) {
-      // At a layer's start: the remaining layers at once when the layer's time is known.
+    if (alone && next >= 1 && next < body_end && (next - 1) % per_layer == 0) {
+      // At a layer's start: the remaining layers at once when the layer's time is known (as many
+      // as end within the window).
       if (auto layer = known_time(st, prog.layer)) {
-        const auto left = static_cast<std::int64_t>((body_end - next) / per_layer);
-        known += SimTime{layer->ps * left};
-        count_known(st, prog.layer, left);
-        next = body_end;
-        any = true;
-        continue;
+        auto fold = static_cast<std::int64_t>((body_end - next) / per_layer);
+        if (!solo && layer->ps > 0) fold = std::min(fold, (window - known).ps / layer->ps);
+        if (fold > 0) {
+          known += SimTime{layer->ps * fold};
+          count_known(st, prog.layer, fold);
+          next += static_cast<std::size_t>(fold) * per_layer;
+          any = true;
+          continue;
+        }
       }
     }
     const Segment& seg = prog.at(next);
     if (!seg.collective) {
       known += seg.compute;
-    } else if (auto m = memo(st, seg)) {
+    } else if (auto m = alone ? memo(st, seg) : std::nullopt; m && known + *m <= window) {
       known += *m;
       comm_time_[seg.kind] += *m;
     } else {
@@ -149,9 +188,9 @@ StageTasks::Added StageTasks::resume(workload::OpenGraph& g, const Stage& st, co
   }
   if (any) {
     const auto id = g.add_compute(st.ranks.front(), Stream::kCompute, Category::kForward, "serving.kernels", known);
-    if (next == prog.size()) return {id, true};
+    return {id, next == prog.size(), now + known};
   }
-  return {add_collective(g, st, prog.at(next++)), false};
+  return {add_collective(g, st, prog.at(next++), alone), false, now};
 }
 
 std::vector<std::pair<std::string, double>> StageTasks::collectives_s() const {

@@ -21,7 +21,20 @@ struct Stage {
   int layers = 0;
   int first_layer = 0;    ///< the model's index of the stage's first layer
   bool isolated = false;  ///< no other traffic can share its collectives' links (fast path)
+  bool guarded = false;   ///< only KV transfers can share them (fast path while none runs)
 };
+
+/// The disaggregated KV transfers as the guarded stages see them: how many parts are on the
+/// links now, and how many transfers have started (a collective during which one started did not
+/// run alone).
+struct TransferWatch {
+  int in_flight = 0;
+  std::uint64_t started = 0;
+};
+
+/// The compute time of `prog` from segment `next` on (its collectives left out): a lower bound of
+/// the time the rest of the program takes, whatever the network does.
+[[nodiscard]] SimTime compute_from(const StageProgram& prog, std::size_t next);
 
 /// Puts stage programs on the running executor: kernels between collectives as one compute task
 /// on the stage's first GPU, each TP collective (or DeepEP all-to-all) over its group. A stage
@@ -37,14 +50,19 @@ class StageTasks {
   /// path), else kernels and collectives through the flow model. The first and last task.
   std::pair<workload::TaskId, workload::TaskId> add_stage(workload::OpenGraph& g, const Stage& st,
                                                           const StageProgram& prog);
-  /// One isolated stage (no PP), from segment `next`: everything whose time is known as one
-  /// compute task, up to a collective of a size not seen yet, which runs through the flow model.
-  /// Returns the task to follow, and whether it ends the program (else resume when it ends).
+  /// One isolated or guarded stage (no PP), from segment `next`: everything whose time is known
+  /// as one compute task, up to a collective of a size not seen yet, which runs through the flow
+  /// model. A guarded stage's known collectives join the task only while they end by `until` (no
+  /// KV transfer can start before it) and none is running. Returns the task to follow, and whether
+  /// it ends the program (else resume when it ends).
   struct Added {
     workload::TaskId id{};
     bool last = false;
+    SimTime end{};  ///< the task's end when it is compute, else its start
   };
-  Added resume(workload::OpenGraph& g, const Stage& st, const StageProgram& prog, std::size_t& next);
+  Added resume(workload::OpenGraph& g, const Stage& st, const StageProgram& prog, std::size_t& next, SimTime until);
+  /// The KV transfers (the serving run keeps it up to date).
+  TransferWatch& transfers() { return watch_; }
   /// Seconds per collective label (kCollectiveLabels order), labels that never ran left out.
   [[nodiscard]] std::vector<std::pair<std::string, double>> collectives_s() const;
 
@@ -54,7 +72,9 @@ class StageTasks {
   using MemoKey = std::tuple<std::uint32_t, int, double, double, const std::vector<double>*, bool>;
   /// What a collective task is, for its end.
   struct Tag {
-    bool memo = false;  ///< an isolated stage's: its time is remembered
+    bool memo = false;          ///< an isolated stage's: its time is remembered
+    bool watched = false;       ///< a guarded stage's: remembered if no transfer started meanwhile
+    std::uint64_t started = 0;  ///< transfers started before it
     MemoKey key{};
     std::uint8_t comm = 0;  ///< 1 + its kind (the breakdown), 0: not a stage collective
   };
@@ -63,11 +83,12 @@ class StageTasks {
   void count_known(const Stage& st, const std::vector<Segment>& segs, std::int64_t times);
   [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const std::vector<Segment>& segs) const;
   [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const StageProgram& prog) const;
-  workload::TaskId add_collective(workload::OpenGraph& g, const Stage& st, const Segment& seg);
+  workload::TaskId add_collective(workload::OpenGraph& g, const Stage& st, const Segment& seg, bool alone);
 
   std::vector<Tag> tags_;  ///< by task index
   std::map<MemoKey, SimTime> memo_;
   std::array<SimTime, kCollectiveLabels.size()> comm_time_{};  ///< per kind, summed over the run
+  TransferWatch watch_;
 };
 
 }  // namespace cs::serving

@@ -34,6 +34,20 @@ TEST_CASE("the default scenario runs and prints the NVSwitch and PCIe columns si
   CHECK(r.out.find("cost per million tokens") != std::string::npos);
 }
 
+TEST_CASE("global flags work after the command too: --threads 1 there gives the same bytes as before it") {
+  const std::string infer =
+      "infer --model llama3.1-8b --cluster hgx-h100 --tp 1 --input-len 512 --output-len 64 --requests 20 --rate 10";
+  const auto before = run_cli("--threads 1 " + infer);
+  const auto after = run_cli(infer + " --threads 1");
+  CHECK(before.exit_code == 0);
+  CHECK(after.exit_code == 0);
+  CHECK(after.out == before.out);
+  // Misspelt, it is still an unknown flag with the closest one named.
+  const auto typo = run_cli(infer + " --thread 1");
+  CHECK(typo.exit_code == 2);
+  CHECK(typo.err.find("unknown flag --thread (did you mean --threads?)") != std::string::npos);
+}
+
 TEST_CASE("run --json prints one document per variant with the contract's fields, byte-identical across runs") {
   const auto a = run_cli("run scenarios/default.json --json");
   const auto b = run_cli("run scenarios/default.json --json");

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   cs::cli::Globals globals{CLUSTERSIM_DATA_DIR, cs::cli::kDefaultMaxWork};
   CLI::App app{"clustersim: a discrete-event performance simulator for GPU clusters running LLMs"};
   app.require_subcommand(1);
+  app.fallthrough();  // global flags (--threads, --max-work, ...) also after the command
   app.add_option("--data-dir", globals.data_dir, "folder holding models/, calibration/ and scenarios/")
       ->capture_default_str();
   int threads = 0;
