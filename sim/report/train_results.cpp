@@ -157,21 +157,7 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
     r.scaling_efficiency = r.speedup / s.gpus;
   }
 
-  if (s.offer) {
-    Cost c;
-    c.offer = s.offer->id;
-    c.currency = s.offer->currency;
-    c.boxes = s.nodes;
-    c.price_per_hour = s.offer->price_per_hour() * s.nodes;
-    c.per_step = c.price_per_hour * r.step_time_s / 3600.0;
-    c.per_million_tokens = c.per_step / step.tokens * 1e6;
-    if (s.offer->has_range()) {
-      c.price_per_hour_max = s.offer->high().price_per_hour() * s.nodes;
-      c.per_step_max = c.price_per_hour_max * r.step_time_s / 3600.0;
-      c.per_million_tokens_max = c.per_step_max / step.tokens * 1e6;
-    }
-    r.cost = c;
-  }
+  if (s.offer) r.cost = scenario::run_cost(*s.offer, s.nodes, r.step_time_s, step.tokens);
 
   const auto& p = s.profile;
   const auto& peak = p.peak(s.dtype);

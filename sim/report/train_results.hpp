@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "models/memory/training_memory.hpp"
+#include "sim/scenario/run_cost.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/study/training_run.hpp"
 #include "sim/workload/executor.hpp"
@@ -21,16 +22,8 @@ struct Breakdown {
   bool operator==(const Breakdown&) const = default;
 };
 
-struct Cost {
-  std::string currency;
-  double price_per_hour = 0;  ///< of all the boxes the run rents
-  int boxes = 1;              ///< one per node
-  double per_step = 0;
-  double per_million_tokens = 0;
-  std::string offer;
-  /// The same at the top of the offer's quoted range (0: a single price).
-  double price_per_hour_max = 0, per_step_max = 0, per_million_tokens_max = 0;
-};
+/// A training step's price on the scenario's offer (per_run: one step); the one cost type of runs.
+using Cost = scenario::RunCost;
 
 /// Time spent in one kind of collective on one GPU (mean over GPUs), with the algorithm used.
 struct CollectiveSummary {

@@ -66,12 +66,12 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
     j["cost"] = {{"offer", r.cost->offer},
                  {"currency", r.cost->currency},
                  {"price_per_hour", r.cost->price_per_hour},
-                 {"per_step", r.cost->per_step},
+                 {"per_step", r.cost->per_run},
                  {"per_million_tokens", r.cost->per_million_tokens}};
     if (r.cost->boxes > 1) j["cost"]["boxes"] = r.cost->boxes;
     if (r.cost->price_per_hour_max > 0) {  // the offer quotes a range: its top too
       j["cost"]["price_per_hour_max"] = r.cost->price_per_hour_max;
-      j["cost"]["per_step_max"] = r.cost->per_step_max;
+      j["cost"]["per_step_max"] = r.cost->per_run_max;
       j["cost"]["per_million_tokens_max"] = r.cost->per_million_tokens_max;
     }
   }
@@ -216,10 +216,10 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
                     : "-";
     });
     row("cost per step", [](const TrainResults& r) {
-      return r.cost ? fixed(r.cost->per_step, 4) +
-                          (r.cost->per_step_max > 0 ? " to " + fixed(r.cost->per_step_max, 4) : "") + " " +
-                          r.cost->currency
-                    : "-";
+      return r.cost
+                 ? fixed(r.cost->per_run, 4) + (r.cost->per_run_max > 0 ? " to " + fixed(r.cost->per_run_max, 4) : "") +
+                       " " + r.cost->currency
+                 : "-";
     });
     row("cost per million tokens", [](const TrainResults& r) {
       return r.cost

@@ -23,25 +23,6 @@ std::vector<std::string> workload_warnings(const ServingScenario& s) {
   return w;
 }
 
-/// The offer's price for the run: one box rented per node; a quoted range costed at its top too.
-ServingResults::Cost run_cost(const ServingScenario& s, const ServingResults& r, double span) {
-  ServingResults::Cost c;
-  c.offer = s.offer->id;
-  c.currency = s.offer->currency;
-  const auto per_mtok = [&](double price_per_hour, double tokens) {
-    return price_per_hour * span / 3600.0 / tokens * 1e6;
-  };
-  const auto out_tokens = static_cast<double>(r.output_tokens);
-  c.price_per_hour = s.offer->price_per_hour() * s.nodes;
-  c.per_million_output_tokens = per_mtok(c.price_per_hour, out_tokens);
-  c.per_million_tokens = per_mtok(c.price_per_hour, out_tokens + static_cast<double>(r.input_tokens));
-  if (s.offer->has_range()) {
-    c.price_per_hour_max = s.offer->high().price_per_hour() * s.nodes;
-    c.per_million_output_tokens_max = per_mtok(c.price_per_hour_max, out_tokens);
-  }
-  return c;
-}
-
 /// What the scenario says of itself: names, formats, shape, limits.
 void describe(const ServingScenario& s, const ServingLog& log, ServingResults& r) {
   r.name = s.name;
@@ -113,7 +94,10 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool 
   for (std::size_t k = 0; k < log.sources.size(); ++k)
     r.compute_sources[k] = sourced > 0 ? log.sources[k] / sourced : 0.0;
   r.collectives_s = std::move(log.collectives_s);
-  if (s.offer) r.cost = run_cost(s, r, span);
+  if (s.offer) {
+    const auto out = static_cast<double>(r.output_tokens);
+    r.cost = scenario::run_cost(*s.offer, s.nodes, span, out + static_cast<double>(r.input_tokens), out);
+  }
   r.events = log.events;
   r.step_spans = std::move(log.step_spans);
   return r;

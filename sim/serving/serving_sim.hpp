@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/network/topology.hpp"
+#include "sim/scenario/run_cost.hpp"
 #include "sim/scenario/serving_scenario.hpp"
 
 namespace cs::serving {
@@ -102,11 +103,8 @@ struct ServingResults {
   /// order: measured table hit, interpolated, extrapolated, analytic), over every layer each step
   /// ran; they sum to 1.
   std::array<double, 4> compute_sources{};
-  struct Cost {
-    std::string offer, currency;
-    double price_per_hour = 0, per_million_output_tokens = 0, per_million_tokens = 0;
-    double price_per_hour_max = 0, per_million_output_tokens_max = 0;  ///< the offer's range top (0: none)
-  };
+  /// The run's price on the scenario's offer over its makespan.
+  using Cost = scenario::RunCost;
   std::optional<Cost> cost;
   std::uint64_t events = 0;
   double wall_s = 0;
