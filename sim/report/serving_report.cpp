@@ -96,6 +96,8 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
                          {"output_tokens_per_s", r.steady->output_tokens_per_s},
                          {"output_tokens_per_s_per_gpu", r.steady->output_tokens_per_s_per_gpu},
                          {"requests_per_s", r.steady->requests_per_s}};
+    if (r.steady->goodput_requests_per_s)
+      j["steady_state"]["goodput_requests_per_s"] = *r.steady->goodput_requests_per_s;
   } else {
     j["steady_state"] = nullptr;
   }
@@ -193,7 +195,12 @@ std::string serving_table(const ServingResults& r) {
                             fixed(r.steady->requests_per_s, 2) + " requests/s, from " + fixed(r.steady->from_s, 2) +
                             " to " + fixed(r.steady->to_s, 2) + " s (10% to 90% of requests done)");
   }
-  if (r.goodput_requests_per_s) row("goodput (within SLOs)", fixed(*r.goodput_requests_per_s, 2) + " requests/s");
+  if (r.goodput_requests_per_s) {
+    std::string good = fixed(*r.goodput_requests_per_s, 2) + " requests/s over the whole run";
+    if (r.steady && r.steady->goodput_requests_per_s)
+      good += ", " + fixed(*r.steady->goodput_requests_per_s, 2) + " in the steady window";
+    row("goodput (within SLOs)", good);
+  }
   // Which limit binds: the engine's max batch, or the KV cache at the mean sequence length.
   row("max concurrency that fits",
       std::to_string(r.max_concurrency) + " sequences (" + std::to_string(r.kv_blocks) + " KV blocks per replica; " +

@@ -25,7 +25,8 @@ Percentiles summarise(const std::vector<double>& v) {
   return p;
 }
 
-std::optional<ServingResults::SteadyState> steady_state(const ServingLog& log, SimTime first) {
+std::optional<ServingResults::SteadyState> steady_state(const ServingLog& log, SimTime first,
+                                                        const std::vector<char>* met) {
   constexpr std::size_t kMinRequests = 20;  // fewer: the "middle" is a handful of completions
   const auto& reqs = log.requests;
   if (reqs.size() < kMinRequests) return std::nullopt;
@@ -49,6 +50,12 @@ std::optional<ServingResults::SteadyState> steady_state(const ServingLog& log, S
   st.output_tokens_per_s = static_cast<double>(tokens) / window;
   st.output_tokens_per_s_per_gpu = st.output_tokens_per_s / log.gpus;
   st.requests_per_s = static_cast<double>(finished) / window;
+  if (met) {
+    std::int64_t good = 0;
+    for (std::size_t i = 0; i < reqs.size(); ++i)
+      good += (*met)[i] != 0 && reqs[i].finish > from && reqs[i].finish <= to ? 1 : 0;
+    st.goodput_requests_per_s = static_cast<double>(good) / window;
+  }
   return st;
 }
 
@@ -59,6 +66,8 @@ void request_metrics(const ServingLog& log, const std::optional<double>& slo_ttf
   std::vector<double> ttft, tpot, e2e;
   SimTime first = reqs.empty() ? SimTime{} : reqs.front().arrival, last{};
   std::int64_t goodput = 0;
+  std::vector<char> met;  ///< per request: within the objectives
+  met.reserve(reqs.size());
   for (const auto& q : reqs) {
     first = std::min(first, q.arrival);
     last = std::max(last, q.finish);
@@ -72,6 +81,7 @@ void request_metrics(const ServingLog& log, const std::optional<double>& slo_ttf
     if (q.output > 1) tpot.push_back(per_token);
     const bool ok = (!slo_ttft_s || to_first <= *slo_ttft_s) && (!slo_tpot_s || per_token <= *slo_tpot_s);
     goodput += ok ? 1 : 0;
+    met.push_back(ok ? 1 : 0);
     if (spans && r.request_spans.size() < 5000)
       r.request_spans.push_back({q.id, q.arrival.seconds(), q.first_token.seconds(), q.finish.seconds(), q.replica});
   }
@@ -85,7 +95,7 @@ void request_metrics(const ServingLog& log, const std::optional<double>& slo_ttf
   r.input_tokens_per_s = static_cast<double>(r.input_tokens) / span;
   r.requests_per_s = static_cast<double>(r.requests) / span;
   if (slo_ttft_s || slo_tpot_s) r.goodput_requests_per_s = static_cast<double>(goodput) / span;
-  r.steady = steady_state(log, first);
+  r.steady = steady_state(log, first, slo_ttft_s || slo_tpot_s ? &met : nullptr);
 }
 
 }  // namespace cs::serving

@@ -49,8 +49,10 @@ struct ServingLog {
 
 /// Throughput between the instants 10% and 90% of the requests had finished (times from `first`,
 /// the first arrival), when that window holds at least twice as many completions as requests
-/// were ever in service (ServingResults::steady).
-[[nodiscard]] std::optional<ServingResults::SteadyState> steady_state(const ServingLog& log, SimTime first);
+/// were ever in service (ServingResults::steady). With `met` (per request of the log: whether it
+/// met the objectives), the window's goodput too.
+[[nodiscard]] std::optional<ServingResults::SteadyState> steady_state(const ServingLog& log, SimTime first,
+                                                                      const std::vector<char>* met = nullptr);
 
 /// Fills the request-level figures of `r` from the log: token counts, makespan, TTFT, TPOT and
 /// end-to-end percentiles, throughput over the run and its steady window, goodput under the

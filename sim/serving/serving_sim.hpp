@@ -67,6 +67,8 @@ struct ServingResults {
   struct SteadyState {
     double from_s = 0, to_s = 0;
     double output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0, requests_per_s = 0;
+    /// Requests finishing in the window within the objectives, per second (when there are any).
+    std::optional<double> goodput_requests_per_s;
   };
   std::optional<SteadyState> steady;
   /// What a reader should know about how the workload shaped the numbers (e.g. lockstep clients).

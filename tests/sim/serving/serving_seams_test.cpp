@@ -492,6 +492,15 @@ TEST_CASE("serving seams: the steady window between the 10% and 90% completions"
   CHECK(st->output_tokens_per_s == doctest::Approx(790.0 / 79));
   CHECK(st->output_tokens_per_s_per_gpu == doctest::Approx(790.0 / 79 / 4));
   CHECK(st->requests_per_s == doctest::Approx(1.0));
+  CHECK_FALSE(st->goodput_requests_per_s);  // no objectives
+  // Every other request within the objectives: of the 79 in the window (i = 11..89, finishing at
+  // i + 1 s), the 39 of even i; a request outside the window counts in neither.
+  std::vector<char> met(100);
+  for (std::size_t i = 0; i < met.size(); ++i) met[i] = i % 2 == 0 ? 1 : 0;
+  const auto good = serving::steady_state(log, at(1), &met);
+  REQUIRE(good);
+  REQUIRE(good->goodput_requests_per_s);
+  CHECK(*good->goodput_requests_per_s == doctest::Approx(39.0 / 79));
 
   log.peak_in_service = 39;  // 79 completions >= 2 x 39: still a steady state
   CHECK(serving::steady_state(log, SimTime{}));
