@@ -17,6 +17,7 @@
 #include "sim/network/topology.hpp"
 #include "sim/serving/batch_scheduler.hpp"
 #include "sim/serving/isolated_stages.hpp"
+#include "sim/serving/replicas.hpp"
 #include "sim/serving/request_source.hpp"
 #include "sim/serving/router.hpp"
 #include "sim/serving/serving_metrics.hpp"
@@ -32,23 +33,6 @@ namespace {
 using workload::Category;
 using workload::Stream;
 using workload::TaskId;
-
-struct Replica {
-  int index = 0;
-  models::ServingShape shape;
-  std::vector<Stage> stages;
-  int inflight = 0;  ///< batches in the pipeline (at most PP)
-  bool prefill_only = false, decode_only = false;
-  ReplicaQueue queue;
-  std::unique_ptr<BatchScheduler> scheduler;
-  int incoming = 0;         ///< disaggregated: requests whose KV is moving here
-  std::uint64_t batch = 0;  ///< the batch it runs (without PP: at most one)
-  [[nodiscard]] int pp() const { return static_cast<int>(stages.size()); }
-  [[nodiscard]] StagePlace place(int k) const {
-    const auto& st = stages[static_cast<std::size_t>(k)];
-    return {st.first_layer, st.layers, k == 0, k + 1 == pp()};
-  }
-};
 
 /// A batch in a replica's pipeline.
 struct Batch {
@@ -69,25 +53,6 @@ struct Purpose {
   std::uint64_t id = 0;  ///< batch (step end, resume), request (KV part)
 };
 
-/// A replica's op shape: its TP and EP, the scenario's attention-DP, DeepEP, weights and KV format.
-models::ServingShape shape_of(const ServingScenario& s, const ServingScenario& mine) {
-  models::ServingShape shape;
-  shape.tp = mine.tp;
-  shape.ep = mine.ep;
-  shape.dp_attention = s.dp_attention;
-  shape.deepep = s.deepep;
-  if (s.deepep) {
-    // serving_file checks that the profile has them.
-    shape.ll_dispatch_floor_s = s.profile.deepep_ll_dispatch_floor->value;
-    shape.ll_combine_floor_s = s.profile.deepep_ll_combine_floor->value;
-  }
-  shape.expert_slots = expert_slots(mine);
-  shape.weights = s.weights;
-  shape.fp4_tensor_cores = s.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
-  shape.kv_bytes = s.kv_bytes;
-  return shape;
-}
-
 /// One serving run as an open workload on the executor: the adapter between the seams (request
 /// source, routers, batch schedulers with their KV caches, step programs) and the executor. When a
 /// batch leaves a replica's pipeline its scheduler plans the next, whose tasks (kernels, TP
@@ -106,48 +71,12 @@ class ServingRun final : public workload::TaskSource {
         decode_router_(make_router(s.router)),
         step_(static_cast<double>(s.model.sliding_window), s.mtp_acceptance > 0),
         mtp_rng_(s.seed ^ 0x6d7470u) {  // "mtp": a stream apart from the workload's draws
+    auto built = make_replicas(s, opt.oom_longest_blocks);
+    replicas_ = std::move(built.replicas);
+    memory_ = built.memory;
+    blocks_ = built.blocks;
+    oom_ = built.oom;
     const bool disagg = s.prefill_replicas > 0;
-    const int n = disagg ? s.prefill_replicas + s.decode_replicas : s.replicas;
-    // The sliding-window share of a token's KV bytes, of the (decode) pool's shape.
-    sliding_share_ = models::kv_sliding_share(s.model, shape_of(s, s.replica(n - 1)));
-    int next_rank = 0;
-    for (int i = 0; i < n; ++i) {
-      Replica r;
-      r.index = i;
-      // Each replica's own TP, PP and EP (disaggregated pools may differ): op shapes, memory, blocks.
-      const ServingScenario mine = s.replica(i);
-      r.shape = shape_of(s, mine);
-      std::int64_t blocks = 0;
-      const auto memory = serving_memory(mine, &blocks);
-      if (i == n - 1) {
-        memory_ = memory;  // the report shows the (decode) pool that holds the KV cache longest
-        blocks_ = blocks;  // its own count, also under --allow-oom
-      }
-      // --allow-oom: a pool that cannot hold the longest request is given max batch of them, as if
-      // the GPU had the memory; pools with room keep their own.
-      const std::int64_t pools = s.dp_attention ? mine.tp : 1;
-      if (opt.oom_longest_blocks > 0 && blocks / pools < opt.oom_longest_blocks) {
-        blocks = opt.oom_longest_blocks * s.max_batch * pools;
-        oom_ = true;
-      }
-      r.queue.kv = KvCache(blocks, s.block_size, sliding_share_, s.model.sliding_window);
-      r.scheduler = make_scheduler(mine);
-      int first_layer = 0;
-      for (int k = 0; k < mine.pp; ++k) {
-        Stage st;
-        st.layers = static_cast<int>(s.model.layers / mine.pp + (k < s.model.layers % mine.pp ? 1 : 0));
-        st.first_layer = first_layer;
-        first_layer += st.layers;
-        for (int t = 0; t < mine.tp; ++t) st.ranks.push_back(next_rank++);
-        r.stages.push_back(st);
-      }
-      // The nodes the replica's first stage (its EP group) spans.
-      r.shape.nodes =
-          (r.stages.front().ranks.back() / s.cluster.gpus) - (r.stages.front().ranks.front() / s.cluster.gpus) + 1;
-      r.prefill_only = disagg && i < s.prefill_replicas;
-      r.decode_only = disagg && i >= s.prefill_replicas;
-      replicas_.push_back(std::move(r));
-    }
     kv_area_.assign(replicas_.size(), 0.0);
     peak_running_.assign(replicas_.size(), 0);
     if (disagg) kv_pairs_ = std::min(replicas_.front().shape.tp, replicas_.back().shape.tp);
@@ -542,7 +471,6 @@ class ServingRun final : public workload::TaskSource {
   std::int64_t steps_ = 0;
   std::vector<std::pair<SimTime, std::int64_t>> tokens_out_;  ///< (step end, output tokens it produced)
   std::vector<std::int64_t> peak_running_;                    ///< per replica: the most requests in its batch at once
-  double sliding_share_ = 0;                                  ///< of a token's KV bytes, in sliding-window layers
   std::uint64_t events_ = 0;
   std::vector<StepSpan> step_spans_;
   bool oom_ = false;  ///< a pool was given the KV blocks its memory lacks (allow_oom)

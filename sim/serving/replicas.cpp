@@ -1,0 +1,69 @@
+#include "sim/serving/replicas.hpp"
+
+namespace cs::serving {
+
+models::ServingShape shape_of(const ServingScenario& s, const ServingScenario& mine) {
+  models::ServingShape shape;
+  shape.tp = mine.tp;
+  shape.ep = mine.ep;
+  shape.dp_attention = s.dp_attention;
+  shape.deepep = s.deepep;
+  if (s.deepep) {
+    // serving_file checks that the profile has them.
+    shape.ll_dispatch_floor_s = s.profile.deepep_ll_dispatch_floor->value;
+    shape.ll_combine_floor_s = s.profile.deepep_ll_combine_floor->value;
+  }
+  shape.expert_slots = expert_slots(mine);
+  shape.weights = s.weights;
+  shape.fp4_tensor_cores = s.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
+  shape.kv_bytes = s.kv_bytes;
+  return shape;
+}
+
+Replicas make_replicas(const ServingScenario& s, std::int64_t oom_longest_blocks) {
+  Replicas out;
+  const bool disagg = s.prefill_replicas > 0;
+  const int n = disagg ? s.prefill_replicas + s.decode_replicas : s.replicas;
+  // The sliding-window share of a token's KV bytes, of the (decode) pool's shape.
+  const double sliding_share = models::kv_sliding_share(s.model, shape_of(s, s.replica(n - 1)));
+  int next_rank = 0;
+  for (int i = 0; i < n; ++i) {
+    Replica r;
+    r.index = i;
+    // Each replica's own TP, PP and EP (disaggregated pools may differ): op shapes, memory, blocks.
+    const ServingScenario mine = s.replica(i);
+    r.shape = shape_of(s, mine);
+    std::int64_t blocks = 0;
+    const auto memory = serving_memory(mine, &blocks);
+    if (i == n - 1) {
+      out.memory = memory;
+      out.blocks = blocks;
+    }
+    // --allow-oom: pools with room keep their own blocks.
+    const std::int64_t pools = s.dp_attention ? mine.tp : 1;
+    if (oom_longest_blocks > 0 && blocks / pools < oom_longest_blocks) {
+      blocks = oom_longest_blocks * s.max_batch * pools;
+      out.oom = true;
+    }
+    r.queue.kv = KvCache(blocks, s.block_size, sliding_share, s.model.sliding_window);
+    r.scheduler = make_scheduler(mine);
+    int first_layer = 0;
+    for (int k = 0; k < mine.pp; ++k) {
+      Stage st;
+      st.layers = static_cast<int>(s.model.layers / mine.pp + (k < s.model.layers % mine.pp ? 1 : 0));
+      st.first_layer = first_layer;
+      first_layer += st.layers;
+      for (int t = 0; t < mine.tp; ++t) st.ranks.push_back(next_rank++);
+      r.stages.push_back(st);
+    }
+    // The nodes the replica's first stage (its EP group) spans.
+    r.shape.nodes =
+        (r.stages.front().ranks.back() / s.cluster.gpus) - (r.stages.front().ranks.front() / s.cluster.gpus) + 1;
+    r.prefill_only = disagg && i < s.prefill_replicas;
+    r.decode_only = disagg && i >= s.prefill_replicas;
+    out.replicas.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace cs::serving
