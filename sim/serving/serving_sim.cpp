@@ -43,7 +43,6 @@ struct Batch {
   std::size_t span = 0;  ///< its StepSpan (when tracing)
   StageProgram program;  ///< one isolated or guarded stage: what is left to add, from `next`
   std::size_t next = 0;
-  bool resumed = false;  ///< added a task at a time (resume), else all at once
   SimTime busy_until{};  ///< resumed: its running task's end when compute, else that task's start
 };
 
@@ -230,6 +229,13 @@ class ServingRun final : public workload::TaskSource {
     tag(added.id, added.last ? Purpose::kStepEnd : Purpose::kResume, b);
   }
 
+  /// Whether the replica's batches are added a task at a time (StageTasks::resume): one stage
+  /// whose collectives' times may be reused (isolated or guarded), or with no collectives.
+  static bool resumes(const Replica& rep) {
+    const auto& only = rep.stages.front();
+    return rep.pp() == 1 && (only.isolated || only.guarded || only.ranks.size() == 1);
+  }
+
   /// The earliest time a KV transfer not yet started could start, `self` aside (a replica's own
   /// transfers start when its step ends): a prefill replica's running step ends no sooner than its
   /// running task and the rest of its kernels; an idle one starts a step at the next arrival.
@@ -246,7 +252,7 @@ class ServingRun final : public workload::TaskSource {
         continue;
       }
       const Batch& batch = batches_.at(r.batch);
-      if (r.pp() > 1 || !batch.resumed) return now;
+      if (!resumes(r)) return now;
       until = std::min(until, std::max(now, batch.busy_until) + compute_from(batch.program, batch.next));
     }
     return std::max(now, until);
@@ -271,7 +277,6 @@ class ServingRun final : public workload::TaskSource {
       batch.replica = rep.index;
       std::swap(batch.plan, step_.plan);  // both keep their capacity (batches are reused)
       batch.next = 0;
-      batch.resumed = false;
       rep.batch = b;
       batch.start = g_->now();
       batch.kv_used = rep.queue.kv.used();
@@ -292,10 +297,8 @@ class ServingRun final : public workload::TaskSource {
     // The report's imbalance is the (decode) pool's whose EP it names: the last replica's.
     const bool counts = s_.model.is_moe() && rep.shape.ep > 1 && (s_.prefill_replicas == 0 || rep.decode_only);
     programs_.build(rep.shape, step_.mix, step_.mtp_mix, static_cast<std::int64_t>(batches_.at(b).plan.size()), counts);
-    const auto& only = rep.stages.front();
-    if (rep.pp() == 1 && (only.isolated || only.guarded || only.ranks.size() == 1)) {
+    if (resumes(rep)) {
       programs_.stage_program(rep.place(0), batches_.at(b).program);
-      batches_.at(b).resumed = true;
       resume(b);
       return;
     }
