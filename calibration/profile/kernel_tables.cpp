@@ -1,7 +1,9 @@
 #include "calibration/profile/kernel_tables.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <span>
 
 #include "calibration/profile/hardware_profile.hpp"
 
@@ -16,28 +18,28 @@ const std::array<KernelTableSchema, kKernelTables>& schemas() {
        "context_attention_perf",
        "attention",
        {"kernel_source", "head_dim", "window_size", "attn_dtype", "kv_cache_dtype"},
-       {"batch_size", "isl", "num_heads", "num_key_value_heads"}},
+       {"num_heads", "num_key_value_heads", "isl", "batch_size"}},
       {KernelTable::kTrainAttention,
        "train_attention_perf",
        "attention",
        {"head_dim", "window_size", "attn_dtype", "kv_cache_dtype"},
-       {"batch_size", "isl", "num_heads", "num_key_value_heads"}},
+       {"num_heads", "num_key_value_heads", "isl", "batch_size"}},
       {KernelTable::kTrainAttentionBwd,
        "train_attention_bwd_perf",
        "attention",
        {"head_dim", "window_size", "attn_dtype", "kv_cache_dtype"},
-       {"batch_size", "isl", "num_heads", "num_key_value_heads"}},
+       {"num_heads", "num_key_value_heads", "isl", "batch_size"}},
       {KernelTable::kGenerationAttention,
        "generation_attention_perf",
        "attention",
        {"kernel_source", "head_dim", "window_size", "kv_cache_dtype"},
-       {"batch_size", "step", "num_heads", "num_key_value_heads"}},
-      {KernelTable::kContextMla, "context_mla_perf", "mla", {"kv_cache_dtype"}, {"batch_size", "isl", "num_heads"}},
+       {"num_heads", "num_key_value_heads", "step", "batch_size"}},
+      {KernelTable::kContextMla, "context_mla_perf", "mla", {"kv_cache_dtype"}, {"num_heads", "isl", "batch_size"}},
       {KernelTable::kGenerationMla,
        "generation_mla_perf",
        "mla",
        {"kv_cache_dtype"},
-       {"batch_size", "step", "num_heads"}},
+       {"num_heads", "step", "batch_size"}},
       {KernelTable::kMoe,
        "moe_perf",
        "moe",
@@ -86,6 +88,37 @@ std::optional<KernelTime> first_source(const LatencyTable& t, std::initializer_l
     if (auto r = t.lookup(std::string(s) + "|" + rest, axes, model)) return r;
   }
   return std::nullopt;
+}
+
+/// The attention tables' axes in lookup order: heads and K/V heads, then sequence, then batch.
+/// The measured grids are not products (aiconfigurator measures batch x sequence up to a token
+/// budget that depends on the heads), so the head configuration is narrowed first and a lookup
+/// stays among its own rows (bracketing batch or sequence first would borrow the range of other
+/// head configurations, then clamp and rescale across heads). Batch comes last because it is the
+/// axis to scale along beyond the budget: sequences are independent work, so time grows in
+/// proportion to the batch (on the H100 table, decode at 127 cached tokens costs 0.90-1.12 ns per
+/// cached token from batch 128 to 2,048), while along the sequence a per-sequence floor makes
+/// proportional scaling wrong (the same table: 1.4 ns at 63 tokens, 0.75 at 255, batch 1,024).
+std::array<double, 4> attention_axes(double heads, double kv_heads, double batch, double seq) {
+  return {heads, kv_heads, seq, batch};
+}
+std::array<double, 3> mla_axes(double heads, double batch, double seq) { return {heads, seq, batch}; }
+
+/// The caller's analytic model takes (batch, sequence, heads[, K/V heads]); the tables' axes are
+/// in the order above.
+LatencyTable::Model attention_model(const LatencyTable::Model& model) {
+  if (!model) return {};
+  return [model](std::span<const double> x) {
+    const double caller[] = {x[3], x[2], x[0], x[1]};
+    return model(caller);
+  };
+}
+LatencyTable::Model mla_model(const LatencyTable::Model& model) {
+  if (!model) return {};
+  return [model](std::span<const double> x) {
+    const double caller[] = {x[2], x[1], x[0]};
+    return model(caller);
+  };
 }
 
 }  // namespace
@@ -158,14 +191,13 @@ std::optional<KernelTime> table_context_attention(const KernelTables& t, const A
   if (q.mla) {
     const auto* table = t.table(KernelTable::kContextMla);
     if (!table || q.window > 0) return std::nullopt;
-    const double axes[] = {q.batch, q.seq, q.heads};
-    return table->lookup(dtype, axes, model);
+    return table->lookup(dtype, mla_axes(q.heads, q.batch, q.seq), mla_model(model));
   }
   const auto* table = t.table(KernelTable::kContextAttention);
   if (!table) return std::nullopt;
-  const double axes[] = {q.batch, q.seq, q.heads, q.kv_heads};
   return first_source(*table, {"torch_flow", "torch_flow_flashinfer", "default"},
-                      join({num(q.head_dim), num(q.window), dtype, dtype}), axes, model);
+                      join({num(q.head_dim), num(q.window), dtype, dtype}),
+                      attention_axes(q.heads, q.kv_heads, q.batch, q.seq), attention_model(model));
 }
 
 std::optional<KernelTime> table_train_attention(const KernelTables& t, const AttentionQuery& q, bool backward,
@@ -174,8 +206,8 @@ std::optional<KernelTime> table_train_attention(const KernelTables& t, const Att
   if (!table) return std::nullopt;
   // MLA's training form: q/k 192 (128 + 64 rope), v 128, one K/V head per query head.
   const double head_dim = q.mla ? 192 : q.head_dim, kv_heads = q.mla ? q.heads : q.kv_heads;
-  const double axes[] = {q.batch, q.seq, q.heads, kv_heads};
-  return table->lookup(join({num(head_dim), num(q.window), "bfloat16", "bfloat16"}), axes, model);
+  return table->lookup(join({num(head_dim), num(q.window), "bfloat16", "bfloat16"}),
+                       attention_axes(q.heads, kv_heads, q.batch, q.seq), attention_model(model));
 }
 
 std::optional<KernelTime> table_generation_attention(const KernelTables& t, const AttentionQuery& q, double context,
@@ -185,14 +217,13 @@ std::optional<KernelTime> table_generation_attention(const KernelTables& t, cons
   if (q.mla) {
     const auto* table = t.table(KernelTable::kGenerationMla);
     if (!table || q.window > 0) return std::nullopt;
-    const double axes[] = {q.batch, step, q.heads};
-    return table->lookup(dtype, axes, model);
+    return table->lookup(dtype, mla_axes(q.heads, q.batch, step), mla_model(model));
   }
   const auto* table = t.table(KernelTable::kGenerationAttention);
   if (!table) return std::nullopt;
-  const double axes[] = {q.batch, step, q.heads, q.kv_heads};
   return first_source(*table, {"torch_flow", "torch_flow_flashinfer", "default"},
-                      join({num(q.head_dim), num(q.window), dtype}), axes, model);
+                      join({num(q.head_dim), num(q.window), dtype}), attention_axes(q.heads, q.kv_heads, q.batch, step),
+                      attention_model(model));
 }
 
 std::optional<KernelTime> table_moe(const KernelTables& t, const MoeQuery& q) {

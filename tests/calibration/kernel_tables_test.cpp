@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "calibration/profile/kernel_tables.hpp"
 #include "calibration/profile/latency_table.hpp"
@@ -142,4 +143,41 @@ TEST_CASE("the shipped H100 tables give a 4096 x 8192 x 8192 bf16 GEMM its measu
   const double rate = op.flops / t.seconds;
   CHECK(rate < box.profile.peak(cs::calib::Dtype::kBf16).value);
   CHECK(rate > 0.5 * box.profile.peak(cs::calib::Dtype::kBf16).value);
+}
+
+TEST_CASE(
+    "a decode attention lookup beyond its heads' measured range scales its own rows, never another head count's") {
+  // Measured grids are not products: aiconfigurator stops each head configuration's batch x
+  // sequence at a token budget. Here 32 heads / 8 K/V heads stop at 1,023 cached tokens for batch
+  // 256, while 8 / 8 (a quarter of the work per token, so faster) goes on to 4,095.
+  TempDir d;
+  d.write("generation_attention_perf.csv",
+          "kernel_source,batch_size,num_heads,num_key_value_heads,head_dim,window_size,kv_cache_dtype,step,latency\n"
+          "torch_flow,256,32,8,128,0,bfloat16,511,0.19\n"
+          "torch_flow,256,32,8,128,0,bfloat16,1023,0.37\n"
+          "torch_flow,128,32,8,128,0,bfloat16,2047,0.37\n"
+          "torch_flow,256,8,8,128,0,bfloat16,1023,0.10\n"
+          "torch_flow,256,8,8,128,0,bfloat16,2047,0.19\n"
+          "torch_flow,256,8,8,128,0,bfloat16,4095,0.37\n");
+  cs::calib::KernelTables tables;
+  tables.refs.push_back({});
+  tables.refs.back().id = "test";
+  tables.refs.back().data = cs::config::open_kernel_folder(d.path.string());
+  // The caller's model (batch, sequence, heads, K/V heads): the K/V bytes read.
+  const LatencyTable::Model kv_bytes = [](std::span<const double> x) { return x[0] * x[1] * x[3]; };
+  cs::calib::AttentionQuery q;
+  q.batch = 256;
+  q.heads = 32;
+  q.kv_heads = 8;
+  // 2,048 cached tokens (step 2,047): measured at batch 128 for this head count; batch 256 is
+  // beyond its budget there, so batch 128's row doubles (sequences are independent work).
+  const auto r = cs::calib::table_generation_attention(tables, q, 2048, kv_bytes);
+  REQUIRE(r);
+  CHECK(r->source == KernelSource::kExtrapolated);
+  CHECK(r->seconds == doctest::Approx(2 * 0.37e-3).epsilon(1e-9));
+  // Inside the range: the row itself.
+  const auto in = cs::calib::table_generation_attention(tables, q, 1024, kv_bytes);
+  REQUIRE(in);
+  CHECK(in->source == KernelSource::kMeasured);
+  CHECK(in->seconds == doctest::Approx(0.37e-3).epsilon(1e-9));
 }

@@ -125,6 +125,7 @@ Action add_kernels(CLI::App& app, const Globals& g) {
   struct AttnOpts : Common {
     double batch = 1, seq = 0, heads = 0, kv_heads = 0, head_dim = 128, window = 0, context = 0;
     bool mla = false, backward = false, serving = false;
+    std::string kv_dtype = "bf16";
   };
   auto ao = std::make_shared<AttnOpts>();
   auto* attn = cmd->add_subcommand("attention", "causal flash attention (prefill, training) or decode attention");
@@ -142,6 +143,9 @@ Action add_kernels(CLI::App& app, const Globals& g) {
   attn->add_flag("--serving", ao->serving, "prefill as serving engines run it (else training's kernels, where tabled)");
   attn->add_option("--context", ao->context, "decode: each sequence attends this many cached tokens")
       ->check(cs::cli::positive_number());
+  attn->add_option("--kv-dtype", ao->kv_dtype,
+                   "decode: the KV cache's format, bf16 or fp8 (attention then runs in FP8)")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
 
   struct MoeOpts : Common {
     double tokens = 0, hidden = 0, inter = 0, topk = 0, experts = 0, tp = 1, ep = 1;
@@ -292,23 +296,29 @@ Action add_kernels(CLI::App& app, const Globals& g) {
              {"kv_heads", kvh},       {"head_dim", qk}, {"window", ao->window}, {"mla", ao->mla}};
       const workload::ComputeModel cm(p, calib::Dtype::kBf16);
       if (ao->context > 0) {
-        // Decode: one new token per sequence over `context` cached tokens.
-        calib::AttentionQuery q{ao->batch, 0, ao->heads, kvh, qk, ao->window, ao->mla, false};
-        const double hbm = p.hbm_bandwidth.value * p.hbm_fraction.value;
-        const double kv_bytes = ao->batch * ao->context * (ao->mla ? 576 : 2 * kvh * qk) * 2.0;
-        const double analytic = kv_bytes / hbm + p.graph_kernel_overhead.value;
-        const calib::LatencyTable::Model model = [&](std::span<const double> x) { return x[0] * x[1] * x[2]; };
-        const auto t = calib::table_generation_attention(p.kernel_tables, q, ao->context, model);
+        // Decode: one new token per sequence over `context` cached tokens, as serving's step program
+        // describes it, timed by the simulator's own compute model.
+        const bool fp8 = ao->kv_dtype == "fp8";
+        const double per_token = ao->mla ? 576 : 2 * kvh * qk;  // MLA: the latent cache (512 + 64 rope)
+        models::Op op{"attention", models::OpKind::kAttentionForward};
+        op.flops = 2.0 * ao->batch * ao->heads * ao->context * (ao->mla ? 512 + 64 + 512 : qk + v);
+        op.bytes = ao->batch * ao->context * per_token * (fp8 ? 1.0 : 2.0);
+        op.core_attention = true;
+        op.attention = {ao->batch, 0, ao->heads, kvh, qk, v, ao->window, ao->mla, 1.0};
+        op.attention.decode = true;
+        op.attention.context = ao->context;
+        op.attention.fp8 = fp8;
         j["context"] = ao->context;
+        j["kv_dtype"] = ao->kv_dtype;
         std::ostringstream cov;
         Json cj;
         const auto* table = p.kernel_tables.table(ao->mla ? calib::KernelTable::kGenerationMla
                                                           : calib::KernelTable::kGenerationAttention);
         coverage(table, "", cov, cj);
-        return report(
-            ao->json, j,
-            "decode attention, " + shortest(ao->batch) + " x " + shortest(ao->context) + " cached tokens" + header(p),
-            t, analytic, t ? *t : calib::KernelTime{analytic, calib::KernelSource::kAnalytic}, 0, "");
+        return report(ao->json, j,
+                      "decode attention, " + shortest(ao->batch) + " x " + shortest(ao->context) + " cached tokens (" +
+                          ao->kv_dtype + " KV)" + header(p),
+                      cm.table_time(op), cm.analytic_seconds(op), cm.timed(op), 0, "");
       }
       if (ao->seq <= 0) throw InputError("command line", "--seq", "expected the sequence length (or --context)");
       models::Op op{ao->backward ? "attention.bwd" : "attention",
