@@ -16,10 +16,13 @@
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/serving/batch_scheduler.hpp"
+#include "sim/serving/batch_tracker.hpp"
 #include "sim/serving/isolated_stages.hpp"
+#include "sim/serving/kv_transfer.hpp"
 #include "sim/serving/replicas.hpp"
 #include "sim/serving/request_source.hpp"
 #include "sim/serving/router.hpp"
+#include "sim/serving/run_record.hpp"
 #include "sim/serving/serving_metrics.hpp"
 #include "sim/serving/stage_tasks.hpp"
 #include "sim/serving/step_builder.hpp"
@@ -33,24 +36,6 @@ namespace {
 using workload::Category;
 using workload::Stream;
 using workload::TaskId;
-
-/// A batch in a replica's pipeline.
-struct Batch {
-  int replica = 0;
-  std::vector<Planned> plan;
-  SimTime start{};
-  double kv_used = 0;    ///< the replica's KV-block fraction in use when it was planned
-  std::size_t span = 0;  ///< its StepSpan (when tracing)
-  StageProgram program;  ///< one isolated or guarded stage: what is left to add, from `next`
-  std::size_t next = 0;
-  SimTime busy_until{};  ///< resumed: its running task's end when compute, else that task's start
-};
-
-/// Why the run follows a task of the executor (indexed by the task's id, which is reused).
-struct Purpose {
-  enum Kind : std::uint8_t { kNone, kArrivals, kStepEnd, kResume, kKvPart } kind = kNone;
-  std::uint64_t id = 0;  ///< batch (step end, resume), request (KV part)
-};
 
 /// One serving run as an open workload on the executor: the adapter between the seams (request
 /// source, routers, batch schedulers with their KV caches, step programs) and the executor. When a
@@ -76,8 +61,7 @@ class ServingRun final : public workload::TaskSource {
     blocks_ = built.blocks;
     oom_ = built.oom;
     const bool disagg = s.prefill_replicas > 0;
-    kv_area_.assign(replicas_.size(), 0.0);
-    peak_running_.assign(replicas_.size(), 0);
+    record_.emplace(replicas_.size(), opt.record_trace);
     if (disagg) kv_pairs_ = std::min(replicas_.front().shape.tp, replicas_.back().shape.tp);
   }
 
@@ -116,10 +100,7 @@ class ServingRun final : public workload::TaskSource {
   void ended(TaskId id, const workload::TaskSpan& span, workload::OpenGraph& g) override {
     g_ = &g;
     tasks_.ended(id, span.end - span.start);
-    const auto t = workload::index(id);
-    if (t >= purpose_.size()) return;
-    const Purpose p = purpose_[t];
-    purpose_[t] = Purpose{};
+    const Purpose p = batches_.take(id);
     switch (p.kind) {
       case Purpose::kNone: break;
       case Purpose::kArrivals:
@@ -146,17 +127,6 @@ class ServingRun final : public workload::TaskSource {
   }
 
  private:
-  Purpose& purpose(TaskId id) {
-    const auto t = workload::index(id);
-    if (t >= purpose_.size()) purpose_.resize(t + 1);
-    return purpose_[t];
-  }
-  void tag(TaskId id, Purpose::Kind kind, std::uint64_t what = 0) {
-    auto& p = purpose(id);
-    p.kind = kind;
-    p.id = what;
-  }
-
   /// The fast path's stages (mark_isolated): every replica's stages, every prefill-decode pair's
   /// KV transfer routes.
   void find_isolated() {
@@ -198,7 +168,7 @@ class ServingRun final : public workload::TaskSource {
     if (timer_at_ && *timer_at_ <= at) return;  // a timer fires by then
     timer_at_ = at;
     const auto id = g_->add_compute(s_.gpus - 1, Stream::kNone, Category::kForward, "serving.arrivals", at - g_->now());
-    tag(id, Purpose::kArrivals);
+    batches_.tag(id, Purpose::kArrivals);
   }
 
   /// The replica of the colocated (or prefill) pool, or of the decode pool, that takes a request.
@@ -226,36 +196,14 @@ class ServingRun final : public workload::TaskSource {
     const auto& rep = replicas_[static_cast<std::size_t>(batch.replica)];
     const auto added = tasks_.resume(*g_, rep.stages.front(), batch.program, batch.next, transfers_wait(rep));
     batch.busy_until = added.end;
-    tag(added.id, added.last ? Purpose::kStepEnd : Purpose::kResume, b);
+    batches_.tag(added.id, added.last ? Purpose::kStepEnd : Purpose::kResume, b);
   }
 
-  /// Whether the replica's batches are added a task at a time (StageTasks::resume): one stage
-  /// whose collectives' times may be reused (isolated or guarded), or with no collectives.
-  static bool resumes(const Replica& rep) {
-    const auto& only = rep.stages.front();
-    return rep.pp() == 1 && (only.isolated || only.guarded || only.ranks.size() == 1);
-  }
-
-  /// The earliest time a KV transfer not yet started could start, `self` aside (a replica's own
-  /// transfers start when its step ends): a prefill replica's running step ends no sooner than its
-  /// running task and the rest of its kernels; an idle one starts a step at the next arrival.
+  /// The earliest time a KV transfer not yet started could start, `self` aside.
   SimTime transfers_wait(const Replica& self) const {
-    const SimTime now = g_->now();
-    if (!self.stages.front().guarded) return now;
-    SimTime until{std::numeric_limits<std::int64_t>::max()};
-    for (const auto& r : replicas_) {
-      if (!r.prefill_only || &r == &self) continue;
-      if (r.inflight == 0) {
-        if (source_.closed_loop()) return now;  // an arrival may come at any step's end
-        if (next_arrival_ < arrivals_.size())
-          until = std::min(until, reqs_[static_cast<std::size_t>(arrivals_[next_arrival_])].arrival);
-        continue;
-      }
-      const Batch& batch = batches_.at(r.batch);
-      if (!resumes(r)) return now;
-      until = std::min(until, std::max(now, batch.busy_until) + compute_from(batch.program, batch.next));
-    }
-    return std::max(now, until);
+    std::optional<SimTime> next;
+    if (next_arrival_ < arrivals_.size()) next = reqs_[static_cast<std::size_t>(arrivals_[next_arrival_])].arrival;
+    return kv_transfer_bound(g_->now(), self, replicas_, batches_, next, source_.closed_loop());
   }
 
   /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
@@ -266,27 +214,15 @@ class ServingRun final : public workload::TaskSource {
       if (step_.empty()) return;  // idle until an arrival or a batch leaves the pipeline
       ++rep.inflight;
       for (const auto& p : step_.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = true;
-      std::uint64_t b = batches_.size();
-      if (free_batches_.empty()) {
-        batches_.emplace_back();
-      } else {
-        b = free_batches_.back();
-        free_batches_.pop_back();
-      }
-      Batch& batch = batches_[b];
+      const std::uint64_t b = batches_.acquire();
+      Batch& batch = batches_.at(b);
       batch.replica = rep.index;
       std::swap(batch.plan, step_.plan);  // both keep their capacity (batches are reused)
       batch.next = 0;
       rep.batch = b;
       batch.start = g_->now();
       batch.kv_used = rep.queue.kv.used();
-      kv_max_ = std::max(kv_max_, batch.kv_used);
-      ++steps_;
-      if (opt_.record_trace) {
-        batch.span = step_spans_.size();
-        step_spans_.push_back(
-            {rep.index, batch.start.seconds(), 0.0, step_.mix.tokens, static_cast<double>(batch.plan.size())});
-      }
+      record_->started(batch, step_.mix.tokens);
       add_batch(rep, b);
     }
   }
@@ -317,19 +253,16 @@ class ServingRun final : public workload::TaskSource {
         g_->depend(end, *send);
       }
     }
-    tag(last, Purpose::kStepEnd, b);
+    batches_.tag(last, Purpose::kStepEnd, b);
   }
 
   void finish_step(Replica& rep, std::uint64_t b) {
     const SimTime now = g_->now();
     --rep.inflight;
-    free_batches_.push_back(b);  // reused by the next batch planned, after this function
-    const Batch& batch = batches_[b];
-    kv_area_[static_cast<std::size_t>(rep.index)] += batch.kv_used * (now - batch.start).seconds() / rep.pp();
-    if (opt_.record_trace) step_spans_[batch.span].end = now.seconds();
+    batches_.release(b);  // reused by the next batch planned, after this function
+    const Batch& batch = batches_.at(b);
     for (const auto& p : batch.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = false;
-    auto& peak = peak_running_[static_cast<std::size_t>(rep.index)];
-    peak = std::max(peak, static_cast<std::int64_t>(rep.queue.running.size()));
+    record_->finished(batch, now, rep.pp(), rep.queue.running.size());
     std::int64_t produced = 0;
     for (const auto& p : batch.plan) {
       auto& r = reqs_[static_cast<std::size_t>(p.req)];
@@ -356,34 +289,20 @@ class ServingRun final : public workload::TaskSource {
       }
       if (r.generated >= r.output) complete(rep, r);
     }
-    if (produced > 0) tokens_out_.emplace_back(now, produced);
+    record_->produced(now, produced);
   }
 
-  /// Disaggregated: the prompt's KV cache (every TP rank's shard) moves to a decode replica over
-  /// as many GPU pairs as the smaller pool's TP, each pair a send/recv on the topology's links,
-  /// sharing them with whatever else runs there.
+  /// Disaggregated: the prompt's KV cache moves to a decode replica (add_kv_transfer).
   void send_kv(const Replica& from, Request& r) {
     auto& to = replicas_[static_cast<std::size_t>(route(true))];
     r.replica = to.index;
     ++to.incoming;
-    // Every TP rank holds a shard of the sequence's cache and sends it to its peer; under
-    // attention-DP one GPU holds it all and sends it whole (the sequences' GPUs taken in turn).
-    const bool whole = from.shape.dp_attention;
-    const int parts = whole ? 1 : kv_pairs_;
-    const double holders = whole ? 1.0 : from.shape.tp;
-    const double bytes =
-        static_cast<double>(r.input) * models::kv_bytes_per_token(s_.model, from.shape) * holders / parts;
-    r.kv_parts_left = parts;
+    r.kv_parts_left = from.shape.dp_attention ? 1 : kv_pairs_;
     auto& watch = tasks_.transfers();
-    watch.in_flight += parts;
+    watch.in_flight += r.kv_parts_left;
     ++watch.started;
-    for (int t = 0; t < parts; ++t) {
-      const auto k = static_cast<std::size_t>(whole ? r.id % kv_pairs_ : t);
-      const auto group = g_->add_group({from.stages.front().ranks[k], to.stages.front().ranks[k]});
-      const auto id = g_->add_collective(group, Stream::kNone, Category::kPpComm, "kv.transfer",
-                                         coll::CollectiveOp::kSendRecv, bytes);
-      tag(id, Purpose::kKvPart, static_cast<std::uint64_t>(r.id));
-    }
+    for (const auto id : add_kv_transfer(*g_, s_, from, to, r, kv_pairs_))
+      batches_.tag(id, Purpose::kKvPart, static_cast<std::uint64_t>(r.id));
   }
 
   void kv_arrived(Request& r) {
@@ -420,7 +339,7 @@ class ServingRun final : public workload::TaskSource {
       };
       log.pools = ServingResults::Pools{pool(s_.prefill_replicas, 0), pool(s_.decode_replicas, s_.prefill_replicas)};
     }
-    log.steps = steps_;
+    record_->into(log);
     for (const auto& rep : replicas_) log.preemptions += rep.scheduler->preemptions();
     log.graphed_steps = programs_.graphed_steps();
     log.eager_steps = programs_.eager_steps();
@@ -429,11 +348,7 @@ class ServingRun final : public workload::TaskSource {
     log.oom = oom_;
     log.decode_pool = replicas_.back().queue.kv;
     log.requests = std::move(reqs_);
-    log.tokens_out = std::move(tokens_out_);
-    for (auto p : peak_running_) log.peak_in_service += p;
     log.gpus = s_.gpus;
-    for (double a : kv_area_) log.kv_area += a;
-    log.kv_max = kv_max_;
     log.moe_ep = std::max(1, replicas_.back().shape.ep);  // the (decode) pool the report's memory is of
     log.load_sum = programs_.load_sum();
     log.load_max = programs_.load_max();
@@ -441,7 +356,6 @@ class ServingRun final : public workload::TaskSource {
     log.sources = programs_.sources();
     log.collectives_s = tasks_.collectives_s();
     log.events = events_;
-    log.step_spans = std::move(step_spans_);
     return log;
   }
 
@@ -464,18 +378,11 @@ class ServingRun final : public workload::TaskSource {
   std::vector<Replica> replicas_;
   std::vector<ReplicaLoad> pool_;  ///< route's scratch
   int kv_pairs_ = 0;
-  std::vector<Batch> batches_;  ///< batches in flight, and finished ones to reuse
-  std::vector<std::uint64_t> free_batches_;
-  std::vector<Purpose> purpose_;  ///< by task id
-  StageTasks tasks_;              ///< stage programs onto the executor, collective times remembered
+  BatchTracker batches_;  ///< batches in flight, and why each task is followed
+  StageTasks tasks_;      ///< stage programs onto the executor, collective times remembered
   StageProgram program_;
-  std::vector<double> kv_area_;
-  double kv_max_ = 0;
-  std::int64_t steps_ = 0;
-  std::vector<std::pair<SimTime, std::int64_t>> tokens_out_;  ///< (step end, output tokens it produced)
-  std::vector<std::int64_t> peak_running_;                    ///< per replica: the most requests in its batch at once
+  std::optional<RunRecord> record_;  ///< steps, KV use, tokens out, spans
   std::uint64_t events_ = 0;
-  std::vector<StepSpan> step_spans_;
   bool oom_ = false;  ///< a pool was given the KV blocks its memory lacks (allow_oom)
 };
 

@@ -13,9 +13,12 @@
 #include "models/ops/serving_ops.hpp"
 #include "sim/scenario/serving_scenario.hpp"
 #include "sim/serving/batch_scheduler.hpp"
+#include "sim/serving/batch_tracker.hpp"
 #include "sim/serving/kv_cache.hpp"
+#include "sim/serving/kv_transfer.hpp"
 #include "sim/serving/request_source.hpp"
 #include "sim/serving/router.hpp"
+#include "sim/serving/run_record.hpp"
 #include "sim/serving/serving_metrics.hpp"
 #include "sim/serving/step_builder.hpp"
 #include "tests/support/serving_queues.hpp"
@@ -48,7 +51,7 @@ Lengths lengths(const std::vector<serving::Request>& reqs) {
 }
 
 /// A workload of `n` requests arriving as `a`, with these lengths.
-serving::ServingScenario workload(serving::Arrivals a, std::int64_t n, serving::LengthDist in,
+serving::ServingScenario served_workload(serving::Arrivals a, std::int64_t n, serving::LengthDist in,
                                   serving::LengthDist out) {
   serving::ServingScenario s;
   s.arrivals = a;
@@ -127,7 +130,7 @@ TEST_CASE("serving seams: round robin keeps its turn, least loaded takes the fir
 }
 
 TEST_CASE("serving seams: a queued workload arrives at once with exact or drawn lengths") {
-  auto s = workload(serving::Arrivals::kQueued, 5, {100, 100}, {20, 20});
+  auto s = served_workload(serving::Arrivals::kQueued, 5, {100, 100}, {20, 20});
   serving::RequestSource fixed(s);
   const auto reqs = fixed.initial();
   REQUIRE(reqs.size() == 5);
@@ -169,7 +172,7 @@ TEST_CASE("serving seams: a queued workload arrives at once with exact or drawn 
 }
 
 TEST_CASE("serving seams: Poisson arrivals rise with a mean gap of 1/rate") {
-  auto s = workload(serving::Arrivals::kPoisson, 5000, {8, 8}, {8, 8});
+  auto s = served_workload(serving::Arrivals::kPoisson, 5000, {8, 8}, {8, 8});
   s.rate = 4;
   s.seed = 3;
   const auto reqs = serving::RequestSource(s).initial();
@@ -186,7 +189,7 @@ TEST_CASE("serving seams: Poisson arrivals rise with a mean gap of 1/rate") {
 }
 
 TEST_CASE("serving seams: a closed loop issues a request per finish until it has them all") {
-  auto s = workload(serving::Arrivals::kClosedLoop, 5, {16, 16}, {4, 4});
+  auto s = served_workload(serving::Arrivals::kClosedLoop, 5, {16, 16}, {4, 4});
   s.concurrency = 3;
   serving::RequestSource src(s);
   const auto first = src.initial();
@@ -206,7 +209,7 @@ TEST_CASE("serving seams: a closed loop issues a request per finish until it has
 }
 
 TEST_CASE("serving seams: a trace keeps its lines, arrival_order sorts them stably, unit_draw is from 0 up to 1") {
-  auto s = workload(serving::Arrivals::kTrace, 0, {}, {});
+  auto s = served_workload(serving::Arrivals::kTrace, 0, {}, {});
   s.trace = {{0.5, 10, 2}, {0.1, 20, 3}, {0.5, 30, 4}, {0.0, 40, 5}};
   const auto reqs = serving::RequestSource(s).initial();
   REQUIRE(reqs.size() == 4);
@@ -554,4 +557,85 @@ TEST_CASE("serving seams: request metrics from the requests' times") {
   CHECK(goodput(0.6, std::nullopt) == doctest::Approx(2.0 / 6));  // the third is 1 s to first
   CHECK(goodput(std::nullopt, 1.0) == doctest::Approx(2.0 / 6));  // the third is 1.5 s a token
   CHECK(goodput(0.6, 0.4) == doctest::Approx(1.0 / 6));           // only the one-token request
+}
+
+TEST_CASE("serving seams: the batch tracker reuses a released batch and forgets a task once taken") {
+  serving::BatchTracker t;
+  const auto a = t.acquire();
+  const auto b = t.acquire();
+  CHECK(a != b);
+  t.at(a).plan = {{1, 0}, {2, 0}};
+  t.release(a);
+  CHECK(t.acquire() == a);          // the finished batch comes back...
+  CHECK(t.at(a).plan.size() == 2);  // ...with its buffers (the run swaps the new plan in)
+  CHECK(t.acquire() != b);
+  const auto id = static_cast<workload::TaskId>(7);
+  CHECK(t.take(id).kind == serving::Purpose::kNone);  // never tagged (beyond the table)
+  t.tag(id, serving::Purpose::kResume, b);
+  const auto p = t.take(id);
+  CHECK(p.kind == serving::Purpose::kResume);
+  CHECK(p.id == b);
+  CHECK(t.take(id).kind == serving::Purpose::kNone);  // a task id is reused: the purpose is gone
+}
+
+TEST_CASE("serving seams: the run record sums KV use over time per stage, the peak batch and the tokens out") {
+  serving::RunRecord rec(2, true);
+  serving::Batch one;
+  one.replica = 0;
+  one.plan = {{1, 0}, {2, 0}, {3, 100}};
+  one.start = SimTime::from_seconds(1.0);
+  one.kv_used = 0.5;
+  rec.started(one, 102);
+  serving::Batch two;
+  two.replica = 1;
+  two.start = SimTime::from_seconds(1.5);
+  two.kv_used = 0.25;
+  rec.started(two, 1);
+  rec.finished(one, SimTime::from_seconds(3.0), 2, 5);  // 2 s at half the blocks, over 2 stages
+  rec.finished(two, SimTime::from_seconds(2.5), 1, 4);
+  rec.produced(SimTime::from_seconds(2.5), 3);
+  rec.produced(SimTime::from_seconds(3.0), 0);  // no token: no entry
+  serving::ServingLog log;
+  rec.into(log);
+  CHECK(log.steps == 2);
+  CHECK(log.kv_area == doctest::Approx(0.5 * 2.0 / 2 + 0.25 * 1.0));
+  CHECK(log.kv_max == 0.5);
+  CHECK(log.peak_in_service == 5 + 4);
+  REQUIRE(log.tokens_out.size() == 1);
+  CHECK(log.tokens_out[0].second == 3);
+  REQUIRE(log.step_spans.size() == 2);
+  CHECK(log.step_spans[0].start == doctest::Approx(1.0));
+  CHECK(log.step_spans[0].end == doctest::Approx(3.0));
+  CHECK(log.step_spans[0].tokens == 102);
+  CHECK(log.step_spans[0].sequences == 3);
+  CHECK(log.step_spans[1].replica == 1);
+}
+
+TEST_CASE("serving seams: a guarded decode stage may run alone until the earliest KV transfer could start") {
+  const auto at = [](double s) { return SimTime::from_seconds(s); };
+  std::vector<serving::Replica> reps(3);
+  reps[0].index = 0;  // a prefill replica, idle
+  reps[0].prefill_only = true;
+  reps[0].stages.push_back({.ranks = {0}});
+  reps[1].index = 1;  // another prefill replica, busy
+  reps[1].prefill_only = true;
+  reps[1].stages.push_back({.ranks = {1}, .isolated = true});
+  reps[2].index = 2;  // the decode replica asking
+  reps[2].decode_only = true;
+  reps[2].stages.push_back({.ranks = {2, 3}, .guarded = true});
+  serving::BatchTracker batches;
+  const auto b = batches.acquire();
+  batches.at(b).busy_until = at(4.0);  // its running task ends then; no kernels left after it
+  reps[1].inflight = 1;
+  reps[1].batch = b;
+  // The busy replica's step ends at 4 s at the earliest; the idle one starts a step at the next
+  // arrival: the earlier of the two bounds.
+  CHECK(serving::kv_transfer_bound(at(1.0), reps[2], reps, batches, at(3.0), false) == at(3.0));
+  CHECK(serving::kv_transfer_bound(at(1.0), reps[2], reps, batches, at(6.0), false) == at(4.0));
+  CHECK(serving::kv_transfer_bound(at(1.0), reps[2], reps, batches, std::nullopt, false) == at(4.0));
+  // A closed loop's next request may come at any step's end: no room.
+  CHECK(serving::kv_transfer_bound(at(1.0), reps[2], reps, batches, at(6.0), true) == at(1.0));
+  // A stage that is not guarded never waits on transfers.
+  reps[2].stages.front().guarded = false;
+  CHECK(serving::kv_transfer_bound(at(1.0), reps[2], reps, batches, at(6.0), false) == at(1.0));
 }
