@@ -52,7 +52,7 @@ Lengths lengths(const std::vector<serving::Request>& reqs) {
 
 /// A workload of `n` requests arriving as `a`, with these lengths.
 serving::ServingScenario served_workload(serving::Arrivals a, std::int64_t n, serving::LengthDist in,
-                                  serving::LengthDist out) {
+                                         serving::LengthDist out) {
   serving::ServingScenario s;
   s.arrivals = a;
   s.requests = n;
