@@ -79,8 +79,13 @@ const MeasuredCurve* curve_for(const net::Topology& topo, const CollectiveReques
     if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
   }
   const int n = static_cast<int>(req.ranks.size()), spanned = static_cast<int>(nodes.size());
+  const auto& cluster = topo.cluster_of_rank(req.ranks.front());
+  for (int r : req.ranks) {
+    if (topo.cluster_of_rank(r) != cluster) return nullptr;  // no curve measured across box kinds
+  }
   for (const auto& c : req.curves) {
-    if (c.op == req.op && c.gpus == n && c.nodes == spanned && (spanned == 1 || c.fabric == topo.fabric_id()))
+    if (c.op == req.op && c.gpus == n && c.nodes == spanned && (spanned == 1 || c.fabric == topo.fabric_id()) &&
+        (c.cluster.empty() || c.cluster == cluster))
       return &c;
   }
   return nullptr;

@@ -62,6 +62,8 @@ struct MeasuredCurve {
   double alpha_s = 0;
   double busbw_bytes_per_s = 0;
   std::function<double(double)> time_s;
+  /// The cluster whose GPUs it was measured on (a joined topology's parts differ); empty: any.
+  std::string cluster;
 };
 
 /// A non-uniform all-to-all carries its traffic matrix in `pair_bytes`: n x n, row-major, entry

@@ -218,6 +218,65 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
   return out;
 }
 
+namespace {
+
+/// The second box kind of a mixed fleet, resolved and checked against the scenario's own.
+template <class Given>
+serving::MixedKind resolve_mix(const config::Catalog& catalog, const std::string& file, const std::string& model,
+                               const Given& given, const ServingScenario& s) {
+  if (s.prefill_replicas > 0) {
+    throw InputError(file, "/mix",
+                     "a mixed fleet serves colocated replicas; with disaggregation each pool is one box kind "
+                     "(leave out mix or disaggregate)");
+  }
+  if (s.deepep) {
+    throw InputError(file, "/mix", "a mixed fleet with DeepEP's exchange (moe_a2a deepep) is not modelled");
+  }
+  // The machine as the scenario's own is resolved, its problems pointed at the mix's fields.
+  const auto machine = [&] {
+    try {
+      return resolve_machine(catalog, file, model, given.cluster, given.profile, given.offer);
+    } catch (const InputError& e) {
+      std::vector<InputProblem> out;
+      for (auto p : e.problems()) {
+        for (const char* f : {"/cluster", "/profile", "/offer"}) {
+          if (p.file == file && p.pointer.rfind(f, 0) == 0) {
+            p.pointer = "/mix" + p.pointer;
+            break;
+          }
+        }
+        out.push_back(p);
+      }
+      throw InputError(out);
+    }
+  };
+  auto m = machine();
+  serving::MixedKind k;
+  k.cluster = std::move(m.cluster);
+  k.profile = std::move(m.profile);
+  k.offer = std::move(m.offer);
+  k.replicas = given.replicas;
+  k.tp = given.tp > 0 ? given.tp : s.tp;
+  if (k.tp > k.cluster.gpus) {
+    throw InputError(file, given.tp > 0 ? "/mix/tp" : "/parallel/tp",
+                     "a second-kind replica of TP " + std::to_string(k.tp) + " does not fit a box of " + k.cluster.id +
+                         " (" + std::to_string(k.cluster.gpus) + " GPUs); its replicas never span boxes");
+  }
+  if (s.weights == models::WeightFormat::kFp8) (void)k.profile.peak(calib::Dtype::kFp8);
+  if (s.offer.has_value() != k.offer.has_value()) {
+    throw InputError(file, k.offer ? "/offer" : "/mix/offer",
+                     "a mixed fleet is priced when both box kinds have an offer; give both or neither");
+  }
+  if (s.offer && k.offer && s.offer->currency != k.offer->currency) {
+    throw InputError(file, "/mix/offer",
+                     "the two offers are priced in " + s.offer->currency + " and " + k.offer->currency +
+                         "; a fleet's cost needs one currency");
+  }
+  return k;
+}
+
+}  // namespace
+
 ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog& catalog) {
   config::Problems problems;
   auto r = config::Reader::root(doc, problems);
@@ -337,6 +396,20 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.decode_ep = static_cast<int>(read_int(*d, F("/disaggregate/decode_ep")));
     d->finish();
   }
+  struct MixGiven {
+    std::string cluster, profile, offer;
+    int replicas = 0, tp = 0;
+  };
+  std::optional<MixGiven> mix;
+  if (auto m = r.opt_child("mix")) {
+    mix.emplace();
+    mix->cluster = read_string(*m, F("/mix/cluster"));
+    mix->replicas = static_cast<int>(read_int(*m, F("/mix/replicas")));
+    mix->tp = static_cast<int>(read_int(*m, F("/mix/tp")));
+    mix->profile = read_string(*m, F("/mix/profile"));
+    mix->offer = read_string(*m, F("/mix/offer"));
+    m->finish();
+  }
   s.allow_oom = read_bool(r, F("/allow_oom"));
   r.finish();
   problems.throw_if_any();
@@ -350,6 +423,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.offer = std::move(m.offer);
   }
   s.fabric = resolve_fabric(catalog, doc.path, s.nodes, fabric);
+  if (mix) s.mix = resolve_mix(catalog, doc.path, model, *mix, s);
   if (!given.preset.empty()) {
     const auto file = catalog.locate(CatalogKind::kEngine, given.preset, doc.path, "/engine/preset");
     apply_engine(parse_engine(load(file), given.preset), given, s);

@@ -232,6 +232,50 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
   return t;
 }
 
+Topology Topology::join(const std::vector<const Topology*>& parts) {
+  CS_ASSERT(!parts.empty(), "a joined topology has parts");
+  Topology t;
+  t.peer_to_peer_ = parts.front()->peer_to_peer_;
+  int node_base = 0, domain_base = 0;
+  for (const auto* part : parts) {
+    if (part->peer_to_peer_ != t.peer_to_peer_) {
+      throw InputError(part->cluster_id_, "/peer_to_peer",
+                       "boxes with and without peer-to-peer cannot serve side by side (" + parts.front()->cluster_id_ +
+                           " and " + part->cluster_id_ + ")");
+    }
+    const auto vbase = static_cast<std::uint32_t>(t.vertices_.size());
+    const auto lbase = static_cast<std::uint32_t>(t.links_.size());
+    int nodes = 0, domains = 0;
+    for (Vertex v : part->vertices_) {
+      nodes = std::max(nodes, v.node + 1);
+      domains = std::max(domains, v.domain + 1);
+      if (v.node >= 0) v.node += node_base;
+      if (v.domain >= 0) v.domain += domain_base;
+      t.vertices_.push_back(std::move(v));
+      boost::add_vertex(t.graph_->g);
+      t.out_links_.emplace_back();
+    }
+    for (Link l : part->links_) {
+      l.from = static_cast<VertexId>(index(l.from) + vbase);
+      l.to = static_cast<VertexId>(index(l.to) + vbase);
+      const auto id = static_cast<std::uint32_t>(t.links_.size());
+      boost::add_edge(index(l.from), index(l.to), id, t.graph_->g);
+      t.out_links_[index(l.from)].push_back(static_cast<LinkId>(id));
+      t.links_.push_back(std::move(l));
+    }
+    CS_ASSERT(t.links_.size() - lbase == part->links_.size(), "every link copied");
+    for (auto g : part->gpu_vertices_) {
+      t.gpu_vertices_.push_back(static_cast<VertexId>(index(g) + vbase));
+      t.rank_clusters_.push_back(part->cluster_id_);
+    }
+    t.cluster_id_ += (t.cluster_id_.empty() ? "" : "+") + part->cluster_id_;
+    node_base += nodes;
+    domain_base += domains;
+  }
+  t.pred_.resize(t.vertices_.size());
+  return t;
+}
+
 void Topology::compute_source(std::uint32_t src) const {
   if (!pred_[src].empty()) return;
   const std::size_t n = vertices_.size();

@@ -59,6 +59,13 @@ class Topology {
   /// NICs off the fabric's switches. GPU rank r is GPU r % gpus_per_domain of domain
   /// r / gpus_per_domain. Routes between GPUs of one domain never leave it.
   static Topology build(const ClusterSpec& spec, int gpus_per_domain, int domains, const FabricSpec& fabric);
+  /// Machines side by side with no link between them (boxes of different kinds serving the same
+  /// requests, whose replicas never talk to each other): every part's vertices and links in order,
+  /// GPU ranks following the parts, nodes and NVLink domains numbered on. Routes are computed over
+  /// the whole graph (least time per byte, as in one box), so a part's own routes stay inside it
+  /// and no route joins two parts (asking for one is a bug). Parts must all allow peer-to-peer or
+  /// none. The cluster id is the parts' joined by '+'; cluster_of_rank names each rank's.
+  static Topology join(const std::vector<const Topology*>& parts);
   Topology(Topology&&) noexcept;
   Topology& operator=(Topology&&) noexcept;
   ~Topology();
@@ -79,6 +86,10 @@ class Topology {
   /// The directed link between two adjacent vertices, if any.
   [[nodiscard]] std::optional<LinkId> direct_link(VertexId from, VertexId to) const;
   [[nodiscard]] const std::string& cluster_id() const { return cluster_id_; }
+  /// The cluster file a rank's GPU belongs to (a joined topology's parts differ).
+  [[nodiscard]] const std::string& cluster_of_rank(int rank) const {
+    return rank_clusters_.empty() ? cluster_id_ : rank_clusters_.at(static_cast<std::size_t>(rank));
+  }
   /// The fabric joining the nodes ("" for one node).
   [[nodiscard]] const std::string& fabric_id() const { return fabric_id_; }
   /// The server (node) a rank's GPU sits in: the unit that owns NICs.
@@ -100,6 +111,7 @@ class Topology {
   std::unique_ptr<Graph> graph_;
   std::string cluster_id_;
   std::string fabric_id_;
+  std::vector<std::string> rank_clusters_;  ///< joined: each rank's cluster id (else empty)
   std::vector<Vertex> vertices_;
   std::vector<Link> links_;
   std::vector<VertexId> gpu_vertices_;

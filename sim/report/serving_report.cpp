@@ -66,6 +66,15 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   j["dp_attention"] = r.dp_attention;
   j["mtp_acceptance"] = r.mtp_acceptance;
   j["replicas"] = r.replicas;
+  if (r.mix) {
+    j["mix"] = {{"cluster", r.mix->cluster},
+                {"profile", r.mix->profile},
+                {"replicas", r.mix->replicas},
+                {"tp", r.mix->tp},
+                {"boxes", r.mix->boxes},
+                {"requests", r.mix->requests},
+                {"own_kind_requests", r.own_kind_requests}};
+  }
   if (r.pools) {
     const auto pool = [](const ServingResults::Pool& p) {
       return nlohmann::ordered_json{{"replicas", p.replicas}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}};
@@ -154,8 +163,11 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
 
 std::string serving_table(const ServingResults& r) {
   std::ostringstream o;
-  o << r.model << " on " << r.gpus << " GPUs of "
-    << (r.nodes > 1 ? std::to_string(r.nodes) + " x " + r.cluster + " over " + r.fabric : r.cluster) << " (";
+  const int second = r.mix ? r.mix->replicas * r.mix->tp : 0;
+  o << r.model << " on " << r.gpus - second << " GPUs of "
+    << (r.nodes > 1 ? std::to_string(r.nodes) + " x " + r.cluster + " over " + r.fabric : r.cluster)
+    << (r.mix ? " and " + std::to_string(second) + " of " + std::to_string(r.mix->boxes) + " x " + r.mix->cluster : "")
+    << " (";
   const auto pool = [](std::string_view what, const ServingResults::Pool& p) {
     return std::string(what) + " " + std::to_string(p.replicas) + " x TP " + std::to_string(p.tp) +
            (p.pp > 1 ? " PP " + std::to_string(p.pp) : "") + (p.ep > 1 ? " EP " + std::to_string(p.ep) : "");
@@ -170,6 +182,14 @@ std::string serving_table(const ServingResults& r) {
     << r.replicas << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype
     << " KV, " << (r.engine.empty() ? "" : r.engine + " engine, ") << r.scheduler << " batching)\n\n";
   auto row = [&](const std::string& k, const std::string& v) { o << std::left << std::setw(30) << k << v << "\n"; };
+  if (r.mix) {
+    const int own = r.replicas - r.mix->replicas;
+    row("mixed fleet", std::to_string(own) + " x TP " + std::to_string(r.tp) + " on " + r.cluster + " (" + r.profile +
+                           ") served " + std::to_string(r.own_kind_requests) + " requests; " +
+                           std::to_string(r.mix->replicas) + " x TP " + std::to_string(r.mix->tp) + " on " +
+                           std::to_string(r.mix->boxes) + " x " + r.mix->cluster + " (" + r.mix->profile + ") served " +
+                           std::to_string(r.mix->requests));
+  }
   row("requests", std::to_string(r.requests) + " (" + std::to_string(r.input_tokens) + " input, " +
                       std::to_string(r.output_tokens) + " output tokens)");
   row("makespan", fixed(r.makespan_s, 3) + " s, " + std::to_string(r.steps) + " engine steps, " +

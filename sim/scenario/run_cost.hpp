@@ -42,4 +42,26 @@ struct RunCost {
   return c;
 }
 
+/// A fleet of two box kinds run over the same span: their boxes, prices and costs added (one
+/// currency, checked by the caller). A quoted range's top adds the other kind's single price.
+[[nodiscard]] inline RunCost fleet_cost(const RunCost& a, const RunCost& b) {
+  RunCost c = a;
+  c.offer = a.offer + "+" + b.offer;
+  c.boxes = a.boxes + b.boxes;
+  const bool range = a.price_per_hour_max > 0 || b.price_per_hour_max > 0;
+  const auto top = [](double max, double single) { return max > 0 ? max : single; };
+  const auto add = [&](double& sum, double& sum_max, double av, double amax, double bv, double bmax) {
+    sum = av + bv;
+    sum_max = range ? top(amax, av) + top(bmax, bv) : 0.0;
+  };
+  add(c.price_per_hour, c.price_per_hour_max, a.price_per_hour, a.price_per_hour_max, b.price_per_hour,
+      b.price_per_hour_max);
+  add(c.per_run, c.per_run_max, a.per_run, a.per_run_max, b.per_run, b.per_run_max);
+  add(c.per_million_tokens, c.per_million_tokens_max, a.per_million_tokens, a.per_million_tokens_max,
+      b.per_million_tokens, b.per_million_tokens_max);
+  add(c.per_million_output_tokens, c.per_million_output_tokens_max, a.per_million_output_tokens,
+      a.per_million_output_tokens_max, b.per_million_output_tokens, b.per_million_output_tokens_max);
+  return c;
+}
+
 }  // namespace cs::scenario

@@ -55,6 +55,20 @@ struct RequestSpec {
   std::int64_t output = 0;
 };
 
+/// A second box kind beside the scenario's own, for a mixed colocated fleet: its replicas serve
+/// behind the same router, each inside one box of `cluster` (a box holds gpus / TP of them; they
+/// never span boxes), timed by `profile`, priced by `offer`.
+struct MixedKind {
+  net::ClusterSpec cluster;
+  calib::HardwareProfile profile;
+  int replicas = 0;
+  int tp = 1;
+  std::optional<scenario::Offer> offer;
+  [[nodiscard]] int per_box() const { return cluster.gpus / tp; }
+  [[nodiscard]] int boxes() const { return (replicas + per_box() - 1) / per_box(); }
+  [[nodiscard]] int gpus() const { return replicas * tp; }
+};
+
 /// An inference scenario, resolved (stage 3): everything the serving simulation needs.
 struct ServingScenario {
   std::string name;
@@ -134,12 +148,37 @@ struct ServingScenario {
     if (own > 0) return own;
     return ep > 1 ? replica_tp(i) : 1;
   }
-  /// The scenario as replica i runs it: its pool's TP, PP and EP in place of the scenario's.
+  /// A second box kind's replicas (after the scenario's own), when the fleet is mixed.
+  std::optional<MixedKind> mix;
+  /// Every replica: both pools when disaggregated, both kinds when mixed.
+  [[nodiscard]] int replica_count() const {
+    if (prefill_replicas > 0) return prefill_replicas + decode_replicas;
+    return replicas + (mix ? mix->replicas : 0);
+  }
+  /// Every GPU the run uses (the second kind's after the scenario's own).
+  [[nodiscard]] int all_gpus() const { return gpus + (mix ? mix->gpus() : 0); }
+  /// Whether replica i is of the second box kind.
+  [[nodiscard]] bool mixed_replica(int i) const { return mix && prefill_replicas == 0 && i >= replicas; }
+  /// The scenario as replica i runs it: its pool's TP, PP and EP in place of the scenario's; a
+  /// second-kind replica on its own box, profile and offer.
   [[nodiscard]] ServingScenario replica(int i) const {
     ServingScenario mine = *this;
     mine.tp = replica_tp(i);
     mine.pp = replica_pp(i);
     mine.ep = replica_ep(i);
+    if (mixed_replica(i)) {
+      mine.cluster = mix->cluster;
+      mine.profile = mix->profile;
+      mine.offer = mix->offer;
+      mine.tp = mix->tp;
+      mine.pp = 1;
+      mine.ep = ep > 1 ? mix->tp : 1;
+      mine.nodes = 1;
+      mine.fabric.reset();
+      mine.replicas = mix->replicas;
+      mine.gpus = mix->gpus();
+      mine.mix.reset();
+    }
     return mine;
   }
   std::optional<scenario::Offer> offer;

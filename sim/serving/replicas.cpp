@@ -10,12 +10,12 @@ models::ServingShape shape_of(const ServingScenario& s, const ServingScenario& m
   shape.deepep = s.deepep;
   if (s.deepep) {
     // serving_file checks that the profile has them.
-    shape.ll_dispatch_floor_s = s.profile.deepep_ll_dispatch_floor->value;
-    shape.ll_combine_floor_s = s.profile.deepep_ll_combine_floor->value;
+    shape.ll_dispatch_floor_s = mine.profile.deepep_ll_dispatch_floor->value;
+    shape.ll_combine_floor_s = mine.profile.deepep_ll_combine_floor->value;
   }
   shape.expert_slots = expert_slots(mine);
   shape.weights = s.weights;
-  shape.fp4_tensor_cores = s.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
+  shape.fp4_tensor_cores = mine.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
   shape.kv_bytes = s.kv_bytes;
   return shape;
 }
@@ -23,7 +23,7 @@ models::ServingShape shape_of(const ServingScenario& s, const ServingScenario& m
 Replicas make_replicas(const ServingScenario& s, std::int64_t oom_longest_blocks) {
   Replicas out;
   const bool disagg = s.prefill_replicas > 0;
-  const int n = disagg ? s.prefill_replicas + s.decode_replicas : s.replicas;
+  const int n = s.replica_count();
   // The sliding-window share of a token's KV bytes, of the (decode) pool's shape.
   const double sliding_share = models::kv_sliding_share(s.model, shape_of(s, s.replica(n - 1)));
   int next_rank = 0;
@@ -57,8 +57,9 @@ Replicas make_replicas(const ServingScenario& s, std::int64_t oom_longest_blocks
       r.stages.push_back(st);
     }
     // The nodes the replica's first stage (its EP group) spans.
-    r.shape.nodes =
-        (r.stages.front().ranks.back() / s.cluster.gpus) - (r.stages.front().ranks.front() / s.cluster.gpus) + 1;
+    r.shape.nodes = s.mixed_replica(i) ? 1
+                                       : (r.stages.front().ranks.back() / s.cluster.gpus) -
+                                             (r.stages.front().ranks.front() / s.cluster.gpus) + 1;
     r.prefill_only = disagg && i < s.prefill_replicas;
     r.decode_only = disagg && i >= s.prefill_replicas;
     out.replicas.push_back(std::move(r));

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "sim/scenario/serving_scenario.hpp"
 
@@ -13,6 +14,8 @@ namespace cs::serving {
 struct ReplicaLoad {
   int replica = 0;
   std::size_t load = 0;
+  /// Its speed relative to the pool's others (a mixed fleet's box kinds differ; 1 when alike).
+  double weight = 1;
 };
 
 /// Picks the replica of a pool that takes the next request. One router per pool (a disaggregated
@@ -24,16 +27,20 @@ class RequestRouter {
   [[nodiscard]] virtual int pick(std::span<const ReplicaLoad> pool) = 0;
 };
 
-/// Each replica in turn.
+/// Each replica in turn; replicas of unequal weights in proportion to them, interleaved (smooth
+/// weighted round robin: each pick adds every weight to its replica's credit and takes the
+/// largest credit, ties to the first, which then pays the total back).
 class RoundRobinRouter final : public RequestRouter {
  public:
   [[nodiscard]] int pick(std::span<const ReplicaLoad> pool) override;
 
  private:
   std::uint64_t next_ = 0;
+  std::vector<double> credit_;  ///< by position in the pool (weighted turns)
 };
 
-/// The replica with the fewest requests; ties to the first.
+/// The replica with the fewest requests per unit of weight (requests + 1, so an idle fast
+/// replica goes first); ties to the first.
 class LeastLoadedRouter final : public RequestRouter {
  public:
   [[nodiscard]] int pick(std::span<const ReplicaLoad> pool) override;

@@ -36,7 +36,7 @@ void describe(const ServingScenario& s, const ServingLog& log, ServingResults& r
   r.kv_dtype = s.kv_bytes == 1.0 ? "fp8" : "bf16";
   r.scheduler = scheduler_name(s.scheduler);
   r.engine = s.engine;
-  r.gpus = s.gpus;
+  r.gpus = s.all_gpus();
   r.tp = s.tp;
   r.dp_attention = s.dp_attention;
   r.mtp_acceptance = s.mtp_acceptance;
@@ -96,7 +96,20 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool 
   r.collectives_s = std::move(log.collectives_s);
   if (s.offer) {
     const auto out = static_cast<double>(r.output_tokens);
-    r.cost = scenario::run_cost(*s.offer, s.nodes, span, out + static_cast<double>(r.input_tokens), out);
+    const double tokens = out + static_cast<double>(r.input_tokens);
+    r.cost = scenario::run_cost(*s.offer, s.nodes, span, tokens, out);
+    if (s.mix && s.mix->offer)
+      r.cost = scenario::fleet_cost(*r.cost, scenario::run_cost(*s.mix->offer, s.mix->boxes(), span, tokens, out));
+  }
+  if (s.mix) {
+    r.mix = ServingResults::Mix{s.mix->cluster.id, s.mix->profile.id, s.mix->replicas, s.mix->tp, s.mix->boxes(), 0};
+    for (const auto& q : log.requests) {
+      if (s.mixed_replica(q.replica)) {
+        ++r.mix->requests;
+      } else {
+        ++r.own_kind_requests;
+      }
+    }
   }
   r.events = log.events;
   r.step_spans = std::move(log.step_spans);

@@ -50,6 +50,8 @@ class ServingRun final : public workload::TaskSource {
         machine_(opt.topology ? opt.topology : std::make_shared<const net::Topology>(serving_topology(s))),
         topo_(*machine_),
         programs_(s),
+        mixed_s_(s.mix ? std::optional<ServingScenario>(s.replica(s.replicas)) : std::nullopt),
+        mixed_programs_(mixed_s_ ? std::optional<StepProgramBuilder>(std::in_place, *mixed_s_) : std::nullopt),
         source_(s),
         router_(make_router(s.router)),
         decode_router_(make_router(s.router)),
@@ -73,9 +75,16 @@ class ServingRun final : public workload::TaskSource {
     workload::ExecutorOptions eo;
     eo.network = net::NetworkModelKind::kFlow;
     eo.collective_latency_s = s_.profile.collective_latency.value;
-    eo.curves = &s_.profile.collectives;
-    eo.kernel_tables = &s_.profile.kernel_tables;
-    const auto log = workload::simulate_open(s_.gpus, topo_, eo, *this);
+    if (s_.mix) {
+      // Each box kind's collectives from its own profile's measurements.
+      eo.clusters = {{s_.cluster.id, &s_.profile.collectives, &s_.profile.kernel_tables, eo.collective_latency_s},
+                     {s_.mix->cluster.id, &s_.mix->profile.collectives, &s_.mix->profile.kernel_tables,
+                      s_.mix->profile.collective_latency.value}};
+    } else {
+      eo.curves = &s_.profile.collectives;
+      eo.kernel_tables = &s_.profile.kernel_tables;
+    }
+    const auto log = workload::simulate_open(s_.all_gpus(), topo_, eo, *this);
     events_ = log.events;
     for (const auto& r : reqs_)
       CS_ASSERT(r.finished(), "every request finishes (the KV pool admits at least one request)");
@@ -127,6 +136,17 @@ class ServingRun final : public workload::TaskSource {
   }
 
  private:
+  /// A replica's weight behind the router: its box kind's (ServingRunOptions::kind_weights).
+  double speed_of(const Replica& rep) const {
+    if (opt_.kind_weights.size() < 2) return 1.0;
+    return opt_.kind_weights[s_.mixed_replica(rep.index) ? 1 : 0];
+  }
+
+  /// The step programs of a replica's box kind (a mixed fleet's second kind has its own profile).
+  StepProgramBuilder& programs_for(const Replica& rep) {
+    return s_.mixed_replica(rep.index) ? *mixed_programs_ : programs_;
+  }
+
   /// The fast path's stages (mark_isolated): every replica's stages, every prefill-decode pair's
   /// KV transfer routes.
   void find_isolated() {
@@ -167,7 +187,8 @@ class ServingRun final : public workload::TaskSource {
   void wake_at(SimTime at) {
     if (timer_at_ && *timer_at_ <= at) return;  // a timer fires by then
     timer_at_ = at;
-    const auto id = g_->add_compute(s_.gpus - 1, Stream::kNone, Category::kForward, "serving.arrivals", at - g_->now());
+    const auto id =
+        g_->add_compute(s_.all_gpus() - 1, Stream::kNone, Category::kForward, "serving.arrivals", at - g_->now());
     batches_.tag(id, Purpose::kArrivals);
   }
 
@@ -177,8 +198,8 @@ class ServingRun final : public workload::TaskSource {
     for (const auto& r : replicas_) {
       if (r.prefill_only && decode_pool) continue;
       if (r.decode_only && !decode_pool) continue;
-      pool_.push_back(
-          {r.index, r.queue.waiting.size() + r.queue.running.size() + static_cast<std::size_t>(r.incoming)});
+      pool_.push_back({r.index, r.queue.waiting.size() + r.queue.running.size() + static_cast<std::size_t>(r.incoming),
+                       speed_of(r)});
     }
     return (decode_pool ? *decode_router_ : *router_).pick(pool_);
   }
@@ -232,9 +253,10 @@ class ServingRun final : public workload::TaskSource {
   void add_batch(const Replica& rep, std::uint64_t b) {
     // The report's imbalance is the (decode) pool's whose EP it names: the last replica's.
     const bool counts = s_.model.is_moe() && rep.shape.ep > 1 && (s_.prefill_replicas == 0 || rep.decode_only);
-    programs_.build(rep.shape, step_.mix, step_.mtp_mix, static_cast<std::int64_t>(batches_.at(b).plan.size()), counts);
+    programs_for(rep).build(rep.shape, step_.mix, step_.mtp_mix, static_cast<std::int64_t>(batches_.at(b).plan.size()),
+                            counts);
     if (resumes(rep)) {
-      programs_.stage_program(rep.place(0), batches_.at(b).program);
+      programs_for(rep).stage_program(rep.place(0), batches_.at(b).program);
       resume(b);
       return;
     }
@@ -242,7 +264,7 @@ class ServingRun final : public workload::TaskSource {
     TaskId last{};
     for (int k = 0; k < rep.pp(); ++k) {
       const auto& st = rep.stages[static_cast<std::size_t>(k)];
-      programs_.stage_program(rep.place(k), program_);
+      programs_for(rep).stage_program(rep.place(k), program_);
       const auto [first, end] = tasks_.add_stage(*g_, st, program_);
       if (send) g_->depend(*send, first);
       last = end;
@@ -343,17 +365,25 @@ class ServingRun final : public workload::TaskSource {
     for (const auto& rep : replicas_) log.preemptions += rep.scheduler->preemptions();
     log.graphed_steps = programs_.graphed_steps();
     log.eager_steps = programs_.eager_steps();
+    log.load_sum = programs_.load_sum();
+    log.load_max = programs_.load_max();
+    log.load_steps = programs_.load_steps();
+    log.sources = programs_.sources();
+    if (mixed_programs_) {
+      log.graphed_steps += mixed_programs_->graphed_steps();
+      log.eager_steps += mixed_programs_->eager_steps();
+      log.load_sum += mixed_programs_->load_sum();
+      log.load_max = std::max(log.load_max, mixed_programs_->load_max());
+      log.load_steps += mixed_programs_->load_steps();
+      for (std::size_t k = 0; k < log.sources.size(); ++k) log.sources[k] += mixed_programs_->sources()[k];
+    }
     log.memory = memory_;
     log.kv_blocks = blocks_;
     log.oom = oom_;
     log.decode_pool = replicas_.back().queue.kv;
     log.requests = std::move(reqs_);
-    log.gpus = s_.gpus;
+    log.gpus = s_.all_gpus();
     log.moe_ep = std::max(1, replicas_.back().shape.ep);  // the (decode) pool the report's memory is of
-    log.load_sum = programs_.load_sum();
-    log.load_max = programs_.load_max();
-    log.load_steps = programs_.load_steps();
-    log.sources = programs_.sources();
     log.collectives_s = tasks_.collectives_s();
     log.events = events_;
     return log;
@@ -364,6 +394,9 @@ class ServingRun final : public workload::TaskSource {
   std::shared_ptr<const net::Topology> machine_;  ///< the caller's, or this run's own
   const net::Topology& topo_;
   StepProgramBuilder programs_;
+  std::optional<ServingScenario>
+      mixed_s_;  ///< a mixed fleet's second kind as its replicas run it (programs_ keep a reference)
+  std::optional<StepProgramBuilder> mixed_programs_;  ///< a mixed fleet's second box kind's
   RequestSource source_;
   std::unique_ptr<RequestRouter> router_, decode_router_;  ///< the colocated (or prefill) pool's, the decode pool's
   StepBuilder step_;                                       ///< the batch being planned
@@ -389,8 +422,16 @@ class ServingRun final : public workload::TaskSource {
 }  // namespace
 
 net::Topology serving_topology(const ServingScenario& s) {
-  return s.nodes > 1 ? net::Topology::build(s.cluster, s.cluster.gpus, s.nodes, *s.fabric)
-                     : net::Topology::build(s.cluster, s.gpus);
+  auto own = s.nodes > 1 ? net::Topology::build(s.cluster, s.cluster.gpus, s.nodes, *s.fabric)
+                         : net::Topology::build(s.cluster, s.gpus);
+  if (!s.mix) return own;
+  // A mixed fleet: the second kind's boxes beside, each holding as many of its replicas as fit.
+  std::vector<net::Topology> boxes;
+  for (int left = s.mix->replicas; left > 0; left -= s.mix->per_box())
+    boxes.push_back(net::Topology::build(s.mix->cluster, std::min(left, s.mix->per_box()) * s.mix->tp));
+  std::vector<const net::Topology*> parts{&own};
+  for (const auto& b : boxes) parts.push_back(&b);
+  return net::Topology::join(parts);
 }
 
 namespace {
@@ -399,7 +440,7 @@ namespace {
 /// min(clamp(C / context x 512, 2048, 4096), C / 2) requests, C its tokens (the tightest
 /// replica's), the context the model's (else the longest request's).
 std::int64_t running_cap_from_kv_pool(const ServingScenario& s) {
-  const int replicas = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
+  const int replicas = s.replica_count();
   std::int64_t tokens = std::numeric_limits<std::int64_t>::max();
   for (int i = 0; i < replicas; ++i) {
     const ServingScenario mine = s.replica(i);
@@ -413,6 +454,54 @@ std::int64_t running_cap_from_kv_pool(const ServingScenario& s) {
   const double by_context = std::clamp(static_cast<double>(tokens) / context * 512.0, 2048.0, 4096.0);
   const auto per_pool = std::max<std::int64_t>(1, std::min(static_cast<std::int64_t>(by_context), tokens / 2));
   return per_pool * (s.dp_attention ? s.tp : 1);
+}
+
+}  // namespace
+
+namespace {
+
+/// A mixed fleet's weights behind the router: each box kind's output tokens per second per
+/// replica when it serves alone with every request queued (its own steps, collectives and KV
+/// limits, as the run will time them), so each kind gets the share of the requests it can carry.
+/// The kinds' runs use the scenario's request lengths, 2 x max batch requests a replica.
+std::vector<double> kind_weights(const ServingScenario& s, const ServingRunOptions& options) {
+  ServingScenario own = s;
+  own.mix.reset();
+  ServingScenario second = s.replica(s.replicas);
+  // One replica of each kind (alike kinds then weigh exactly the same), unless the scenario's own
+  // spans boxes: a multi-node run uses every GPU of its nodes, so all of its replicas run.
+  if (own.nodes == 1) {
+    own.replicas = 1;
+    own.gpus = own.tp * own.pp;
+  }
+  second.replicas = 1;
+  second.gpus = second.tp;
+  std::vector<double> out;
+  for (ServingScenario* k : {&own, &second}) {
+    k->arrivals = Arrivals::kQueued;
+    k->trace.clear();
+    k->requests = std::max<std::int64_t>(8, 2 * k->max_batch) * k->replicas;
+    k->slo_ttft_s.reset();
+    k->slo_tpot_s.reset();
+    k->offer.reset();
+    ServingRunOptions alone;
+    alone.fast_path = options.fast_path;
+    const auto r = simulate_serving(*k, alone);
+    out.push_back(r.output_tokens_per_s / k->replicas);
+  }
+  return out;
+}
+
+/// The run, after a mixed fleet's kinds are weighed (each alone; once the requests are known to fit).
+ServingResults run_fleet(const ServingScenario& s, const ServingRunOptions& options) {
+  if (s.mix && options.kind_weights.empty()) {
+    ServingRunOptions weighted = options;
+    weighted.kind_weights = kind_weights(s, options);
+    ServingRun run(s, weighted);
+    return run.run();
+  }
+  ServingRun run(s, options);
+  return run.run();
 }
 
 }  // namespace
@@ -435,8 +524,9 @@ ServingResults simulate_serving(const ServingScenario& given, const ServingRunOp
   std::int64_t blocks = 0;
   const ServingScenario first = s.replica(0);
   auto mem = room_of(first, &blocks);
-  int tight_tp = first.tp;  // the TP of the replica with the least room, for the message
-  const int replicas = s.prefill_replicas > 0 ? s.prefill_replicas + s.decode_replicas : s.replicas;
+  int tight_tp = first.tp;                   // the TP of the replica with the least room, for the message
+  std::string tight_box = first.cluster.id;  // and its box (a mixed fleet's kinds differ)
+  const int replicas = s.replica_count();
   for (int i = 1; i < replicas; ++i) {
     const ServingScenario mine = s.replica(i);
     std::int64_t b = 0;
@@ -445,6 +535,7 @@ ServingResults simulate_serving(const ServingScenario& given, const ServingRunOp
       blocks = b;
       mem = m;
       tight_tp = mine.tp;
+      tight_box = mine.cluster.id;
     }
   }
   models::ServingShape shape;
@@ -459,24 +550,23 @@ ServingResults simulate_serving(const ServingScenario& given, const ServingRunOp
       s.block_size;
   if (blocks < need) {
     const double gib = 1073741824.0;
-    const std::string msg =
-        "does not fit: " + s.model.id + " needs " + fixed(mem.weights / gib, 1) + " GiB of weights, " +
-        fixed(mem.activations / gib, 1) + " GiB of activations and " + fixed(mem.other / gib, 1) +
-        " GiB of runtime per GPU (TP " + std::to_string(tight_tp) + ", " + models::weight_format_name(s.weights) +
-        " weights), leaving " + fixed(mem.kv_cache / gib, 2) + " GiB of KV cache (" + std::to_string(blocks) +
-        " blocks) on a " + fixed(mem.capacity / gib, 1) + " GiB GPU; the longest request needs " +
-        std::to_string(need) + " blocks. Try a larger TP or PP (over more nodes: --nodes N --fabric F), " +
-        "quantised weights or shorter requests";
+    const std::string msg = "does not fit: " + s.model.id + " needs " + fixed(mem.weights / gib, 1) +
+                            " GiB of weights, " + fixed(mem.activations / gib, 1) + " GiB of activations and " +
+                            fixed(mem.other / gib, 1) + " GiB of runtime per GPU (TP " + std::to_string(tight_tp) +
+                            (s.mix ? " on " + tight_box : "") + ", " + models::weight_format_name(s.weights) +
+                            " weights), leaving " + fixed(mem.kv_cache / gib, 2) + " GiB of KV cache (" +
+                            std::to_string(blocks) + " blocks) on a " + fixed(mem.capacity / gib, 1) +
+                            " GiB GPU; the longest request needs " + std::to_string(need) +
+                            " blocks. Try a larger TP or PP (over more nodes: --nodes N --fabric F), " +
+                            "quantised weights or shorter requests";
     if (!s.allow_oom) throw InfeasibleError(s.name.empty() ? msg : s.name + ": " + msg);
     // Allowed to run out of memory: every pool holds max_batch of the longest requests, so the KV
     // cache never bounds the batch (a run that cannot admit a request would never end).
     ServingRunOptions oom = options;
     oom.oom_longest_blocks = need;
-    ServingRun run(s, oom);
-    return run.run();
+    return run_fleet(s, oom);
   }
-  ServingRun run(s, options);
-  return run.run();
+  return run_fleet(s, options);
 }
 
 ServingResults simulate_serving(const ServingScenario& s, bool record_trace) {

@@ -53,8 +53,17 @@ struct ServingResults {
     Pool prefill, decode;
   };
   std::optional<Pools> pools;
-  int nodes = 1;       ///< copies of the cluster
-  std::string fabric;  ///< joining them ("" on one node)
+  /// A mixed fleet's second box kind: its cluster, profile, replicas (each inside one box), TP,
+  /// boxes, and the requests its replicas served.
+  struct Mix {
+    std::string cluster, profile;
+    int replicas = 0, tp = 1, boxes = 0;
+    std::int64_t requests = 0;
+  };
+  std::optional<Mix> mix;
+  std::int64_t own_kind_requests = 0;  ///< mixed fleets: requests served by the scenario's own kind
+  int nodes = 1;                       ///< copies of the cluster
+  std::string fabric;                  ///< joining them ("" on one node)
   std::int64_t requests = 0, input_tokens = 0, output_tokens = 0, steps = 0, preemptions = 0;
   double makespan_s = 0;
   Percentiles ttft, tpot, e2e;
@@ -140,6 +149,10 @@ struct ServingRunOptions {
   /// completes and reports `fits` false (0: every pool keeps its memory's count). Set by
   /// simulate_serving.
   std::int64_t oom_longest_blocks = 0;
+  /// A mixed fleet: each box kind's weight behind the router, the scenario's own then the second
+  /// kind's (its replicas' throughput with every request queued, measured by simulating each kind
+  /// alone). Set by simulate_serving; empty: alike replicas.
+  std::vector<double> kind_weights;
   /// Called as each request finishes (for the CLI's progress on long runs; from the run's thread).
   std::function<void()> on_request_done;
 };

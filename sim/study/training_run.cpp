@@ -63,7 +63,11 @@ std::shared_ptr<const net::Topology> TopologyCache::get(const scenario::Scenario
 std::shared_ptr<const net::Topology> TopologyCache::get(const serving::ServingScenario& s) {
   // Several nodes: every GPU of each (as training's gpus_per_node); one node: the GPUs used.
   const int per_node = s.nodes > 1 ? s.cluster.gpus : s.gpus;
-  return get(Key{s.cluster.id, per_node, s.nodes, s.fabric ? s.fabric->id : std::string()},
+  // A mixed fleet's second kind's boxes are part of its machine.
+  const std::string id = s.mix ? s.cluster.id + "+" + s.mix->cluster.id + ":" + std::to_string(s.mix->replicas) + "x" +
+                                     std::to_string(s.mix->tp)
+                               : s.cluster.id;
+  return get(Key{id, per_node, s.nodes, s.fabric ? s.fabric->id : std::string()},
              [&] { return serving::serving_topology(s); });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -171,7 +172,23 @@ struct Shared {
   std::vector<coll::MeasuredCurve> curves;  ///< the profile's curves, for plan_collective
 
   Shared(const WorkloadGraph& graph, const net::Topology& t, const ExecutorOptions& o)
-      : g(graph), topo(t), opt(o), links(t.link_count()), curves(measured_curves(o.curves, o.kernel_tables)) {}
+      : g(graph), topo(t), opt(o), links(t.link_count()), curves(measured_curves(o.curves, o.kernel_tables)) {
+    for (const auto& c : o.clusters) {
+      auto own = measured_curves(c.curves, c.kernel_tables);
+      for (auto& m : own) m.cluster = c.cluster;
+      curves.insert(curves.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+    }
+  }
+  /// The fixed cost of a collective call on `ranks`: its cluster's under a fleet of box kinds.
+  [[nodiscard]] double call_latency(const std::vector<int>& ranks) const {
+    if (!opt.clusters.empty()) {
+      const auto& cluster = topo.cluster_of_rank(ranks.front());
+      for (const auto& c : opt.clusters) {
+        if (c.cluster == cluster) return c.latency_s;
+      }
+    }
+    return opt.collective_latency_s;
+  }
 
   [[nodiscard]] std::uint32_t node_partition(std::uint32_t gpu) const {
     return partitioned ? gpu / gpus_per_partition : kSerial;
@@ -418,7 +435,7 @@ class Partition final : public engine::EventHandler {
     req.algorithm = args.algorithm;
     req.ranks = ranks;
     req.bytes = args.bytes;
-    req.call_latency_s = sh_.opt.collective_latency_s;
+    req.call_latency_s = sh_.call_latency(ranks);
     req.pair_bytes = sh_.g.traffic(args.traffic);
     req.node_copies = sh_.g.traffic_node_copies(args.traffic);
     req.curves = sh_.curves;

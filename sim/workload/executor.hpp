@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "calibration/profile/hardware_profile.hpp"
@@ -62,6 +63,16 @@ struct ExecutorOptions {
   /// reduce-scatter of a GPU count the table holds takes the table's time at its size, and still
   /// loads the links. After `curves`, which a calibrated box measured itself.
   const calib::KernelTables* kernel_tables = nullptr;
+  /// A fleet of several box kinds (a joined topology): each cluster's own curves, tables and call
+  /// latency, a collective taking its group's cluster's (net::Topology::cluster_of_rank). Empty:
+  /// the three fields above for every group.
+  struct ClusterCollectives {
+    std::string cluster;
+    const std::vector<calib::CollectiveCurve>* curves = nullptr;
+    const calib::KernelTables* kernel_tables = nullptr;
+    double latency_s = 0;
+  };
+  std::vector<ClusterCollectives> clusters;
   /// Let the parallel engine split a multi-node run into node and fabric partitions (false: one
   /// partition, the plain serial engine; for comparison in tests and benchmarks).
   bool partition = true;
