@@ -1038,7 +1038,8 @@ std::vector<Field> serving_fields() {
        .default_text = "none (one box kind)",
        .flag = "--mix-cluster",
        .meaning = "a mixed fleet: the second box kind (cluster id or path) whose replicas serve beside the "
-                  "scenario's own behind the same router, each inside one of its boxes"},
+                  "scenario's own behind the same router, each inside one of its boxes; with disaggregation, the "
+                  "decode pool's hardware"},
       {.kind = kI,
        .path = "/mix/replicas",
        .type = kInt,
@@ -1073,6 +1074,14 @@ std::vector<Field> serving_fields() {
        .default_text = "none (no cost figures unless both kinds have one)",
        .flag = "--mix-offer",
        .meaning = "rental offer of the second box kind (cost needs an offer for both kinds)"},
+      {.kind = kI,
+       .path = "/mix/link",
+       .type = kString,
+       .fallback = "",
+       .default_text = "none (required with disaggregation)",
+       .flag = "--mix-link",
+       .meaning = "disaggregated: the fabric joining the prefill pool's box and the decode pool's boxes of the second "
+                  "kind, which the KV caches cross (e.g. eth-100g for two rentals)"},
       {.kind = kI,
        .path = "/allow_oom",
        .type = kBool,

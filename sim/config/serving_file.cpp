@@ -223,12 +223,7 @@ namespace {
 /// The second box kind of a mixed fleet, resolved and checked against the scenario's own.
 template <class Given>
 serving::MixedKind resolve_mix(const config::Catalog& catalog, const std::string& file, const std::string& model,
-                               const Given& given, const ServingScenario& s) {
-  if (s.prefill_replicas > 0) {
-    throw InputError(file, "/mix",
-                     "a mixed fleet serves colocated replicas; with disaggregation each pool is one box kind "
-                     "(leave out mix or disaggregate)");
-  }
+                               const Given& given, ServingScenario& s) {
   if (s.deepep) {
     throw InputError(file, "/mix", "a mixed fleet with DeepEP's exchange (moe_a2a deepep) is not modelled");
   }
@@ -257,6 +252,40 @@ serving::MixedKind resolve_mix(const config::Catalog& catalog, const std::string
   k.offer = std::move(m.offer);
   k.replicas = given.replicas;
   k.tp = given.tp > 0 ? given.tp : s.tp;
+  if (s.prefill_replicas > 0) {
+    // Disaggregated: the decode pool runs on the second kind, its KV caches crossing `link`.
+    if (given.replicas != s.decode_replicas) {
+      throw InputError(file, "/mix/replicas",
+                       "with disaggregation the second kind is the decode pool's hardware: expected its " +
+                           std::to_string(s.decode_replicas) + " decode replicas; got " +
+                           std::to_string(given.replicas));
+    }
+    if (s.decode_tp > 0 && given.tp > 0 && s.decode_tp != given.tp) {
+      throw InputError(file, "/mix/tp",
+                       "the decode pool's TP is " + std::to_string(s.decode_tp) + " (disaggregate/decode_tp); got " +
+                           std::to_string(given.tp));
+    }
+    if (s.decode_tp > 0) k.tp = s.decode_tp;
+    s.decode_tp = k.tp;  // every pool-shape question of the scenario answers with the second kind's
+    if (s.decode_pp > 1)
+      throw InputError(file, "/disaggregate/decode_pp",
+                       "a decode pool of a second box kind runs without PP; expected 1");
+    if (s.nodes > 1) {
+      throw InputError(file, "/nodes",
+                       "with the decode pool on a second box kind, the prefill pool's boxes stand alone "
+                       "(one box each); expected 1");
+    }
+    if (given.link.empty()) {
+      throw InputError(file, "/mix/link",
+                       "the fabric joining the prefill pool's box and the decode pool's is required with "
+                       "disaggregation (e.g. eth-100g: two rentals over their Ethernet)");
+    }
+    k.link = parse_fabric(config::load(catalog.locate(config::CatalogKind::kFabric, given.link, file, "/mix/link")),
+                          given.link);
+  } else if (!given.link.empty()) {
+    s.warnings.push_back("mix link '" + given.link +
+                         "' not used: colocated replicas of the two kinds never talk to each other");
+  }
   if (k.tp > k.cluster.gpus) {
     throw InputError(file, given.tp > 0 ? "/mix/tp" : "/parallel/tp",
                      "a second-kind replica of TP " + std::to_string(k.tp) + " does not fit a box of " + k.cluster.id +
@@ -397,7 +426,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     d->finish();
   }
   struct MixGiven {
-    std::string cluster, profile, offer;
+    std::string cluster, profile, offer, link;
     int replicas = 0, tp = 0;
   };
   std::optional<MixGiven> mix;
@@ -408,6 +437,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     mix->tp = static_cast<int>(read_int(*m, F("/mix/tp")));
     mix->profile = read_string(*m, F("/mix/profile"));
     mix->offer = read_string(*m, F("/mix/offer"));
+    mix->link = read_string(*m, F("/mix/link"));
     m->finish();
   }
   s.allow_oom = read_bool(r, F("/allow_oom"));
@@ -449,7 +479,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   int needed = pools * s.tp * s.pp;
   if (s.prefill_replicas > 0) {
     needed = 0;
-    for (int i = 0; i < pools; ++i) needed += s.replica_tp(i) * s.replica_pp(i);
+    // With the decode pool on a second box kind, this box holds the prefill pool alone.
+    for (int i = 0; i < (s.mix ? s.prefill_replicas : pools); ++i) needed += s.replica_tp(i) * s.replica_pp(i);
   }
   s.gpus = gpus == 0 ? needed : gpus;
   const int available = s.cluster.gpus * s.nodes;

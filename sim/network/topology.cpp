@@ -276,6 +276,45 @@ Topology Topology::join(const std::vector<const Topology*>& parts) {
   return t;
 }
 
+Topology Topology::join(const std::vector<const Topology*>& parts, const FabricSpec& link) {
+  Topology t = join(parts);
+  t.fabric_id_ = link.id;
+  auto add_vertex = [&](Vertex v) {
+    const auto id = static_cast<VertexId>(t.vertices_.size());
+    t.vertices_.push_back(std::move(v));
+    boost::add_vertex(t.graph_->g);
+    t.out_links_.emplace_back();
+    return id;
+  };
+  auto add_duplex = [&](VertexId a, VertexId b, double bw, double latency, const std::string& type) {
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+      const auto id = static_cast<std::uint32_t>(t.links_.size());
+      t.links_.push_back({from, to, bw, latency, type});
+      boost::add_edge(index(from), index(to), id, t.graph_->g);
+      t.out_links_[index(from)].push_back(static_cast<LinkId>(id));
+    }
+  };
+  const auto sw = add_vertex({"link", VertexKind::kFabricSwitch, {}, -1, -1});
+  int rank = 0;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const int gpus = parts[p]->gpu_count();
+    const int node = t.vertices_[index(t.gpu(rank))].node;
+    std::vector<VertexId> nics;
+    for (int k = 0; k < link.nics_per_node; ++k) {
+      nics.push_back(
+          add_vertex({"p" + std::to_string(p) + ".nic" + std::to_string(k), VertexKind::kNic, {}, node, -1}));
+      add_duplex(nics.back(), sw, link.nic_bandwidth * link.nic_efficiency, link.switch_latency_s, "nic");
+    }
+    for (int g = 0; g < gpus; ++g) {
+      add_duplex(t.gpu(rank + g), nics[static_cast<std::size_t>(link.nic_of(g))], link.gpu_nic_bandwidth,
+                 link.nic_latency_s, "gpu_nic");
+    }
+    rank += gpus;
+  }
+  t.pred_.assign(t.vertices_.size(), {});
+  return t;
+}
+
 void Topology::compute_source(std::uint32_t src) const {
   if (!pred_[src].empty()) return;
   const std::size_t n = vertices_.size();

@@ -66,6 +66,10 @@ class Topology {
   /// and no route joins two parts (asking for one is a bug). Parts must all allow peer-to-peer or
   /// none. The cluster id is the parts' joined by '+'; cluster_of_rank names each rank's.
   static Topology join(const std::vector<const Topology*>& parts);
+  /// As above, the parts (one box each) joined by `link`: each box's NICs on its GPUs' PCIe path,
+  /// every NIC on one switch (two rentals' boxes over their Ethernet, or one fabric's leaf), so
+  /// traffic between parts crosses NICs and switch as flows like any other.
+  static Topology join(const std::vector<const Topology*>& parts, const FabricSpec& link);
   Topology(Topology&&) noexcept;
   Topology& operator=(Topology&&) noexcept;
   ~Topology();

@@ -74,6 +74,7 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
                 {"boxes", r.mix->boxes},
                 {"requests", r.mix->requests},
                 {"own_kind_requests", r.own_kind_requests}};
+    if (!r.mix->link.empty()) j["mix"]["link"] = r.mix->link;
   }
   if (r.pools) {
     const auto pool = [](const ServingResults::Pool& p) {
@@ -182,7 +183,11 @@ std::string serving_table(const ServingResults& r) {
     << r.replicas << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype
     << " KV, " << (r.engine.empty() ? "" : r.engine + " engine, ") << r.scheduler << " batching)\n\n";
   auto row = [&](const std::string& k, const std::string& v) { o << std::left << std::setw(30) << k << v << "\n"; };
-  if (r.mix) {
+  if (r.mix && r.pools) {
+    row("pools on two box kinds", "prefill on " + r.cluster + " (" + r.profile + "), decode on " +
+                                      std::to_string(r.mix->boxes) + " x " + r.mix->cluster + " (" + r.mix->profile +
+                                      "), KV caches over " + r.mix->link);
+  } else if (r.mix) {
     const int own = r.replicas - r.mix->replicas;
     row("mixed fleet", std::to_string(own) + " x TP " + std::to_string(r.tp) + " on " + r.cluster + " (" + r.profile +
                            ") served " + std::to_string(r.own_kind_requests) + " requests; " +

@@ -55,15 +55,18 @@ struct RequestSpec {
   std::int64_t output = 0;
 };
 
-/// A second box kind beside the scenario's own, for a mixed colocated fleet: its replicas serve
+/// A second box kind beside the scenario's own, for a mixed fleet: colocated, its replicas serve
 /// behind the same router, each inside one box of `cluster` (a box holds gpus / TP of them; they
 /// never span boxes), timed by `profile`, priced by `offer`.
+/// Disaggregated, the second kind is the decode pool's hardware, and `link` the fabric its boxes
+/// and the prefill pool's share for the KV transfers (two rentals over Ethernet, or one fabric).
 struct MixedKind {
   net::ClusterSpec cluster;
   calib::HardwareProfile profile;
   int replicas = 0;
   int tp = 1;
   std::optional<scenario::Offer> offer;
+  std::optional<net::FabricSpec> link;
   [[nodiscard]] int per_box() const { return cluster.gpus / tp; }
   [[nodiscard]] int boxes() const { return (replicas + per_box() - 1) / per_box(); }
   [[nodiscard]] int gpus() const { return replicas * tp; }
@@ -158,7 +161,9 @@ struct ServingScenario {
   /// Every GPU the run uses (the second kind's after the scenario's own).
   [[nodiscard]] int all_gpus() const { return gpus + (mix ? mix->gpus() : 0); }
   /// Whether replica i is of the second box kind.
-  [[nodiscard]] bool mixed_replica(int i) const { return mix && prefill_replicas == 0 && i >= replicas; }
+  [[nodiscard]] bool mixed_replica(int i) const { return mix && i >= first_mixed(); }
+  /// The first second-kind replica (disaggregated: the first decode replica).
+  [[nodiscard]] int first_mixed() const { return prefill_replicas > 0 ? prefill_replicas : replicas; }
   /// The scenario as replica i runs it: its pool's TP, PP and EP in place of the scenario's; a
   /// second-kind replica on its own box, profile and offer.
   [[nodiscard]] ServingScenario replica(int i) const {

@@ -102,8 +102,15 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool 
       r.cost = scenario::fleet_cost(*r.cost, scenario::run_cost(*s.mix->offer, s.mix->boxes(), span, tokens, out));
   }
   if (s.mix) {
-    r.mix = ServingResults::Mix{s.mix->cluster.id, s.mix->profile.id, s.mix->replicas, s.mix->tp, s.mix->boxes(), 0};
+    r.mix = ServingResults::Mix{s.mix->cluster.id,
+                                s.mix->profile.id,
+                                s.mix->link ? s.mix->link->id : "",
+                                s.mix->replicas,
+                                s.mix->tp,
+                                s.mix->boxes(),
+                                0};
     for (const auto& q : log.requests) {
+      if (s.prefill_replicas > 0) break;  // every request is served by both pools
       if (s.mixed_replica(q.replica)) {
         ++r.mix->requests;
       } else {

@@ -50,7 +50,7 @@ class ServingRun final : public workload::TaskSource {
         machine_(opt.topology ? opt.topology : std::make_shared<const net::Topology>(serving_topology(s))),
         topo_(*machine_),
         programs_(s),
-        mixed_s_(s.mix ? std::optional<ServingScenario>(s.replica(s.replicas)) : std::nullopt),
+        mixed_s_(s.mix ? std::optional<ServingScenario>(s.replica(s.first_mixed())) : std::nullopt),
         mixed_programs_(mixed_s_ ? std::optional<StepProgramBuilder>(std::in_place, *mixed_s_) : std::nullopt),
         source_(s),
         router_(make_router(s.router)),
@@ -431,7 +431,8 @@ net::Topology serving_topology(const ServingScenario& s) {
     boxes.push_back(net::Topology::build(s.mix->cluster, std::min(left, s.mix->per_box()) * s.mix->tp));
   std::vector<const net::Topology*> parts{&own};
   for (const auto& b : boxes) parts.push_back(&b);
-  return net::Topology::join(parts);
+  // Disaggregated: the prompts' KV caches cross the link between the pools' boxes.
+  return s.mix->link ? net::Topology::join(parts, *s.mix->link) : net::Topology::join(parts);
 }
 
 namespace {
@@ -467,7 +468,7 @@ namespace {
 std::vector<double> kind_weights(const ServingScenario& s, const ServingRunOptions& options) {
   ServingScenario own = s;
   own.mix.reset();
-  ServingScenario second = s.replica(s.replicas);
+  ServingScenario second = s.replica(s.first_mixed());
   // One replica of each kind (alike kinds then weigh exactly the same), unless the scenario's own
   // spans boxes: a multi-node run uses every GPU of its nodes, so all of its replicas run.
   if (own.nodes == 1) {
@@ -494,7 +495,7 @@ std::vector<double> kind_weights(const ServingScenario& s, const ServingRunOptio
 
 /// The run, after a mixed fleet's kinds are weighed (each alone; once the requests are known to fit).
 ServingResults run_fleet(const ServingScenario& s, const ServingRunOptions& options) {
-  if (s.mix && options.kind_weights.empty()) {
+  if (s.mix && s.prefill_replicas == 0 && options.kind_weights.empty()) {
     ServingRunOptions weighted = options;
     weighted.kind_weights = kind_weights(s, options);
     ServingRun run(s, weighted);

@@ -57,6 +57,7 @@ struct ServingResults {
   /// boxes, and the requests its replicas served.
   struct Mix {
     std::string cluster, profile;
+    std::string link;  ///< disaggregated: the fabric the KV caches cross to the second kind's boxes
     int replicas = 0, tp = 1, boxes = 0;
     std::int64_t requests = 0;
   };

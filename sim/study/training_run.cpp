@@ -65,7 +65,7 @@ std::shared_ptr<const net::Topology> TopologyCache::get(const serving::ServingSc
   const int per_node = s.nodes > 1 ? s.cluster.gpus : s.gpus;
   // A mixed fleet's second kind's boxes are part of its machine.
   const std::string id = s.mix ? s.cluster.id + "+" + s.mix->cluster.id + ":" + std::to_string(s.mix->replicas) + "x" +
-                                     std::to_string(s.mix->tp)
+                                     std::to_string(s.mix->tp) + (s.mix->link ? " over " + s.mix->link->id : "")
                                : s.cluster.id;
   return get(Key{id, per_node, s.nodes, s.fabric ? s.fabric->id : std::string()},
              [&] { return serving::serving_topology(s); });

@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "sim/config/fabric_file.hpp"
 #include "sim/config/json_doc.hpp"
 #include "sim/config/serving_file.hpp"
 #include "sim/core/errors.hpp"
@@ -10,6 +12,7 @@
 #include "sim/report/serving_report.hpp"
 #include "sim/serving/router.hpp"
 #include "sim/serving/serving_sim.hpp"
+#include "sim/study/training_run.hpp"
 #include "tests/support/builders.hpp"
 
 // A mixed colocated fleet: replicas of a second box kind beside the scenario's own, behind one
@@ -118,9 +121,6 @@ TEST_CASE("mixed fleet: a second kind that cannot serve as asked is refused with
   refused(R"("parallel": {"tp": 2}, "offer": "usd-8x-h100-sxm-long-tail", "mix": {"cluster": "dgx-a100",
           "replicas": 1, "offer": "cn-8x-a100-80g-sxm"})",
           "/mix/offer", "one currency");
-  refused(R"("parallel": {"tp": 2}, "disaggregate": {"prefill": 1, "decode": 1}, "mix": {"cluster": "dgx-a100",
-          "replicas": 1})",
-          "/mix", "colocated");
   refused(R"("parallel": {"tp": 2}, "mix": {"replicas": 1})", "/mix/cluster", "");
   refused(R"("parallel": {"tp": 2}, "mix": {"cluster": "hgx-a1000", "replicas": 1})", "/mix/cluster", "hgx-a1000");
   refused(R"("parallel": {"tp": 2}, "offer": "usd-8x-h100-sxm-long-tail", "mix": {"cluster": "dgx-a100",
@@ -145,4 +145,77 @@ TEST_CASE("mixed fleet: a weighted round robin interleaves by weight, least load
   CHECK(ll.pick(loaded) == 0);
   const serving::ReplicaLoad equal[] = {{0, 3, 1.0}, {1, 1, 1.0}};
   CHECK(ll.pick(equal) == 1);
+}
+
+namespace {
+
+serving::ServingScenario pools_apart(const std::string& link, const std::string& workload) {
+  const std::string text = R"({"kind": "infer", "model": "llama3.1-70b", "cluster": "hgx-h100", "parallel": {"tp": 4},
+    "disaggregate": {"prefill": 1, "decode": 1}, "mix": {"cluster": "dgx-a100", "replicas": 1, "tp": 4,
+    "link": ")" + link + R"("}, "workload": )" +
+                           workload + "}";
+  return config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
+}
+
+}  // namespace
+
+TEST_CASE("pools on two box kinds: the decode pool on its own boxes, the KV caches over the link that joins them") {
+  // One request of 4,000 prompt tokens and 2 output tokens: its end-to-end time is the prefill, the
+  // KV transfer and one decode step, so two links differ by the transfer alone. Llama-3.1-70B's KV
+  // cache is 80 layers x 8 K/V heads x 128 x 2 (K and V) x 2 bytes = 327,680 bytes a token, sent
+  // by the 4 prefill GPUs to their 4 decode peers.
+  const std::string one = R"({"input_len": 4000, "output_len": 2, "requests": 1, "rate": 1})";
+  const auto eth = serving::simulate_serving(pools_apart("eth-100g", one));
+  const auto ib = serving::simulate_serving(pools_apart("ib-ndr-rail", one));
+  REQUIRE(eth.mix);
+  CHECK(eth.mix->link == "eth-100g");
+  CHECK(eth.mix->cluster == "dgx-a100");
+  CHECK(eth.ttft.p50 == doctest::Approx(ib.ttft.p50).epsilon(1e-9));  // the prefill is the same
+  const double bytes = 4000.0 * 327680.0;
+  const auto spec = [](const std::string& id) {
+    return config::parse_fabric(config::load(test::data_path("scenarios/fabrics/" + id + ".json")), id);
+  };
+  const auto e = spec("eth-100g"), i = spec("ib-ndr-rail");
+  // eth-100g: one NIC a box, the four pairs share it; ib-ndr-rail: a NIC per GPU, a pair each.
+  const double t_eth = bytes / std::min(e.nic_bandwidth * e.nic_efficiency, e.gpu_nic_bandwidth);
+  const double t_ib = bytes / 4 / std::min(i.nic_bandwidth * i.nic_efficiency, i.gpu_nic_bandwidth);
+  CHECK(eth.e2e.p50 - ib.e2e.p50 == doctest::Approx(t_eth - t_ib).epsilon(0.02));
+}
+
+TEST_CASE("pools on two box kinds: a faster link is never slower, and an impossible pairing is refused") {
+  const std::string load = R"({"input_len": "2000-4000", "output_len": "50-150", "requests": 60, "rate": 2})";
+  const auto eth = serving::simulate_serving(pools_apart("eth-100g", load));
+  const auto ib = serving::simulate_serving(pools_apart("ib-ndr-rail", load));
+  CHECK(ib.e2e.mean <= eth.e2e.mean);
+  CHECK(ib.makespan_s <= eth.makespan_s);
+  const auto refused = [](const std::string& text, const std::string& pointer) {
+    try {
+      (void)config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
+      FAIL("expected an InputError at " << pointer);
+    } catch (const InputError& e) {
+      CHECK(e.problems().front().pointer == pointer);
+    }
+  };
+  const std::string head = R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2},
+    "workload": {"input_len": 100, "output_len": 10, "requests": 5, "rate": 1}, )";
+  refused(head + R"("disaggregate": {"prefill": 1, "decode": 2}, "mix": {"cluster": "dgx-a100", "replicas": 1,
+    "link": "eth-100g"}})",
+          "/mix/replicas");
+  refused(head + R"("disaggregate": {"prefill": 1, "decode": 1}, "mix": {"cluster": "dgx-a100", "replicas": 1}})",
+          "/mix/link");
+  refused(head + R"("disaggregate": {"prefill": 1, "decode": 1}, "mix": {"cluster": "dgx-a100", "replicas": 1,
+    "link": "eth-100g-typo"}})",
+          "/mix/link");
+}
+
+TEST_CASE("pools on two box kinds: a batch's topology cache keeps one machine per link") {
+  // A comparison of links in one file shares a cache: each link must get its own machine.
+  const std::string load = R"({"input_len": 100, "output_len": 10, "requests": 2, "rate": 1})";
+  study::TopologyCache cache;
+  const auto eth = cache.get(pools_apart("eth-100g", load));
+  const auto ib = cache.get(pools_apart("ib-ndr-rail", load));
+  CHECK(eth != ib);
+  CHECK(eth->fabric_id() == "eth-100g");
+  CHECK(ib->fabric_id() == "ib-ndr-rail");
+  CHECK(cache.get(pools_apart("eth-100g", load)) == eth);
 }
