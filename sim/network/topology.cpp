@@ -57,27 +57,32 @@ Topology Topology::build(const ClusterSpec& spec, int gpus) {
   return t;
 }
 
+VertexId Topology::add_vertex(Vertex v) {
+  const auto id = static_cast<VertexId>(vertices_.size());
+  vertices_.push_back(std::move(v));
+  boost::add_vertex(graph_->g);
+  out_links_.emplace_back();
+  return id;
+}
+
+void Topology::add_link(Link l) {
+  const auto id = static_cast<std::uint32_t>(links_.size());
+  boost::add_edge(index(l.from), index(l.to), id, graph_->g);
+  out_links_[index(l.from)].push_back(static_cast<LinkId>(id));
+  links_.push_back(std::move(l));
+}
+
+void Topology::add_duplex(VertexId a, VertexId b, double bw, double latency, const std::string& type) {
+  add_link({a, b, bw, latency, type});
+  add_link({b, a, bw, latency, type});
+}
+
 Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domains, const FabricSpec& fabric) {
   CS_ASSERT(gpus_per_domain >= 1 && gpus_per_domain <= spec.gpus && domains >= 1, "sizes checked by the caller");
   Topology t;
   t.cluster_id_ = spec.id;
   if (domains > 1) t.fabric_id_ = fabric.id;
   t.peer_to_peer_ = spec.peer_to_peer;
-  auto add_vertex = [&](Vertex v) {
-    const auto id = static_cast<VertexId>(t.vertices_.size());
-    t.vertices_.push_back(std::move(v));
-    boost::add_vertex(t.graph_->g);
-    t.out_links_.emplace_back();
-    return id;
-  };
-  auto add_duplex = [&](VertexId a, VertexId b, double bw, double latency, const std::string& type) {
-    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
-      const auto id = static_cast<std::uint32_t>(t.links_.size());
-      t.links_.push_back({from, to, bw, latency, type});
-      boost::add_edge(index(from), index(to), id, t.graph_->g);
-      t.out_links_[index(from)].push_back(static_cast<LinkId>(id));
-    }
-  };
   // Servers (nodes) of a domain: spec.gpus_per_node GPUs each; the last may be partial when only
   // the first GPUs are used.
   const int per_node = spec.gpus_per_node > 0 ? std::min(spec.gpus_per_node, gpus_per_domain) : gpus_per_domain;
@@ -96,19 +101,19 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
     std::map<std::string, VertexId> by_name;  // domain d's own vertices by their cluster-file ids
     for (int g = 0; g < gpus_per_domain; ++g) {
       const int node = first_node + g / per_node;
-      const auto v = add_vertex({pre + "gpu" + std::to_string(g), VertexKind::kGpu, {}, node, d});
+      const auto v = t.add_vertex({pre + "gpu" + std::to_string(g), VertexKind::kGpu, {}, node, d});
       by_name["gpu" + std::to_string(g)] = v;
       node_gpus[static_cast<std::size_t>(node)].push_back(v);
       t.gpu_vertices_.push_back(v);
     }
     for (const auto& sw : spec.switches)
-      by_name[sw.id] = add_vertex({pre + sw.id, sw.kind, sw.nvls_bandwidth_bytes_per_s, first_node, d});
+      by_name[sw.id] = t.add_vertex({pre + sw.id, sw.kind, sw.nvls_bandwidth_bytes_per_s, first_node, d});
     for (const auto& l : spec.links) {
       auto a = by_name.find(l.a);
       auto b = by_name.find(l.b);
       if (a == by_name.end() || b == by_name.end()) continue;  // a GPU beyond --gpus
       const auto& type = spec.link_types.at(l.type);
-      add_duplex(a->second, b->second, type.effective_bandwidth(), type.latency_s, l.type);
+      t.add_duplex(a->second, b->second, type.effective_bandwidth(), type.latency_s, l.type);
     }
     if (d == 0) domain0_names = by_name;
   }
@@ -121,7 +126,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
     // Joins a child to its parent in the tree above the GPUs (GPU - NIC - switch tiers).
     auto attach = [&](VertexId child, VertexId parent, double bw, double latency, const std::string& type) {
       const auto up = static_cast<std::int64_t>(t.links_.size());
-      add_duplex(child, parent, bw, latency, type);
+      t.add_duplex(child, parent, bw, latency, type);
       t.tree_.resize(t.vertices_.size());
       auto& c = t.tree_[index(child)];
       CS_ASSERT(c.parent < 0, "a vertex has one parent in the fabric tree");
@@ -141,7 +146,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
       const auto& gpus_of_node = node_gpus[static_cast<std::size_t>(n)];
       for (int k = 0; k < fabric.nics_per_node; ++k) {
         nics[static_cast<std::size_t>(n)].push_back(
-            add_vertex({"n" + std::to_string(n) + ".nic" + std::to_string(k), VertexKind::kNic, {}, n, -1}));
+            t.add_vertex({"n" + std::to_string(n) + ".nic" + std::to_string(k), VertexKind::kNic, {}, n, -1}));
       }
       if (!fabric.nic_switch.empty()) {
         // Each NIC on its node switch by one PCIe link; GPUs reach it through the node.
@@ -164,7 +169,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
               static_cast<VertexId>(index(it->second) + static_cast<std::uint32_t>(n) * t.vertices_per_domain_);
           const auto nic = nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)];
           const auto up = static_cast<std::int64_t>(t.links_.size());
-          add_duplex(sw, nic, fabric.gpu_nic_bandwidth, fabric.nic_latency_s, "nic_pcie");
+          t.add_duplex(sw, nic, fabric.gpu_nic_bandwidth, fabric.nic_latency_s, "nic_pcie");
           t.nic_attach_[index(nic)] = TreeLinks{up, up + 1, static_cast<std::int64_t>(index(sw)), 0};
         }
         continue;
@@ -178,7 +183,7 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
     const double lat = fabric.switch_latency_s;
     switch (fabric.kind) {
       case FabricKind::kSingleSwitch: {
-        const auto sw = add_vertex({"fabric", VertexKind::kFabricSwitch, {}, -1, -1});
+        const auto sw = t.add_vertex({"fabric", VertexKind::kFabricSwitch, {}, -1, -1});
         for (const auto& node : nics) {
           for (auto nic : node) attach(nic, sw, nic_bw, lat, "nic");
         }
@@ -186,27 +191,27 @@ Topology Topology::build(const ClusterSpec& spec, int gpus_per_domain, int domai
       }
       case FabricKind::kRail: {
         // One switch per rail (NIC index); rails meet at the spine for cross-rail traffic.
-        const auto spine = add_vertex({"spine", VertexKind::kFabricSwitch, {}, -1, -1});
+        const auto spine = t.add_vertex({"spine", VertexKind::kFabricSwitch, {}, -1, -1});
         for (int k = 0; k < fabric.nics_per_node; ++k) {
-          const auto rail = add_vertex({"rail" + std::to_string(k), VertexKind::kFabricSwitch, {}, -1, -1});
+          const auto rail = t.add_vertex({"rail" + std::to_string(k), VertexKind::kFabricSwitch, {}, -1, -1});
           for (const auto& node : nics) attach(node[static_cast<std::size_t>(k)], rail, nic_bw, lat, "nic");
           attach(rail, spine, nic_bw * nodes / fabric.oversubscription, lat, "spine");
         }
         break;
       }
       case FabricKind::kFatTree: {
-        const auto spine = add_vertex({"spine", VertexKind::kFabricSwitch, {}, -1, -1});
+        const auto spine = t.add_vertex({"spine", VertexKind::kFabricSwitch, {}, -1, -1});
         const int leaves = (nodes + fabric.nodes_per_leaf - 1) / fabric.nodes_per_leaf;
         // With pods (a third tier) leaves hang off their pod and pods off the spine (the core).
         const int per_pod = fabric.leaves_per_pod > 0 ? fabric.leaves_per_pod : leaves;
         for (int p0 = 0; p0 < leaves; p0 += per_pod) {
           const auto parent =
               fabric.leaves_per_pod > 0
-                  ? add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kFabricSwitch, {}, -1, -1})
+                  ? t.add_vertex({"pod" + std::to_string(p0 / per_pod), VertexKind::kFabricSwitch, {}, -1, -1})
                   : spine;
           double pod_uplinks = 0;
           for (int l = p0; l < std::min(leaves, p0 + per_pod); ++l) {
-            const auto leaf = add_vertex({"leaf" + std::to_string(l), VertexKind::kFabricSwitch, {}, -1, -1});
+            const auto leaf = t.add_vertex({"leaf" + std::to_string(l), VertexKind::kFabricSwitch, {}, -1, -1});
             int in_leaf = 0;
             for (int n = l * fabric.nodes_per_leaf; n < std::min(nodes, (l + 1) * fabric.nodes_per_leaf);
                  ++n, ++in_leaf) {
@@ -251,17 +256,12 @@ Topology Topology::join(const std::vector<const Topology*>& parts) {
       domains = std::max(domains, v.domain + 1);
       if (v.node >= 0) v.node += node_base;
       if (v.domain >= 0) v.domain += domain_base;
-      t.vertices_.push_back(std::move(v));
-      boost::add_vertex(t.graph_->g);
-      t.out_links_.emplace_back();
+      (void)t.add_vertex(std::move(v));
     }
     for (Link l : part->links_) {
       l.from = static_cast<VertexId>(index(l.from) + vbase);
       l.to = static_cast<VertexId>(index(l.to) + vbase);
-      const auto id = static_cast<std::uint32_t>(t.links_.size());
-      boost::add_edge(index(l.from), index(l.to), id, t.graph_->g);
-      t.out_links_[index(l.from)].push_back(static_cast<LinkId>(id));
-      t.links_.push_back(std::move(l));
+      t.add_link(std::move(l));
     }
     CS_ASSERT(t.links_.size() - lbase == part->links_.size(), "every link copied");
     for (auto g : part->gpu_vertices_) {
@@ -279,22 +279,7 @@ Topology Topology::join(const std::vector<const Topology*>& parts) {
 Topology Topology::join(const std::vector<const Topology*>& parts, const FabricSpec& link) {
   Topology t = join(parts);
   t.fabric_id_ = link.id;
-  auto add_vertex = [&](Vertex v) {
-    const auto id = static_cast<VertexId>(t.vertices_.size());
-    t.vertices_.push_back(std::move(v));
-    boost::add_vertex(t.graph_->g);
-    t.out_links_.emplace_back();
-    return id;
-  };
-  auto add_duplex = [&](VertexId a, VertexId b, double bw, double latency, const std::string& type) {
-    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
-      const auto id = static_cast<std::uint32_t>(t.links_.size());
-      t.links_.push_back({from, to, bw, latency, type});
-      boost::add_edge(index(from), index(to), id, t.graph_->g);
-      t.out_links_[index(from)].push_back(static_cast<LinkId>(id));
-    }
-  };
-  const auto sw = add_vertex({"link", VertexKind::kFabricSwitch, {}, -1, -1});
+  const auto sw = t.add_vertex({"link", VertexKind::kFabricSwitch, {}, -1, -1});
   int rank = 0;
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const int gpus = parts[p]->gpu_count();
@@ -302,12 +287,12 @@ Topology Topology::join(const std::vector<const Topology*>& parts, const FabricS
     std::vector<VertexId> nics;
     for (int k = 0; k < link.nics_per_node; ++k) {
       nics.push_back(
-          add_vertex({"p" + std::to_string(p) + ".nic" + std::to_string(k), VertexKind::kNic, {}, node, -1}));
-      add_duplex(nics.back(), sw, link.nic_bandwidth * link.nic_efficiency, link.switch_latency_s, "nic");
+          t.add_vertex({"p" + std::to_string(p) + ".nic" + std::to_string(k), VertexKind::kNic, {}, node, -1}));
+      t.add_duplex(nics.back(), sw, link.nic_bandwidth * link.nic_efficiency, link.switch_latency_s, "nic");
     }
     for (int g = 0; g < gpus; ++g) {
-      add_duplex(t.gpu(rank + g), nics[static_cast<std::size_t>(link.nic_of(g))], link.gpu_nic_bandwidth,
-                 link.nic_latency_s, "gpu_nic");
+      t.add_duplex(t.gpu(rank + g), nics[static_cast<std::size_t>(link.nic_of(g))], link.gpu_nic_bandwidth,
+                   link.nic_latency_s, "gpu_nic");
     }
     rank += gpus;
   }

@@ -111,6 +111,10 @@ class Topology {
 
  private:
   Topology();
+  /// Builders' steps: a vertex, a directed link, a link each way (the graph and the tables together).
+  VertexId add_vertex(Vertex v);
+  void add_link(Link l);
+  void add_duplex(VertexId a, VertexId b, double bw, double latency, const std::string& type);
   struct Graph;
   std::unique_ptr<Graph> graph_;
   std::string cluster_id_;

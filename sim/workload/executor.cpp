@@ -62,7 +62,7 @@ std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::Collec
   if (curves) {
     for (const auto& c : *curves) {
       coll::MeasuredCurve m{
-          coll::CollectiveOp::kAllReduce, c.gpus, c.nodes, c.fabric, c.alpha_s, c.busbw_bytes_per_s, {}};
+          coll::CollectiveOp::kAllReduce, c.gpus, c.nodes, c.fabric, c.alpha_s, c.busbw_bytes_per_s, {}, {}};
       if (coll::parse_op(c.op, m.op)) out.push_back(std::move(m));
     }
   }
@@ -77,7 +77,7 @@ std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::Collec
       // The table's floor: its smallest measured size (a few hundred bytes).
       const auto floor = calib::table_nccl(*tables, name, gpus, 1.0);
       if (!floor) continue;
-      coll::MeasuredCurve m{op, gpus, 1, "", floor->seconds, 0, {}};
+      coll::MeasuredCurve m{op, gpus, 1, "", floor->seconds, 0, {}, {}};
       // A step repeats a handful of sizes millions of times: each size looked up once (the
       // partitions ask from their own threads).
       struct Seen {
