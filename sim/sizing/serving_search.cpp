@@ -1,5 +1,6 @@
 #include "sim/sizing/serving_search.hpp"
-#include "sim/study/serving_run.hpp"
+#include "sim/sizing/mixed_fleets.hpp"
+#include "sim/sizing/serving_trials.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
@@ -15,64 +17,27 @@
 
 namespace cs::sizing {
 
-namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-/// Requests first simulated per unit: at least 200, or 30 s of arrivals, at most 2000 (enough for a
-/// stable p90). Then lengthened until the arrivals span kLifetimes request lifetimes (p99 end to
-/// end), at most kMaxRequests: 30 s of arrivals is not steady state when one request lives 79 s
-/// (issue 29: a DeepSeek-R1 fleet ranked first at 20 req/s sustained 11.3 over 4,000 requests).
-constexpr double kLifetimes = 10;
-constexpr std::int64_t kMaxRequests = 20000;
-/// A unit sustains its rate when its completions over the steady window (the 10%-90% completion
-/// instants) reach this share of its arrival rate. The window's rate differs from the nominal one
-/// by the arrivals' Poisson noise and the window's edges: a unit that kept up (p90 TTFT 107 ms over
-/// 3,000 requests at 3 req/s) completed 2.85, 95%; units that do not fall far below (2.99 of 12,
-/// 3.17 of 4; 11.3 of 20 in the issue's case), so 0.9 separates them with room for the noise.
-constexpr double kSustainShare = 0.9;
-std::int64_t requests_for(double rate_per_box) {
-  return std::clamp(static_cast<std::int64_t>(std::ceil(rate_per_box * 30.0)), std::int64_t{200}, std::int64_t{2000});
-}
-
-/// The price per box-hour of continuous serving on one of the offer's terms.
-double per_box_hour(const scenario::Offer& o, const std::string& term) {
-  if (o.hours_per_period == 1.0) return o.price;
-  return term == "hourly" ? o.hourly_price : o.price / o.hours_per_period;
-}
-
-/// The offer's cheapest term for continuous serving (at the bottom of a quoted range).
-std::string cheapest_term(const scenario::Offer& o) {
-  if (o.hours_per_period == 1.0) return "hourly";
-  return o.hourly_price > 0 && o.hourly_price < per_box_hour(o, "monthly") ? "hourly" : "monthly";
-}
-
-/// A replica fits when its weights, activations and runtime leave room for KV blocks.
-bool fits(const serving::ServingMemory& m, std::int64_t blocks) {
-  return m.weights + m.activations + m.other <= m.capacity && blocks > 0;
-}
-
-struct Trial {
-  bool valid = false, fits = false, meets = false;
-  serving::ServingResults r;
-  std::int64_t requests = 0;        ///< simulated (the longest run, when it was lengthened)
-  std::optional<double> sustained;  ///< set when the unit cannot sustain its rate: what it completes per second
-  double need_gib = 0, have_gib = 0;
-};
-
-}  // namespace
+using detail::fits;
+using detail::requests_for;
+using detail::Trial;
 
 double at_percentile(const serving::Percentiles& p, int percentile) {
   return percentile == 50 ? p.p50 : percentile == 99 ? p.p99 : p.p90;
 }
 
 std::string serving_plan_text(const ServingChoice& c) {
+  const auto replicas = [](int n) { return std::to_string(n) + (n == 1 ? " replica" : " replicas"); };
   std::string t = "TP" + std::to_string(c.tp);
   if (c.pp > 1) t += " PP" + std::to_string(c.pp);
   if (c.ep > 1) t += " EP" + std::to_string(c.ep);
   if (c.dp_attention) t += c.deepep ? " attn-DP (DeepEP)" : " attn-DP";
-  t += " x " + std::to_string(c.replicas) + (c.replicas == 1 ? " replica" : " replicas");
-  t += c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes";
+  if (c.second) {
+    // A mixed fleet: each kind's replicas per box (the caller names the second kind's offer).
+    t += " x " + replicas(c.replicas / c.nodes) + " per box + TP" + std::to_string(c.second->tp) + " x " +
+         replicas(c.second->replicas / c.second->boxes) + " per box";
+  } else {
+    t += " x " + replicas(c.replicas) + (c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes");
+  }
   if (c.prefill_replicas > 0)
     t += " (" + std::to_string(c.prefill_replicas) + " prefill + " + std::to_string(c.replicas - c.prefill_replicas) +
          " decode)";
@@ -100,8 +65,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   std::vector<std::string> invalid_why(offers.size());  ///< the first reason a shape of the offer was refused
   const auto choice_of = [&](const Shape& sh, int units) {
     const int per_unit = offers[sh.offer].gpus_per_node * sh.span / (sh.tp * sh.pp);
-    return ServingChoice{units * sh.span, sh.tp,        per_unit,   sh.pp,         sh.ep,    sh.span,
-                         sh.dpa,          sh.max_batch, sh.prefill, sh.max_tokens, sh.deepep};
+    return ServingChoice{units * sh.span, sh.tp,        per_unit,   sh.pp,         sh.ep,     sh.span,
+                         sh.dpa,          sh.max_batch, sh.prefill, sh.max_tokens, sh.deepep, std::nullopt};
   };
   // How many of the job's sequences (at full length) a shape's replica holds in its KV cache; 0
   // when it does not fit its GPUs (memory does not depend on the rate or the boxes).
@@ -169,24 +134,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     }
   }
   // Offers of one box at different prices (a provider's tiers, one box from two providers) run the
-  // same scenarios: each distinct (box, fabric, choice, rate, requests) is simulated once and its
-  // results shared. A simulation is a pure function of its scenario (the offer is not part of it:
-  // prices are applied to the candidate below), so which worker computed an entry does not matter.
-  study::TopologyCache topologies;  // one machine per box shape for the whole search
-  std::mutex memo_mutex;
-  std::map<std::string, serving::ServingResults> memo;
-  const auto trial_key = [&](std::size_t oi, const ServingChoice& c, double rate, std::int64_t requests) {
-    const auto& sp = offers[oi];
-    char rate_bits[40];
-    std::snprintf(rate_bits, sizeof rate_bits, "%a", rate);  // exact: the same double, the same key
-    std::string k = sp.offer.cluster + "|" + std::to_string(sp.gpus_per_node) + "|" + (c.span > 1 ? sp.fabric : "");
-    for (const std::int64_t v :
-         {std::int64_t{c.nodes}, std::int64_t{c.tp}, std::int64_t{c.replicas}, std::int64_t{c.pp}, std::int64_t{c.ep},
-          std::int64_t{c.span}, std::int64_t{c.dp_attention}, c.max_batch, std::int64_t{c.prefill_replicas},
-          c.max_tokens, std::int64_t{c.deepep}, requests})
-      k += "|" + std::to_string(v);
-    return k + "|" + rate_bits;
-  };
+  // same scenarios: the runner simulates each distinct one once and shares its results.
+  detail::TrialRunner runner(offers, job, make);
   struct Found {
     std::optional<ServingCandidate> best;
     bool valid = false, fits = false;
@@ -199,73 +148,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   // then bisects between the last miss and the first hit; a variant bisects over 1 to its cap.
   const auto search_shape = [&](const Shape& sh, Found& f) {
     const auto& space = offers[sh.offer];
-    auto trial = [&](int units) {
-      Trial t;
-      const ServingChoice c = choice_of(sh, units);
-      const double rate = job.rate / units;
-      std::optional<serving::ServingScenario> s;
-      try {
-        s.emplace(make(sh.offer, c, rate, requests_for(rate)));
-      } catch (const InputError&) {
-        return t;
-      } catch (const InfeasibleError&) {
-        return t;
-      }
-      t.valid = true;
-      std::int64_t blocks = 0;
-      const auto m = serving::serving_memory(*s, &blocks);
-      t.need_gib = m.total / kGiB;
-      t.have_gib = m.capacity / kGiB;
-      if (!fits(m, blocks)) return t;
-      t.fits = true;
-      const auto meets_slo = [&] {
-        return at_percentile(t.r.ttft, job.slo_ttft_percentile) <= job.slo_ttft_s &&
-               (job.slo_tpot_s <= 0 || at_percentile(t.r.tpot, job.slo_tpot_percentile) <= job.slo_tpot_s);
-      };
-      // Sustained load: simulated until the arrivals span kLifetimes request lifetimes (p99
-      // end-to-end), so a queue that builds slowly has built; a unit whose completions over the steady
-      // window fall short of its arrival rate cannot sustain it, whatever its latencies read.
-      std::int64_t n = requests_for(rate);
-      for (int round = 0;; ++round) {
-        if (round > 0) {
-          try {
-            s.emplace(make(sh.offer, c, rate, n));
-          } catch (const InfeasibleError&) {
-            break;  // too large to simulate: judged on the longest run that was
-          } catch (const InputError&) {
-            break;
-          }
-        }
-        const auto key = trial_key(sh.offer, c, rate, n);
-        bool known = false;
-        {
-          const std::lock_guard<std::mutex> lock(memo_mutex);
-          if (auto it = memo.find(key); it != memo.end()) {
-            t.r = it->second;
-            known = true;
-          }
-        }
-        if (!known) {
-          t.r = study::run_serving(*s, {}, &topologies);
-          ++f.sims;
-          const std::lock_guard<std::mutex> lock(memo_mutex);
-          memo.emplace(key, t.r);
-        }
-        t.requests = n;
-        if (t.r.steady && t.r.steady->requests_per_s < kSustainShare * rate) {
-          t.sustained = t.r.steady->requests_per_s;
-          break;
-        }
-        // A run that already misses the objectives is not lengthened: a queue only grows with it.
-        if (!meets_slo()) break;
-        const double lifetime = t.r.e2e.p99;
-        const double needed = std::ceil(kLifetimes * lifetime * rate * 1.25);
-        if (static_cast<double>(n) / rate >= kLifetimes * lifetime || n >= kMaxRequests || round >= 3) break;
-        n = std::min<std::int64_t>(kMaxRequests, std::max<std::int64_t>(2 * n, static_cast<std::int64_t>(needed)));
-      }
-      t.meets = !t.sustained && meets_slo();
-      return t;
-    };
+    auto trial = [&](int units) { return runner.run(sh.offer, choice_of(sh, units), job.rate / units, f.sims); };
     const auto& nodes_list = space.node_counts;
     if (nodes_list.empty()) return;
     const int max_units = nodes_list.back() / sh.span;  // units of `span` boxes
@@ -311,37 +194,7 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
       }
     }
     if (!met) return;
-    ServingCandidate c;
-    c.offer_index = sh.offer;
-    c.offer = space.offer.id;
-    c.choice = choice_of(sh, hi);
-    c.gpus = hi * sh.span * space.gpus_per_node;
-    c.requests_simulated = hit.requests;
-    if (hit.r.steady) c.steady_requests_per_s = hit.r.steady->requests_per_s;
-    c.ttft = hit.r.ttft;
-    c.tpot = hit.r.tpot;
-    c.e2e = hit.r.e2e;
-    c.ttft_slo_s = at_percentile(hit.r.ttft, job.slo_ttft_percentile);
-    c.tpot_slo_s = at_percentile(hit.r.tpot, job.slo_tpot_percentile);
-    c.output_tokens_per_s_per_gpu = hit.r.output_tokens_per_s_per_gpu;
-    c.memory_per_gpu_gib = hit.r.memory.total / kGiB;
-    c.capacity_gib = hit.r.memory.capacity / kGiB;
-    c.kv_utilisation_max = hit.r.kv_utilisation_max;
-    c.max_batch = hit.r.limits.max_batch;
-    c.max_tokens = hit.r.limits.max_tokens;
-    c.chunked_prefill = hit.r.limits.chunked_prefill;
-    c.cost_terms = cheapest_term(space.offer);
-    c.cost_per_hour = per_box_hour(space.offer, c.cost_terms) * hi * sh.span;
-    if (space.offer.has_range()) c.cost_per_hour_max = per_box_hour(space.offer.high(), c.cost_terms) * hi * sh.span;
-    c.currency = space.offer.currency;
-    c.cost_per_mtok = c.cost_per_hour / (job.rate * static_cast<double>(job.osl) * 3600.0) * 1e6;
-    const double ttft_share = c.ttft_slo_s / job.slo_ttft_s;
-    const double tpot_share = job.slo_tpot_s > 0 ? c.tpot_slo_s / job.slo_tpot_s : 0;
-    c.bottleneck = c.kv_utilisation_max > 0.95 ? "KV capacity"
-                   : ttft_share >= tpot_share
-                       ? "TTFT (prefill and queueing) at " + fixed(ttft_share * 100, 0) + "% of its objective"
-                       : "TPOT (decode) at " + fixed(tpot_share * 100, 0) + "% of its objective";
-    f.best = c;
+    f.best = detail::candidate_of(offers, sh.offer, choice_of(sh, hi), hit, job);
   };
   std::vector<Found> found(shapes.size());
   study::run_batch(
@@ -460,9 +313,20 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     }
     return true;
   };
+  // Mixed fleets of two offers, from what the single-kind search measured (sim/sizing/mixed_fleets).
+  std::vector<ServingCandidate> singles;
+  for (const auto& f : found)
+    if (f.best) singles.push_back(*f.best);
+  const auto mixed = detail::search_mixed_fleets(offers, job, options, singles, runner);
+  result.mixed_pairs = mixed.pairs;
+  result.mixed_simulated = mixed.fleets;
+  result.mixed_found = mixed.candidates.size();
+  result.simulated += mixed.simulated;
   std::vector<ServingCandidate> all;
   for (std::size_t i = 0; i < found.size(); ++i)
     if (listed(i)) all.push_back(*found[i].best);
+  for (const auto& c : mixed.candidates)
+    if (options.budget <= 0 || c.cost_per_hour <= options.budget) all.push_back(c);
   std::stable_sort(all.begin(), all.end(), [&](const ServingCandidate& a, const ServingCandidate& b) {
     if (options.objective == Objective::kGpus && a.gpus != b.gpus) return a.gpus < b.gpus;
     if (options.objective == Objective::kLatency && a.ttft_slo_s != b.ttft_slo_s) return a.ttft_slo_s < b.ttft_slo_s;
@@ -471,7 +335,8 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     return a.offer_index < b.offer_index;
   });
   for (std::size_t oi = 0; oi < offers.size(); ++oi) {
-    const bool any = std::any_of(all.begin(), all.end(), [&](const auto& c) { return c.offer_index == oi; });
+    const bool any = std::any_of(all.begin(), all.end(),
+                                 [&](const auto& c) { return c.offer_index == oi && c.second_offer.empty(); });
     if (any) continue;
     std::string why = offers[oi].unusable;
     if (why.empty()) {
@@ -522,12 +387,11 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     result.rejected.push_back({offers[oi].offer.id, why});
   }
   if (options.per_offer) {
-    // The first (best) of each offer, in the ranking's order.
-    std::vector<bool> seen(offers.size(), false);
+    // The first (best) of each offer, and of each pair of offers mixed, in the ranking's order.
+    std::set<std::pair<std::size_t, std::size_t>> seen;
     std::erase_if(all, [&](const ServingCandidate& c) {
-      if (seen[c.offer_index]) return true;
-      seen[c.offer_index] = true;
-      return false;
+      const std::size_t second = c.choice.second ? c.choice.second->offer : offers.size();
+      return !seen.insert({std::min(c.offer_index, second), std::max(c.offer_index, second)}).second;
     });
   } else if (all.size() > static_cast<std::size_t>(std::max(options.top, 1))) {
     all.resize(static_cast<std::size_t>(options.top));

@@ -23,6 +23,16 @@ struct ServingJob {
 /// A run's figure at one of the percentiles it reports (50, 90 or 99).
 [[nodiscard]] double at_percentile(const serving::Percentiles& p, int percentile);
 
+/// A mixed fleet's second box kind (docs/plan.md, "Mixed fleets"): `boxes` boxes of another offer
+/// whose `replicas` replicas of TP `tp` serve beside the plan's own, behind the same router.
+struct SecondKind {
+  std::size_t offer = 0;
+  int boxes = 0;
+  int tp = 1;
+  int replicas = 0;  ///< in all (they fill their boxes)
+  bool operator==(const SecondKind&) const = default;
+};
+
 /// One serving plan: `nodes` boxes in units of `span` boxes; each unit runs `replicas` replicas of
 /// TP `tp` x PP `pp` (EP `ep` for MoE), behind a load balancer that gives each unit RATE / units.
 /// A unit is one box unless one box cannot hold a replica: then a replica's pipeline stages span
@@ -43,6 +53,9 @@ struct ServingChoice {
   /// default (8192, no chunking).
   std::int64_t max_tokens = 0;
   bool deepep = false;  ///< under attention-DP: the MoE exchange as DeepEP's dispatch and combine
+  /// A mixed fleet: the second kind's boxes beside these. The fleet is one unit (`span` = `nodes`,
+  /// `replicas` all of the first kind's), simulated whole at the job's rate.
+  std::optional<SecondKind> second;
   bool operator==(const ServingChoice&) const = default;
   [[nodiscard]] int units() const { return nodes / span; }
 };
@@ -81,6 +94,11 @@ struct ServingOptions {
   int variant_seeds = 2;
   std::vector<double> prefill_shares{0.25, 0.5, 0.75};
   std::int64_t small_max_tokens = 2048;
+  /// Mixed fleets of two offers' boxes (docs/plan.md): searched when the objective is cost or GPUs.
+  bool mixed = true;
+  /// Per-box capacity bisection steps of the mixed phase: each narrows the rate one box of an offer's
+  /// best shape sustains within the objectives to half its bracket (rate / n met, rate / (n - 1) not).
+  int capacity_steps = 3;
   study::Progress* progress = nullptr;
 };
 
@@ -103,6 +121,10 @@ struct ServingCandidate {
   double cost_per_mtok = 0;      ///< per million output tokens at the job's rate
   std::string currency;
   std::string bottleneck;
+  /// A mixed fleet: the second offer, its GPUs (in `gpus` too) and its share of `cost_per_hour`.
+  std::string second_offer;
+  int second_gpus = 0;
+  double second_cost_per_hour = 0;
 };
 
 struct ServingResult {
@@ -110,6 +132,9 @@ struct ServingResult {
   std::vector<Rejection> rejected;
   std::size_t plans = 0, invalid = 0, too_big = 0, simulated = 0;
   std::size_t variants = 0;  ///< of those plans, the variants (disaggregation, max tokens) of the best shapes
+  /// The mixed-fleet phase: offer pairs considered, fleets it simulated whole, and those that met
+  /// the objectives cheaper than either kind alone (listed beside the single-kind candidates).
+  std::size_t mixed_pairs = 0, mixed_simulated = 0, mixed_found = 0;
 };
 
 /// Offers x shapes (TP x PP x EP per replica, attention-DP or not for MoE; replicas fill the box) x boxes: for each

@@ -932,3 +932,64 @@ TEST_CASE("plan serve: a fleet ranked first keeps up at sustained load, not only
   (void)p3;
   CHECK((t3 > 1.0 || steady1 < 0.9 * 12.0));
 }
+
+TEST_CASE("plan serve: a mixed fleet of two offers ranks first when it beats both kinds alone, priced by its parts") {
+  // Llama-3.1-8B at 40 requests/s: one 2x H100 box carries about 20-40 of them, one 2x A100 box
+  // about 13-20; alone the H100 offer needs 2 boxes (77.8 CNY/h) and the A100 offer 3 (62.5), while
+  // one of each (59.7) carries the rate when the router weighs the kinds (issue 29, item 5).
+  const std::string job =
+      "plan --model llama3.1-8b --job serve:40:1024:256 --slo-ttft 1s --offers "
+      "hk-2x-h100-nvlink,hk-2x-a100-80g-nvlink --top 20 --json";
+  const auto r = run_cli(job);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& c = j["candidates"];
+  REQUIRE(!c.empty());
+  const auto& best = c[0];
+  REQUIRE(best["mix"].is_object());
+  CHECK(best["weights"] == "bf16");
+  // Its cost is its parts' boxes by hand: 28,000 and 15,000 CNY a month of 720 hours per box.
+  const int own = best["nodes"], second = best["mix"]["boxes"];
+  const std::string own_offer = best["offer"], second_offer = best["mix"]["offer"];
+  CHECK(own_offer != second_offer);
+  const double h100 = 28000.0 / 720, a100 = 15000.0 / 720;
+  const double by_hand = own_offer == "hk-2x-h100-nvlink" ? own * h100 + second * a100 : own * a100 + second * h100;
+  CHECK(best["cost_per_hour"].get<double>() == doctest::Approx(by_hand));
+  CHECK(best["mix"]["cost_per_hour"].get<double>() ==
+        doctest::Approx(second * (second_offer == "hk-2x-h100-nvlink" ? h100 : a100)));
+  CHECK(best["gpus"].get<int>() == 2 * (own + second));
+  // Cheaper than every plan of one kind, each of which needs two boxes or more.
+  int singles = 0;
+  for (const auto& x : c) {
+    if (!x["mix"].is_null()) continue;
+    ++singles;
+    CHECK(x["nodes"].get<int>() >= 2);
+    CHECK(x["cost_per_hour"].get<double>() > best["cost_per_hour"].get<double>());
+  }
+  CHECK(singles >= 2);
+  // What plan judged is what infer simulates: the same fleet, the same requests, the same p90s.
+  const auto& par = best["parallel"];
+  const std::string own_cluster = own_offer == "hk-2x-h100-nvlink" ? "pcie-h100x2-nvlink" : "pcie-a100x2-nvlink";
+  const std::string second_cluster = own_offer == "hk-2x-h100-nvlink" ? "pcie-a100x2-nvlink" : "pcie-h100x2-nvlink";
+  REQUIRE(own == 1);  // one box of the first kind: no fabric to name
+  const auto [ttft, tpot] = infer_p90(own_cluster, par["tp"], par["replicas_per_box"], 40.0, 1, par["max_batch"],
+                                      "--mix-cluster " + second_cluster + " --mix-replicas " +
+                                          std::to_string(best["mix"]["replicas"].get<int>()) + " --mix-tp " +
+                                          std::to_string(best["mix"]["tp"].get<int>()),
+                                      1024, 256, best["requests_simulated"].get<long>());
+  CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
+  CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
+  CHECK(ttft <= 1.0);
+  // --per-offer: each offer's best and the pair's best; a latency objective searches no mixed fleet.
+  const auto per = nlohmann::json::parse(run_cli(job + " --per-offer").out)["candidates"];
+  CHECK(per.size() == 3);
+  const auto latency = run_cli(job + " --objective latency");
+  REQUIRE(latency.exit_code == 0);
+  for (const auto& x : nlohmann::json::parse(latency.out)["candidates"]) CHECK(x["mix"].is_null());
+  // At 60 requests/s two H100 boxes (77.8) beat any mix (one H100 and two A100: 80.6): none is listed.
+  const auto more = run_cli(
+      "plan --model llama3.1-8b --job serve:60:1024:256 --slo-ttft 1s --offers "
+      "hk-2x-h100-nvlink,hk-2x-a100-80g-nvlink --top 20 --json");
+  REQUIRE(more.exit_code == 0);
+  for (const auto& x : nlohmann::json::parse(more.out)["candidates"]) CHECK(x["mix"].is_null());
+}

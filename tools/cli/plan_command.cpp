@@ -257,6 +257,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       set("/nodes", std::to_string(c.span));
       set("/fabric", offer_fabric[oi]->id);
     }
+    if (c.second) {  // a mixed fleet: the second offer's boxes beside these (priced by the search)
+      set("/mix/cluster", spaces[c.second->offer].offer.cluster);
+      set("/mix/replicas", std::to_string(c.second->replicas));
+      set("/mix/tp", std::to_string(c.second->tp));
+    }
     if (!o.weights.empty()) set("/quantization/weights", o.weights);
     if (!o.engine.empty()) set("/engine/preset", o.engine);
     set("/workload/rate", shortest(rate));
@@ -281,7 +286,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   const auto r = sizing::search_serving(spaces, sj, make, so);
   std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP, attention-DP, max batch) shapes, " << r.variants
             << " of them variants of the best (disaggregated, max tokens " << so.small_max_tokens
-            << " chunked, DeepEP) (" << r.invalid << " invalid, " << r.too_big << " do not fit), " << r.simulated
+            << " chunked, DeepEP) (" << r.invalid << " invalid, " << r.too_big
+            << " do not fit); mixed fleets: " << r.mixed_pairs << " offer pairs, " << r.mixed_simulated
+            << " fleets simulated whole, " << r.mixed_found << " beat both kinds alone; " << r.simulated
             << " serving simulations in "
             << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
   if (r.candidates.empty()) {
@@ -290,13 +297,18 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     for (const auto& rej : r.rejected) m += "\n  " + rej.offer + ": " + rej.reason;
     throw InfeasibleError(m);
   }
+  // The weights' format on every line: a plan in bf16 and one in FP8 are different purchases.
+  const std::string weights_text = o.weights.empty() ? "bf16" : o.weights;
   std::vector<std::vector<std::string>> rows{{"#", "offer", "boxes", "GPUs", "plan", "cost/hour (terms)",
                                               "per Mtok out", "TTFT " + ttft_p, "TPOT " + tpot_p, "tok/s/GPU",
                                               "mem/GPU", "bottleneck"}};
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
-    rows.push_back({std::to_string(i + 1), c.offer, std::to_string(c.choice.nodes), std::to_string(c.gpus),
-                    sizing::serving_plan_text(c.choice),
+    const bool mixed = !c.second_offer.empty();
+    rows.push_back({std::to_string(i + 1), mixed ? c.offer + " + " + c.second_offer : c.offer,
+                    mixed ? std::to_string(c.choice.nodes) + " + " + std::to_string(c.choice.second->boxes)
+                          : std::to_string(c.choice.nodes),
+                    std::to_string(c.gpus), weights_text + ", " + sizing::serving_plan_text(c.choice),
                     fixed(c.cost_per_hour, 1) +
                         (c.cost_per_hour_max > 0 ? " to " + fixed(c.cost_per_hour_max, 1) : std::string()) + " " +
                         c.currency + " (" + c.cost_terms + ")",
@@ -354,19 +366,29 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       x["nodes"] = c.choice.nodes;
       x["gpus"] = c.gpus;
       x["plan"] = sizing::serving_plan_text(c.choice);
+      x["weights"] = weights_text;
       x["parallel"] = {{"tp", c.choice.tp},
                        {"pp", c.choice.pp},
                        {"ep", c.choice.ep},
                        {"dp_attention", c.choice.dp_attention},
                        {"moe_a2a", c.choice.deepep ? "deepep" : "allgather"},
                        {"max_batch", c.choice.max_batch},
-                       {"replicas_per_box", c.choice.span == 1 ? nlohmann::ordered_json(c.choice.replicas)
-                                                               : nlohmann::ordered_json(nullptr)},
+                       {"replicas_per_box", c.choice.second ? nlohmann::ordered_json(c.choice.replicas / c.choice.nodes)
+                                            : c.choice.span == 1 ? nlohmann::ordered_json(c.choice.replicas)
+                                                                 : nlohmann::ordered_json(nullptr)},
                        {"boxes_per_unit", c.choice.span},
                        {"replicas_per_unit", c.choice.replicas},
                        {"prefill_replicas_per_unit", c.choice.prefill_replicas},
                        {"decode_replicas_per_unit",
                         c.choice.prefill_replicas > 0 ? c.choice.replicas - c.choice.prefill_replicas : 0}};
+      // A mixed fleet: the second offer's boxes beside the first's, behind one router (null: one kind).
+      x["mix"] = c.second_offer.empty() ? nlohmann::ordered_json(nullptr)
+                                        : nlohmann::ordered_json{{"offer", c.second_offer},
+                                                                 {"boxes", c.choice.second->boxes},
+                                                                 {"gpus", c.second_gpus},
+                                                                 {"tp", c.choice.second->tp},
+                                                                 {"replicas", c.choice.second->replicas},
+                                                                 {"cost_per_hour", c.second_cost_per_hour}};
       x["engine"] = {{"preset", o.engine.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.engine)},
                      {"max_batch", c.max_batch},
                      {"max_tokens", c.max_tokens},
@@ -435,7 +457,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                           "(scenarios/engines/" +
                           o.engine + ".json)")
             << ". Plans with \"prefill + decode\" run disaggregated pools (the KV cache sent over the box's links). "
-               "docs/plan.md\n";
+            << (r.mixed_found > 0
+                    ? "A fleet of two offers (\"A + B\") puts both kinds' replicas behind one router, each kind "
+                      "weighted by what one of its replicas serves alone, and is simulated whole at the job's rate. "
+                    : "")
+            << "docs/plan.md\n";
   return 0;
 }
 

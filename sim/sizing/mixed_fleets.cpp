@@ -1,0 +1,165 @@
+#include "sim/sizing/mixed_fleets.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "sim/study/batch.hpp"
+
+namespace cs::sizing::detail {
+
+namespace {
+
+/// An offer's best colocated plan of two boxes or more, and the rate one of its boxes sustains.
+struct Seed {
+  std::size_t offer = 0;
+  ServingCandidate best;
+  double capacity = 0;  ///< requests/s one box meets the objectives at (the highest rate met)
+  std::size_t sims = 0;
+};
+
+/// The plans a mixed fleet can be made of: replicas inside one box, colocated, the exchange the
+/// mixed run models (docs/serving.md: a mixed fleet's second kind has no DeepEP, no PP).
+bool mixable(const ServingCandidate& c) {
+  const auto& x = c.choice;
+  return !x.second && x.span == 1 && x.pp == 1 && x.prefill_replicas == 0 && !x.deepep && x.nodes >= 2;
+}
+
+/// What the objective minimises, then the tie-break: cost per hour, or GPUs then cost.
+bool better(const ServingCandidate& a, const ServingCandidate& b, Objective objective) {
+  if (objective == Objective::kGpus && a.gpus != b.gpus) return a.gpus < b.gpus;
+  if (a.cost_per_hour != b.cost_per_hour) return a.cost_per_hour < b.cost_per_hour;
+  return a.ttft_slo_s < b.ttft_slo_s;
+}
+
+struct Fleet {
+  std::size_t a = 0, b = 0;  ///< seed indices
+  int boxes_a = 0, boxes_b = 0;
+  double cost = 0;
+  int gpus = 0;
+};
+
+}  // namespace
+
+MixedSearch search_mixed_fleets(const std::vector<OfferSpace>& offers, const ServingJob& job,
+                                const ServingOptions& options, const std::vector<ServingCandidate>& singles,
+                                TrialRunner& runner) {
+  MixedSearch out;
+  if (!options.mixed || options.objective == Objective::kLatency) return out;
+  // Each offer's best plan of any shape (what a mixed fleet must beat), and its best mixable one.
+  std::vector<const ServingCandidate*> best(offers.size(), nullptr), seed_of(offers.size(), nullptr);
+  for (const auto& c : singles) {
+    auto& b = best[c.offer_index];
+    if (!b || better(c, *b, options.objective)) b = &c;
+    auto& s = seed_of[c.offer_index];
+    if (mixable(c) && (!s || better(c, *s, options.objective))) s = &c;
+  }
+  std::vector<Seed> seeds;
+  for (std::size_t oi = 0; oi < offers.size(); ++oi) {
+    // An offer whose best plan is one box is never beaten by a fleet holding one of its boxes.
+    if (seed_of[oi] && best[oi]->choice.nodes >= 2) seeds.push_back({oi, *seed_of[oi]});
+  }
+  // The fleets of a pair whose boxes' capacities add up to the rate and that beat both kinds alone,
+  // best first. Before the capacities are measured, each box's upper bound (RATE / (n - 1), missed)
+  // prunes the pairs no fleet of which could work: only the rest are measured.
+  const auto fleets_of = [&](std::size_t i, std::size_t j, bool upper_bound) {
+    const auto &x = seeds[i], &y = seeds[j];
+    const double cx = upper_bound ? job.rate / (x.best.choice.nodes - 1) : x.capacity;
+    const double cy = upper_bound ? job.rate / (y.best.choice.nodes - 1) : y.capacity;
+    const double px = x.best.cost_per_hour / x.best.choice.nodes, py = y.best.cost_per_hour / y.best.choice.nodes;
+    const int gx = offers[x.offer].gpus_per_node, gy = offers[y.offer].gpus_per_node;
+    const auto beats = [&](const Fleet& f, const ServingCandidate& alone) {
+      return options.objective == Objective::kGpus
+                 ? f.gpus < alone.gpus || (f.gpus == alone.gpus && f.cost < alone.cost_per_hour)
+                 : f.cost < alone.cost_per_hour;
+    };
+    std::vector<Fleet> fleets;
+    for (int a = 1; a < x.best.choice.nodes; ++a) {
+      const double left = job.rate - a * cx;
+      const int b = std::max(1, static_cast<int>(std::ceil(left / cy - 1e-9)));
+      if (b >= y.best.choice.nodes) continue;
+      const Fleet f{i, j, a, b, a * px + b * py, a * gx + b * gy};
+      if (beats(f, *best[x.offer]) && beats(f, *best[y.offer])) fleets.push_back(f);
+    }
+    std::stable_sort(fleets.begin(), fleets.end(), [&](const Fleet& p, const Fleet& q) {
+      if (options.objective == Objective::kGpus && p.gpus != q.gpus) return p.gpus < q.gpus;
+      return p.cost < q.cost;
+    });
+    return fleets;
+  };
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  std::vector<char> measured(seeds.size(), 0);
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    for (std::size_t j = i + 1; j < seeds.size(); ++j) {
+      if (offers[seeds[i].offer].offer.currency != offers[seeds[j].offer].offer.currency) continue;
+      ++out.pairs;
+      if (fleets_of(i, j, true).empty()) continue;
+      pairs.emplace_back(i, j);
+      measured[i] = measured[j] = 1;
+    }
+  }
+  if (pairs.empty()) return out;
+  // One box's capacity: n boxes met the objectives at RATE / n each, n - 1 missed at RATE / (n - 1).
+  study::run_batch(
+      seeds.size(),
+      [&](std::size_t k) {
+        auto& s = seeds[k];
+        if (!measured[k]) return;
+        const int n = s.best.choice.nodes;
+        double lo = job.rate / n, hi = job.rate / (n - 1);
+        ServingChoice one = s.best.choice;
+        one.nodes = 1;
+        for (int step = 0; step < options.capacity_steps; ++step) {
+          const double mid = 0.5 * (lo + hi);
+          (runner.run(s.offer, one, mid, s.sims).meets ? lo : hi) = mid;
+        }
+        s.capacity = lo;
+      },
+      nullptr);
+  for (const auto& s : seeds) out.simulated += s.sims;
+  std::vector<std::vector<Fleet>> per_pair;
+  for (const auto& [i, j] : pairs) {
+    auto fleets = fleets_of(i, j, false);
+    if (!fleets.empty()) per_pair.push_back(std::move(fleets));
+  }
+  // Each pair's fleets simulated whole, best first, until one meets the objectives: the router's
+  // split (by each kind's throughput alone) is not the capacities' ratio, so the sum is a guide only.
+  constexpr std::size_t kTries = 3;
+  std::vector<std::optional<ServingCandidate>> found(per_pair.size());
+  std::vector<std::size_t> sims(per_pair.size(), 0), fleets_run(per_pair.size(), 0);
+  study::run_batch(
+      per_pair.size(),
+      [&](std::size_t p) {
+        for (std::size_t t = 0; t < std::min(kTries, per_pair[p].size()); ++t) {
+          const auto& f = per_pair[p][t];
+          // The first kind holds the boxes joined by its fabric; one box needs none.
+          const bool a_first = f.boxes_a == 1 || !offers[seeds[f.a].offer].fabric.empty();
+          const bool b_first = f.boxes_b == 1 || !offers[seeds[f.b].offer].fabric.empty();
+          if (!a_first && !b_first) continue;
+          const auto& own = a_first ? seeds[f.a] : seeds[f.b];
+          const auto& other = a_first ? seeds[f.b] : seeds[f.a];
+          const int own_boxes = a_first ? f.boxes_a : f.boxes_b, other_boxes = a_first ? f.boxes_b : f.boxes_a;
+          ServingChoice c = own.best.choice;
+          c.nodes = c.span = own_boxes;
+          c.replicas = own.best.choice.replicas * own_boxes;
+          c.second =
+              SecondKind{other.offer, other_boxes, other.best.choice.tp, other.best.choice.replicas * other_boxes};
+          ++fleets_run[p];
+          const auto trial = runner.run(own.offer, c, job.rate, sims[p]);
+          if (trial.meets) {
+            found[p] = candidate_of(offers, own.offer, c, trial, job);
+            return;
+          }
+        }
+      },
+      nullptr);
+  for (std::size_t p = 0; p < per_pair.size(); ++p) {
+    out.simulated += sims[p];
+    out.fleets += fleets_run[p];
+    if (found[p]) out.candidates.push_back(*found[p]);
+  }
+  return out;
+}
+
+}  // namespace cs::sizing::detail
