@@ -33,6 +33,20 @@ bool better(const ServingCandidate& a, const ServingCandidate& b, Objective obje
   return a.ttft_slo_s < b.ttft_slo_s;
 }
 
+/// Each offer's best plan of any shape (what a mixed fleet must beat), and its best plan `usable` keeps.
+template <class Usable>
+std::pair<std::vector<const ServingCandidate*>, std::vector<const ServingCandidate*>> best_per_offer(
+    std::size_t offers, const std::vector<ServingCandidate>& singles, Objective objective, const Usable& usable) {
+  std::vector<const ServingCandidate*> best(offers, nullptr), seed(offers, nullptr);
+  for (const auto& c : singles) {
+    auto& b = best[c.offer_index];
+    if (!b || better(c, *b, objective)) b = &c;
+    auto& s = seed[c.offer_index];
+    if (usable(c) && (!s || better(c, *s, objective))) s = &c;
+  }
+  return {best, seed};
+}
+
 struct Fleet {
   std::size_t a = 0, b = 0;  ///< seed indices
   int boxes_a = 0, boxes_b = 0;
@@ -48,13 +62,9 @@ MixedSearch search_mixed_fleets(const std::vector<OfferSpace>& offers, const Ser
   MixedSearch out;
   if (!options.mixed || options.objective == Objective::kLatency) return out;
   // Each offer's best plan of any shape (what a mixed fleet must beat), and its best mixable one.
-  std::vector<const ServingCandidate*> best(offers.size(), nullptr), seed_of(offers.size(), nullptr);
-  for (const auto& c : singles) {
-    auto& b = best[c.offer_index];
-    if (!b || better(c, *b, options.objective)) b = &c;
-    auto& s = seed_of[c.offer_index];
-    if (mixable(c) && (!s || better(c, *s, options.objective))) s = &c;
-  }
+  const auto chosen = best_per_offer(offers.size(), singles, options.objective, mixable);
+  const auto& best = chosen.first;
+  const auto& seed_of = chosen.second;
   std::vector<Seed> seeds;
   for (std::size_t oi = 0; oi < offers.size(); ++oi) {
     // An offer whose best plan is one box is never beaten by a fleet holding one of its boxes.
@@ -159,6 +169,107 @@ MixedSearch search_mixed_fleets(const std::vector<OfferSpace>& offers, const Ser
     out.fleets += fleets_run[p];
     if (found[p]) out.candidates.push_back(*found[p]);
   }
+  return out;
+}
+
+MixedPools search_mixed_pools(const std::vector<OfferSpace>& offers, const ServingJob& job,
+                              const ServingOptions& options, const std::vector<ServingCandidate>& singles,
+                              TrialRunner& runner) {
+  MixedPools out;
+  if (!options.mixed_pools || options.objective == Objective::kLatency) return out;
+  // A pool's shape: replicas inside one box, no PP, no attention-DP (its exchange and the KV moves
+  // are not modelled together), no DeepEP; each pool keeps its kind's TP and EP.
+  const auto poolable = [](const ServingCandidate& c) {
+    const auto& x = c.choice;
+    return !x.second && x.span == 1 && x.pp == 1 && !x.dp_attention && !x.deepep;
+  };
+  const auto chosen = best_per_offer(offers.size(), singles, options.objective, poolable);
+  const auto& best = chosen.first;
+  const auto& seed = chosen.second;
+  struct Try {
+    std::size_t prefill = 0, decode = 0;
+    int decode_boxes = 1, most_units = 0;
+  };
+  std::vector<Try> tries;
+  for (std::size_t p = 0; p < offers.size(); ++p) {
+    for (std::size_t d = 0; d < offers.size(); ++d) {
+      if (!seed[p] || !seed[d] || offers[p].offer.cluster == offers[d].offer.cluster) continue;
+      if (offers[p].offer.currency != offers[d].offer.currency) continue;
+      const double pp = seed[p]->cost_per_hour / seed[p]->choice.nodes;
+      const double pd = seed[d]->cost_per_hour / seed[d]->choice.nodes;
+      for (int k : options.decode_boxes) {
+        const double unit_cost = pp + k * pd;
+        const int unit_gpus = offers[p].gpus_per_node + k * offers[d].gpus_per_node;
+        // The most units that still beat both kinds alone on the objective.
+        int most = offers[p].node_counts.empty() ? 0 : offers[p].node_counts.back();
+        for (const auto* alone : {best[p], best[d]}) {
+          for (int u = most; u >= 0; --u) {
+            const bool beats = options.objective == Objective::kGpus
+                                   ? u * unit_gpus < alone->gpus ||
+                                         (u * unit_gpus == alone->gpus && u * unit_cost < alone->cost_per_hour)
+                                   : u * unit_cost < alone->cost_per_hour;
+            if (beats || u == 0) {
+              most = u;
+              break;
+            }
+          }
+        }
+        if (most >= 1) tries.push_back({p, d, k, most});
+      }
+    }
+  }
+  out.tried = tries.size();
+  std::vector<std::optional<ServingCandidate>> found(tries.size());
+  std::vector<std::size_t> sims(tries.size(), 0);
+  study::run_batch(
+      tries.size(),
+      [&](std::size_t t) {
+        const auto& tr = tries[t];
+        const auto& ps = seed[tr.prefill]->choice;
+        const auto& ds = seed[tr.decode]->choice;
+        const int prefill = offers[tr.prefill].gpus_per_node / ps.tp;
+        const int decode = tr.decode_boxes * (offers[tr.decode].gpus_per_node / ds.tp);
+        const auto choice = [&](int units) {
+          ServingChoice c = ps;
+          c.nodes = units;
+          c.span = 1;
+          c.replicas = prefill + decode;
+          c.prefill_replicas = prefill;
+          c.max_tokens = ps.max_tokens;
+          c.second = SecondKind{tr.decode, tr.decode_boxes, ds.tp, decode};
+          return c;
+        };
+        // The fewest units: bisection over 1 .. the most that would still win (not known to meet).
+        int lo = 0, hi = tr.most_units + 1;
+        std::optional<Trial> hit;
+        while (hi - lo > 1) {
+          const int mid = lo + (hi - lo) / 2;
+          auto trial = runner.run(tr.prefill, choice(mid), job.rate / mid, sims[t]);
+          if (!trial.fits) return;  // memory does not depend on the units
+          if (trial.meets) {
+            hi = mid;
+            hit = std::move(trial);
+          } else {
+            lo = mid;
+          }
+        }
+        if (hit) found[t] = candidate_of(offers, tr.prefill, choice(hi), *hit, job);
+      },
+      nullptr);
+  // The best of each (prefill offer, decode offer): its decode box counts compete.
+  std::vector<ServingCandidate> kept;
+  for (std::size_t t = 0; t < tries.size(); ++t) {
+    out.simulated += sims[t];
+    if (!found[t]) continue;
+    auto it = std::find_if(kept.begin(), kept.end(), [&](const ServingCandidate& c) {
+      return c.offer_index == tries[t].prefill && c.choice.second->offer == tries[t].decode;
+    });
+    if (it == kept.end())
+      kept.push_back(*found[t]);
+    else if (better(*found[t], *it, options.objective))
+      *it = *found[t];
+  }
+  out.candidates = std::move(kept);
   return out;
 }
 

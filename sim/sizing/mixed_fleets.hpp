@@ -26,4 +26,20 @@ struct MixedSearch {
                                               const ServingOptions& options,
                                               const std::vector<ServingCandidate>& singles, TrialRunner& runner);
 
+struct MixedPools {
+  std::vector<ServingCandidate> candidates;  ///< per (prefill offer, decode offer), the best that met the objectives
+  std::size_t tried = 0;                     ///< (prefill offer, decode offer, decode boxes) bisected
+  std::size_t simulated = 0;
+};
+
+/// Prefill on one offer's boxes, decode on another's (issue 29): for each ordered pair of offers on
+/// different clusters, each unit one box of the first running prefill replicas only (its best
+/// shape's TP, filling the box) and `decode_boxes` boxes of the second running decode replicas only
+/// (its best shape's TP), the KV caches crossing the caller's link. The fewest units that meet the
+/// objectives, bisected over the unit counts that would cost less than both kinds alone (or use
+/// fewer GPUs), so a pair no unit count of which could win costs no simulation.
+[[nodiscard]] MixedPools search_mixed_pools(const std::vector<OfferSpace>& offers, const ServingJob& job,
+                                            const ServingOptions& options, const std::vector<ServingCandidate>& singles,
+                                            TrialRunner& runner);
+
 }  // namespace cs::sizing::detail

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
@@ -31,16 +32,21 @@ std::string serving_plan_text(const ServingChoice& c) {
   if (c.pp > 1) t += " PP" + std::to_string(c.pp);
   if (c.ep > 1) t += " EP" + std::to_string(c.ep);
   if (c.dp_attention) t += c.deepep ? " attn-DP (DeepEP)" : " attn-DP";
-  if (c.second) {
+  if (c.second && c.prefill_replicas > 0) {
+    // Pools on two box kinds: a unit's one box of prefill, then the second kind's decode boxes.
+    t += " x " + replicas(c.prefill_replicas) + " per box prefill + TP" + std::to_string(c.second->tp) + " x " +
+         replicas(c.second->replicas / c.second->boxes) + " per box decode";
+    if (c.second->boxes > 1) t += " (" + std::to_string(c.second->boxes) + " decode boxes per prefill box)";
+  } else if (c.second) {
     // A mixed fleet: each kind's replicas per box (the caller names the second kind's offer).
     t += " x " + replicas(c.replicas / c.nodes) + " per box + TP" + std::to_string(c.second->tp) + " x " +
          replicas(c.second->replicas / c.second->boxes) + " per box";
   } else {
     t += " x " + replicas(c.replicas) + (c.span == 1 ? " per box" : " per " + std::to_string(c.span) + " boxes");
+    if (c.prefill_replicas > 0)
+      t += " (" + std::to_string(c.prefill_replicas) + " prefill + " + std::to_string(c.replicas - c.prefill_replicas) +
+           " decode)";
   }
-  if (c.prefill_replicas > 0)
-    t += " (" + std::to_string(c.prefill_replicas) + " prefill + " + std::to_string(c.replicas - c.prefill_replicas) +
-         " decode)";
   t += ", batch " + std::to_string(c.max_batch);
   if (c.max_tokens > 0) t += ", max tokens " + std::to_string(c.max_tokens) + " chunked";
   return t;
@@ -322,11 +328,16 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   result.mixed_simulated = mixed.fleets;
   result.mixed_found = mixed.candidates.size();
   result.simulated += mixed.simulated;
+  const auto pools = detail::search_mixed_pools(offers, job, options, singles, runner);
+  result.pool_pairs = pools.tried;
+  result.pools_found = pools.candidates.size();
+  result.simulated += pools.simulated;
   std::vector<ServingCandidate> all;
   for (std::size_t i = 0; i < found.size(); ++i)
     if (listed(i)) all.push_back(*found[i].best);
-  for (const auto& c : mixed.candidates)
-    if (options.budget <= 0 || c.cost_per_hour <= options.budget) all.push_back(c);
+  for (const auto* list : {&mixed.candidates, &pools.candidates})
+    for (const auto& c : *list)
+      if (options.budget <= 0 || c.cost_per_hour <= options.budget) all.push_back(c);
   std::stable_sort(all.begin(), all.end(), [&](const ServingCandidate& a, const ServingCandidate& b) {
     if (options.objective == Objective::kGpus && a.gpus != b.gpus) return a.gpus < b.gpus;
     if (options.objective == Objective::kLatency && a.ttft_slo_s != b.ttft_slo_s) return a.ttft_slo_s < b.ttft_slo_s;
@@ -388,10 +399,13 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
   }
   if (options.per_offer) {
     // The first (best) of each offer, and of each pair of offers mixed, in the ranking's order.
-    std::set<std::pair<std::size_t, std::size_t>> seen;
+    // One kind; two kinds side by side (either order); prefill on one, decode on the other (ordered).
+    std::set<std::tuple<int, std::size_t, std::size_t>> seen;
     std::erase_if(all, [&](const ServingCandidate& c) {
-      const std::size_t second = c.choice.second ? c.choice.second->offer : offers.size();
-      return !seen.insert({std::min(c.offer_index, second), std::max(c.offer_index, second)}).second;
+      if (!c.choice.second) return !seen.insert({0, c.offer_index, 0}).second;
+      const std::size_t second = c.choice.second->offer;
+      if (c.choice.prefill_replicas > 0) return !seen.insert({2, c.offer_index, second}).second;
+      return !seen.insert({1, std::min(c.offer_index, second), std::max(c.offer_index, second)}).second;
     });
   } else if (all.size() > static_cast<std::size_t>(std::max(options.top, 1))) {
     all.resize(static_cast<std::size_t>(options.top));

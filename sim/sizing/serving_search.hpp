@@ -23,13 +23,15 @@ struct ServingJob {
 /// A run's figure at one of the percentiles it reports (50, 90 or 99).
 [[nodiscard]] double at_percentile(const serving::Percentiles& p, int percentile);
 
-/// A mixed fleet's second box kind (docs/plan.md, "Mixed fleets"): `boxes` boxes of another offer
-/// whose `replicas` replicas of TP `tp` serve beside the plan's own, behind the same router.
+/// A mixed fleet's second box kind (docs/plan.md, "Mixed fleets"): per unit, `boxes` boxes of another
+/// offer whose `replicas` replicas of TP `tp` serve beside the plan's own behind the same router, or,
+/// when the plan has prefill replicas, run its decode pool (the KV caches crossing the link the
+/// caller's MakeServing names).
 struct SecondKind {
   std::size_t offer = 0;
-  int boxes = 0;
+  int boxes = 0;  ///< per unit
   int tp = 1;
-  int replicas = 0;  ///< in all (they fill their boxes)
+  int replicas = 0;  ///< per unit (they fill their boxes)
   bool operator==(const SecondKind&) const = default;
 };
 
@@ -53,8 +55,10 @@ struct ServingChoice {
   /// default (8192, no chunking).
   std::int64_t max_tokens = 0;
   bool deepep = false;  ///< under attention-DP: the MoE exchange as DeepEP's dispatch and combine
-  /// A mixed fleet: the second kind's boxes beside these. The fleet is one unit (`span` = `nodes`,
-  /// `replicas` all of the first kind's), simulated whole at the job's rate.
+  /// A mixed fleet: the second kind's boxes beside these. Colocated, the fleet is one unit (`span` =
+  /// `nodes`, `replicas` all of the first kind's), simulated whole at the job's rate; with
+  /// `prefill_replicas` (all of a unit's first-kind replicas), each unit is one box of prefill and
+  /// the second kind's boxes of decode, and `replicas` counts both pools.
   std::optional<SecondKind> second;
   bool operator==(const ServingChoice&) const = default;
   [[nodiscard]] int units() const { return nodes / span; }
@@ -99,6 +103,11 @@ struct ServingOptions {
   /// Per-box capacity bisection steps of the mixed phase: each narrows the rate one box of an offer's
   /// best shape sustains within the objectives to half its bracket (rate / n met, rate / (n - 1) not).
   int capacity_steps = 3;
+  /// Prefill pools on one offer's boxes and decode pools on another's, over the link the caller's
+  /// MakeServing joins them with (docs/plan.md): searched when the objective is cost or GPUs.
+  bool mixed_pools = true;
+  /// Decode boxes per unit tried beside each unit's one prefill box.
+  std::vector<int> decode_boxes{1, 2};
   study::Progress* progress = nullptr;
 };
 
@@ -135,6 +144,9 @@ struct ServingResult {
   /// The mixed-fleet phase: offer pairs considered, fleets it simulated whole, and those that met
   /// the objectives cheaper than either kind alone (listed beside the single-kind candidates).
   std::size_t mixed_pairs = 0, mixed_simulated = 0, mixed_found = 0;
+  /// Pools on two offers: (prefill offer, decode offer, decode boxes) tried, and those that met the
+  /// objectives cheaper than either kind alone.
+  std::size_t pool_pairs = 0, pools_found = 0;
 };
 
 /// Offers x shapes (TP x PP x EP per replica, attention-DP or not for MoE; replicas fill the box) x boxes: for each

@@ -162,10 +162,11 @@ ServingCandidate candidate_of(const std::vector<OfferSpace>& offers, std::size_t
     const std::string term = cheapest_term(b.offer);
     const double own_low = x.cost_per_hour;
     const double own_high = x.cost_per_hour_max > 0 ? x.cost_per_hour_max : own_low;
-    const double second_low = per_box_hour(b.offer, term) * c.second->boxes;
-    const double second_high = b.offer.has_range() ? per_box_hour(b.offer.high(), term) * c.second->boxes : second_low;
+    const int boxes = c.second->boxes * c.units();
+    const double second_low = per_box_hour(b.offer, term) * boxes;
+    const double second_high = b.offer.has_range() ? per_box_hour(b.offer.high(), term) * boxes : second_low;
     x.second_offer = b.offer.id;
-    x.second_gpus = c.second->boxes * b.gpus_per_node;
+    x.second_gpus = boxes * b.gpus_per_node;
     x.second_cost_per_hour = second_low;
     x.gpus += x.second_gpus;
     x.cost_per_hour = own_low + second_low;

@@ -982,7 +982,17 @@ TEST_CASE("plan serve: a mixed fleet of two offers ranks first when it beats bot
   CHECK(ttft <= 1.0);
   // --per-offer: each offer's best and the pair's best; a latency objective searches no mixed fleet.
   const auto per = nlohmann::json::parse(run_cli(job + " --per-offer").out)["candidates"];
-  CHECK(per.size() == 3);
+  std::set<std::string> kinds;  // one line each: an offer, a pair side by side, prefill on one + decode on the other
+  for (const auto& x : per) {
+    const std::string key = x["mix"].is_null() ? x["offer"].get<std::string>()
+                            : x["mix"]["role"] == "decode"
+                                ? x["offer"].get<std::string>() + " prefill, " + x["mix"]["offer"].get<std::string>()
+                                : std::string("side by side");
+    CHECK(kinds.insert(key).second);
+  }
+  CHECK(kinds.count("hk-2x-h100-nvlink") == 1);
+  CHECK(kinds.count("hk-2x-a100-80g-nvlink") == 1);
+  CHECK(kinds.count("side by side") == 1);
   const auto latency = run_cli(job + " --objective latency");
   REQUIRE(latency.exit_code == 0);
   for (const auto& x : nlohmann::json::parse(latency.out)["candidates"]) CHECK(x["mix"].is_null());
@@ -992,4 +1002,67 @@ TEST_CASE("plan serve: a mixed fleet of two offers ranks first when it beats bot
       "hk-2x-h100-nvlink,hk-2x-a100-80g-nvlink --top 20 --json");
   REQUIRE(more.exit_code == 0);
   for (const auto& x : nlohmann::json::parse(more.out)["candidates"]) CHECK(x["mix"].is_null());
+}
+
+TEST_CASE("plan serve: prefill on one offer and decode on another ranks first over a fast link, not over a slow one") {
+  // Llama-3.1-8B at 20 requests/s of 8,000 + 200 tokens (p90 TTFT 2 s, TPOT 30 ms): prompts are
+  // compute-bound work for the H100 boxes, decoding memory-bound work the cheaper A100 boxes do.
+  const std::string job =
+      "plan --model llama3.1-8b --job serve:20:8000:200 --slo-ttft 2s --slo-tpot 30ms --offers "
+      "hk-2x-h100-nvlink,hk-2x-a100-80g-nvlink --top 20 --json";
+  const auto r = run_cli(job);
+  REQUIRE(r.exit_code == 0);
+  const auto c = nlohmann::json::parse(r.out)["candidates"];
+  REQUIRE(!c.empty());
+  const auto& best = c[0];
+  REQUIRE(best["mix"].is_object());
+  CHECK(best["mix"]["role"] == "decode");
+  CHECK(best["mix"]["link"] == "eth-100g");  // two rentals over their Ethernet, the default
+  CHECK(best["offer"] == "hk-2x-h100-nvlink");
+  CHECK(best["mix"]["offer"] == "hk-2x-a100-80g-nvlink");
+  // Priced by its parts: each unit one H100 box and its decode boxes, 28,000 and 15,000 CNY a month.
+  const int units = best["nodes"], per_unit = best["mix"]["boxes_per_unit"];
+  CHECK(best["mix"]["boxes"].get<int>() == units * per_unit);
+  CHECK(best["cost_per_hour"].get<double>() == doctest::Approx(units * (28000.0 + per_unit * 15000.0) / 720));
+  for (const auto& x : c) {
+    if (x["mix"].is_null()) CHECK(x["cost_per_hour"].get<double>() > best["cost_per_hour"].get<double>());
+  }
+  // infer runs the same unit at RATE / units to the same p90s.
+  const auto& par = best["parallel"];
+  const int prefill = par["prefill_replicas_per_unit"], decode = par["decode_replicas_per_unit"];
+  CHECK(decode == best["mix"]["replicas"].get<int>() / units);
+  const auto [ttft, tpot] =
+      infer_p90("pcie-h100x2-nvlink", par["tp"], prefill, 20.0 / units, 1, par["max_batch"],
+                "--disaggregate " + std::to_string(prefill) + ":" + std::to_string(decode) +
+                    " --mix-cluster pcie-a100x2-nvlink --mix-replicas " + std::to_string(decode) + " --mix-tp " +
+                    std::to_string(best["mix"]["tp"].get<int>()) + " --mix-link eth-100g",
+                8000, 200, best["requests_simulated"].get<long>());
+  CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
+  CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
+  // Over one 1 Gb/s NIC a box, an 8,000-token KV cache (1 GB) takes seconds to cross: the decode
+  // pool's second token waits for it, no such pool meets TPOT, and one type ranks first.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "clustersim_plan_slow_link";
+  fs::create_directories(dir);
+  auto fabric =
+      nlohmann::json::parse(std::ifstream(std::string(CLUSTERSIM_DATA_DIR) + "/scenarios/fabrics/eth-100g.json"));
+  fabric["name"] = "one 1 Gb/s Ethernet NIC per box (a test's slow link between two rentals)";
+  fabric["nic"]["bandwidth"] = "1 Gb/s";
+  std::ofstream(dir / "eth-1g.json") << fabric.dump(1);
+  const auto slow = run_cli(job + " --mix-link " + (dir / "eth-1g.json").string());
+  REQUIRE(slow.exit_code == 0);
+  const auto s = nlohmann::json::parse(slow.out)["candidates"];
+  REQUIRE(!s.empty());
+  CHECK(s[0]["mix"].is_null());
+  for (const auto& x : s) CHECK((x["mix"].is_null() || x["mix"]["role"] == "replicas"));
+  // --mix-link none searches no such pools; an unknown link, or one on a training job, exits 2.
+  for (const auto& x : nlohmann::json::parse(run_cli(job + " --mix-link none").out)["candidates"])
+    CHECK((x["mix"].is_null() || x["mix"]["role"] == "replicas"));
+  const auto unknown = run_cli(job + " --mix-link eth-7g");
+  CHECK(unknown.exit_code == 2);
+  CHECK(has(unknown.err, "--mix-link"));
+  const auto train = run_cli(kSmall + " --mix-link eth-100g");
+  CHECK(train.exit_code == 2);
+  CHECK(has(train.err, "--mix-link"));
+  fs::remove_all(dir);
 }

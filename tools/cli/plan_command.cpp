@@ -41,6 +41,7 @@ struct PlanOpts {
   std::string fx_note;             ///< what --fx converted ("" when the offers share one currency)
   std::string weights;             ///< serve: the weights' format (empty: bf16)
   std::string engine;              ///< serve: the serving engine's preset (empty: clustersim's defaults)
+  std::string mix_link;            ///< serve: the fabric between two offers' prefill and decode pools (empty: eth-100g)
   int max_gpus = 64;
   int top = 5;
   int lora_rank = 0;  ///< finetune: LoRA adapters of this rank on the frozen model (0: full fine-tune)
@@ -226,6 +227,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     sj.slo_tpot_s = tpot_slo.seconds;
     sj.slo_tpot_percentile = tpot_slo.percentile;
   }
+  // Two offers' pools meet over this fabric: checked before the search, not at its first pool.
+  const std::string mix_link = o.mix_link.empty() ? "eth-100g" : o.mix_link;
+  if (mix_link != "none") (void)catalog.locate(config::CatalogKind::kFabric, mix_link, kCommandLine, "--mix-link");
   const std::string ttft_p = "p" + std::to_string(sj.slo_ttft_percentile);
   const std::string tpot_p = "p" + std::to_string(sj.slo_tpot_percentile);
   const sizing::MakeServing make = [&](std::size_t oi, const sizing::ServingChoice& c, double rate,
@@ -237,7 +241,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     j["kind"] = "infer";
     set("/model", o.model);
     set("/cluster", spaces[oi].offer.cluster);
-    set("/gpus", std::to_string(c.tp * c.pp * c.replicas));
+    // Pools on two kinds: this kind's box holds the prefill replicas alone.
+    const int own_replicas = c.second && c.prefill_replicas > 0 ? c.prefill_replicas : c.replicas;
+    set("/gpus", std::to_string(c.tp * c.pp * own_replicas));
     set("/parallel/tp", std::to_string(c.tp));
     set("/parallel/pp", std::to_string(c.pp));
     set("/parallel/ep", std::to_string(c.ep));
@@ -261,6 +267,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       set("/mix/cluster", spaces[c.second->offer].offer.cluster);
       set("/mix/replicas", std::to_string(c.second->replicas));
       set("/mix/tp", std::to_string(c.second->tp));
+      if (c.prefill_replicas > 0) set("/mix/link", mix_link);
     }
     if (!o.weights.empty()) set("/quantization/weights", o.weights);
     if (!o.engine.empty()) set("/engine/preset", o.engine);
@@ -279,6 +286,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                                             : sizing::Objective::kCost;
   so.top = o.top;
   so.per_offer = o.per_offer;
+  so.mixed_pools = mix_link != "none";
   so.moe = model.is_moe();
   so.experts = model.is_moe() ? static_cast<int>(model.moe.experts) : 0;
   auto progress = batch_progress("plan: serving shapes", 64);
@@ -288,8 +296,9 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
             << " of them variants of the best (disaggregated, max tokens " << so.small_max_tokens
             << " chunked, DeepEP) (" << r.invalid << " invalid, " << r.too_big
             << " do not fit); mixed fleets: " << r.mixed_pairs << " offer pairs, " << r.mixed_simulated
-            << " fleets simulated whole, " << r.mixed_found << " beat both kinds alone; " << r.simulated
-            << " serving simulations in "
+            << " fleets simulated whole, " << r.mixed_found
+            << " beat both kinds alone; prefill and decode on two offers: " << r.pool_pairs << " tried, "
+            << r.pools_found << " beat both kinds alone; " << r.simulated << " serving simulations in "
             << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
   if (r.candidates.empty()) {
     std::string m = "no candidate: no offer serves " + o.model + " at " + shortest(job.rate) +
@@ -305,16 +314,17 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     const bool mixed = !c.second_offer.empty();
-    rows.push_back({std::to_string(i + 1), mixed ? c.offer + " + " + c.second_offer : c.offer,
-                    mixed ? std::to_string(c.choice.nodes) + " + " + std::to_string(c.choice.second->boxes)
-                          : std::to_string(c.choice.nodes),
-                    std::to_string(c.gpus), weights_text + ", " + sizing::serving_plan_text(c.choice),
-                    fixed(c.cost_per_hour, 1) +
-                        (c.cost_per_hour_max > 0 ? " to " + fixed(c.cost_per_hour_max, 1) : std::string()) + " " +
-                        c.currency + " (" + c.cost_terms + ")",
-                    fixed(c.cost_per_mtok, 2), fixed(c.ttft_slo_s * 1e3, 0) + " ms",
-                    fixed(c.tpot_slo_s * 1e3, 1) + " ms", fixed(c.output_tokens_per_s_per_gpu, 0),
-                    fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 1) + " GiB", c.bottleneck});
+    rows.push_back(
+        {std::to_string(i + 1), mixed ? c.offer + " + " + c.second_offer : c.offer,
+         mixed ? std::to_string(c.choice.nodes) + " + " + std::to_string(c.choice.second->boxes * c.choice.units())
+               : std::to_string(c.choice.nodes),
+         std::to_string(c.gpus), weights_text + ", " + sizing::serving_plan_text(c.choice),
+         fixed(c.cost_per_hour, 1) +
+             (c.cost_per_hour_max > 0 ? " to " + fixed(c.cost_per_hour_max, 1) : std::string()) + " " + c.currency +
+             " (" + c.cost_terms + ")",
+         fixed(c.cost_per_mtok, 2), fixed(c.ttft_slo_s * 1e3, 0) + " ms", fixed(c.tpot_slo_s * 1e3, 1) + " ms",
+         fixed(c.output_tokens_per_s_per_gpu, 0),
+         fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 1) + " GiB", c.bottleneck});
   }
   if (!o.report.empty() || !o.svg.empty()) {
     report::PlanReport p;
@@ -382,13 +392,18 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                        {"decode_replicas_per_unit",
                         c.choice.prefill_replicas > 0 ? c.choice.replicas - c.choice.prefill_replicas : 0}};
       // A mixed fleet: the second offer's boxes beside the first's, behind one router (null: one kind).
-      x["mix"] = c.second_offer.empty() ? nlohmann::ordered_json(nullptr)
-                                        : nlohmann::ordered_json{{"offer", c.second_offer},
-                                                                 {"boxes", c.choice.second->boxes},
-                                                                 {"gpus", c.second_gpus},
-                                                                 {"tp", c.choice.second->tp},
-                                                                 {"replicas", c.choice.second->replicas},
-                                                                 {"cost_per_hour", c.second_cost_per_hour}};
+      x["mix"] = c.second_offer.empty()
+                     ? nlohmann::ordered_json(nullptr)
+                     : nlohmann::ordered_json{{"offer", c.second_offer},
+                                              {"role", c.choice.prefill_replicas > 0 ? "decode" : "replicas"},
+                                              {"boxes", c.choice.second->boxes * c.choice.units()},
+                                              {"boxes_per_unit", c.choice.second->boxes},
+                                              {"gpus", c.second_gpus},
+                                              {"tp", c.choice.second->tp},
+                                              {"replicas", c.choice.second->replicas * c.choice.units()},
+                                              {"link", c.choice.prefill_replicas > 0 ? nlohmann::ordered_json(mix_link)
+                                                                                     : nlohmann::ordered_json(nullptr)},
+                                              {"cost_per_hour", c.second_cost_per_hour}};
       x["engine"] = {{"preset", o.engine.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.engine)},
                      {"max_batch", c.max_batch},
                      {"max_tokens", c.max_tokens},
@@ -446,22 +461,27 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   std::cout << "Each unit is simulated until its arrivals span 10 request lifetimes (p99 end-to-end), 200 to "
                "20,000 requests; a unit whose completions over the steady window (10% to 90% of requests done) fall "
                "below 90% of its rate cannot sustain it and does not count as meeting the objectives.\n";
-  std::cout << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
-               "Serving limits: the max batch each plan names (256 and 1024 tried), max tokens 8192 unless the plan "
-               "names a smaller chunked budget, "
-            << (o.engine.empty()
-                    ? std::string("clustersim's other engine defaults (docs/serving.md; --engine sizes for "
-                                  "vLLM, SGLang or TensorRT-LLM)")
-                    : o.engine +
-                          "'s scheduler, KV-cache rule, blocks and CUDA graphs as it ships "
-                          "(scenarios/engines/" +
-                          o.engine + ".json)")
-            << ". Plans with \"prefill + decode\" run disaggregated pools (the KV cache sent over the box's links). "
-            << (r.mixed_found > 0
-                    ? "A fleet of two offers (\"A + B\") puts both kinds' replicas behind one router, each kind "
-                      "weighted by what one of its replicas serves alone, and is simulated whole at the job's rate. "
-                    : "")
-            << "docs/plan.md\n";
+  std::cout
+      << "Cost per hour is the cheapest term per box-hour of continuous serving x boxes (a month = 720 h). "
+         "Serving limits: the max batch each plan names (256 and 1024 tried), max tokens 8192 unless the plan "
+         "names a smaller chunked budget, "
+      << (o.engine.empty() ? std::string("clustersim's other engine defaults (docs/serving.md; --engine sizes for "
+                                         "vLLM, SGLang or TensorRT-LLM)")
+                           : o.engine +
+                                 "'s scheduler, KV-cache rule, blocks and CUDA graphs as it ships "
+                                 "(scenarios/engines/" +
+                                 o.engine + ".json)")
+      << ". Plans with \"prefill + decode\" run disaggregated pools (the KV cache sent over the box's links). "
+      << (r.mixed_found > 0
+              ? "A fleet of two offers (\"A + B\") puts both kinds' replicas behind one router, each kind "
+                "weighted by what one of its replicas serves alone, and is simulated whole at the job's rate. "
+              : "")
+      << (r.pools_found > 0
+              ? "A plan whose first box runs prefill and whose second offer decodes: each unit is one box of the first "
+                "running prompts and the second's boxes decoding, the KV caches crossing " +
+                    mix_link + " (--mix-link). "
+              : std::string())
+      << "docs/plan.md\n";
   return 0;
 }
 
@@ -534,6 +554,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget,
                   "the most a job may cost, in the offers' currency (with --fx: the currency the rates convert into)");
+  cmd->add_option("--mix-link", o->mix_link,
+                  "serve: the fabric joining a prefill pool's box on one offer and its decode pool's boxes on "
+                  "another (default: eth-100g, two rentals over their Ethernet); none: no such pools are searched");
   cmd->add_flag("--per-offer", o->per_offer,
                 "print the best candidate of each offer (each verified as the top one is), ranked, instead of the "
                 "--top best overall");
@@ -656,6 +679,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (!o->weights.empty())
       bad("--weights", "sets the served weights' format; this is a training job ('" + o->job + "')");
     if (!o->engine.empty()) bad("--engine", "sets the serving engine; this is a training job ('" + o->job + "')");
+    if (!o->mix_link.empty())
+      bad("--mix-link",
+          "joins a serve job's prefill and decode pools on two offers; this is a training job ('" + o->job + "')");
     if (o->objective != "cost")
       bad("--objective",
           "picks what a serve job's ranking minimises; a training job ('" + o->job + "') ranks by job cost, then time");
