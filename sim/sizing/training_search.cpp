@@ -288,13 +288,14 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
                     ++tally[oi].valid;
                     const auto f = study::training_feasibility(*s);
                     const double need = f.memory.total / kGiB, have = f.memory.capacity / kGiB;
-                    if (!f.ok()) {
+                    if (!f.ok() || need * (1 + options.memory_headroom) > have) {
                       ++result.counts.too_big;
-                      const double short_by = need - have;
+                      const double short_by = need * (1 + options.memory_headroom) - have;
                       if (tally[oi].best_shortfall_gib < 0 || short_by < tally[oi].best_shortfall_gib)
                         tally[oi].best_shortfall_gib = short_by;
-                      if (!result.closest || short_by < result.closest->needed_gib - result.closest->available_gib) {
-                        result.closest = Shortfall{space.offer.id, c, need, have, nodes == space.node_counts.back()};
+                      if (!result.closest || short_by < result.closest->short_by_gib()) {
+                        result.closest = Shortfall{
+                            space.offer.id, c, need, have, options.memory_headroom, nodes == space.node_counts.back()};
                       }
                       continue;
                     }
@@ -508,7 +509,10 @@ Result search_training(const std::vector<OfferSpace>& offers, const TrainingJob&
       why = "no plan divides its GPUs for this model at the node counts searched";
     } else if (t.fits == 0) {
       why = "does not fit at any plan searched: the closest needs " + fixed(t.best_shortfall_gib, 1) +
-            " GiB per GPU more than the GPU has";
+            " GiB per GPU more than the GPU has" +
+            (options.memory_headroom > 0
+                 ? " with the allocator's " + fixed(options.memory_headroom * 100, 0) + "% headroom (--memory-headroom)"
+                 : std::string());
     } else if (job.deadline_s > 0 && t.fastest_s > job.deadline_s) {
       why = "past the deadline: the fastest plan takes " + days_text(t.fastest_s) + ", the deadline is " +
             days_text(job.deadline_s);

@@ -42,6 +42,7 @@ struct PlanOpts {
   std::string weights;             ///< serve: the weights' format (empty: bf16)
   std::string engine;              ///< serve: the serving engine's preset (empty: clustersim's defaults)
   std::string mix_link;            ///< serve: the fabric between two offers' prefill and decode pools (empty: eth-100g)
+  double memory_headroom = -1;     ///< train/finetune: the allocator's share above a plan's modelled memory (<0: 0.07)
   int max_gpus = 64;
   int top = 5;
   int lora_rank = 0;  ///< finetune: LoRA adapters of this rank on the frozen model (0: full fine-tune)
@@ -159,8 +160,10 @@ std::string nothing_fits_message(const sizing::Result& r, const PlanOpts& o) {
   if (r.counts.scored == 0 && r.closest) {
     const auto& c = *r.closest;
     m += "; the closest: " + c.offer + " x " + std::to_string(c.choice.nodes) + " node(s), " +
-         sizing::plan_text(c.choice) + ", needs " + fixed(c.needed_gib, 1) + " GiB per GPU, the GPU has " +
-         fixed(c.available_gib, 1) + " GiB (short by " + fixed(c.needed_gib - c.available_gib, 1) + " GiB)";
+         sizing::plan_text(c.choice) + ", needs " + fixed(c.needed_gib, 1) + " GiB per GPU (" +
+         fixed(c.needed_gib * (1 + c.headroom), 1) + " with the allocator's " + fixed(c.headroom * 100, 0) +
+         "% headroom, --memory-headroom), the GPU has " + fixed(c.available_gib, 1) + " GiB (short by " +
+         fixed(c.short_by_gib(), 1) + " GiB)";
     m += "; would help: ";
     if (o.fabric == "none") {
       m += "more boxes (--fabric F: multi-node is off)";
@@ -554,6 +557,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
                   "offer ids separated by commas, or a folder of offer files (default: all shipped)");
   cmd->add_option("--budget", o->budget,
                   "the most a job may cost, in the offers' currency (with --fx: the currency the rates convert into)");
+  cmd->add_option("--memory-headroom", o->memory_headroom,
+                  "train/finetune: a plan fits when its modelled memory per GPU x (1 + this) is within the GPU's "
+                  "(the caching allocator reserves more than it hands out; 0.07: the largest excess measured in "
+                  "Megatron-LM runs, docs/plan.md) (default: 0.07); serve plans size the KV cache by the engine's "
+                  "rule instead");
   cmd->add_option("--mix-link", o->mix_link,
                   "serve: the fabric joining a prefill pool's box on one offer and its decode pool's boxes on "
                   "another (default: eth-100g, two rentals over their Ethernet); none: no such pools are searched");
@@ -610,6 +618,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
     opts.top = o->top;
     opts.per_offer = o->per_offer;
     opts.seq = o->seq;
+    const bool headroom_given = o->memory_headroom != -1;
+    if (headroom_given && !(o->memory_headroom >= 0 && o->memory_headroom < 1))
+      bad("--memory-headroom",
+          "expected a fraction in [0, 1) of a plan's modelled memory; got " + shortest(o->memory_headroom));
+    if (headroom_given) opts.memory_headroom = o->memory_headroom;
     opts.global_batch = o->global_batch;
     const config::Catalog catalog(g.data_dir);
     // The fabric of each offer's multi-node candidates: the offer's own, else --fabric (none: one box).
@@ -675,6 +688,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
     }
     if (job.kind == "serve" && !o->engine.empty())  // an unknown engine is a bad flag, not a plan that fails
       (void)catalog.locate(config::CatalogKind::kEngine, o->engine, kCommandLine, "--engine");
+    if (job.kind == "serve" && headroom_given)
+      bad("--memory-headroom",
+          "sets a training plan's allocator headroom; a serve job's memory is the engine's KV-cache rule (--engine)");
     if (job.kind == "serve") return plan_serving(spaces, offer_fabric, *model, job, *o, opts.budget, catalog, g);
     if (!o->weights.empty())
       bad("--weights", "sets the served weights' format; this is a training job ('" + o->job + "')");
@@ -808,6 +824,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
         j["job"]["qlora"] = o->qlora;
       }
       j["fabric"] = o->fabric;
+      j["memory_headroom"] = opts.memory_headroom;
       j["budget"] = opts.budget > 0 ? nlohmann::ordered_json(opts.budget) : nullptr;
       j["candidates"] = nlohmann::ordered_json::array();
       for (const auto& c : r.candidates) j["candidates"].push_back(candidate_json(c));
@@ -845,8 +862,10 @@ Action add_plan(CLI::App& app, const Globals& g) {
                 << " per box-hour or " << shortest(offer.price) << " per box-month (720 h): monthly is cheaper for "
                 << "jobs over " << fixed(offer.price / offer.hourly_price, 0) << " h per box\n";
     }
-    std::cout << "Job cost is whole periods of each term (hours, 30-day months) x boxes; cost per Mtok is job cost / "
-                 "tokens. docs/plan.md\n";
+    std::cout
+        << "Plans fit when their memory per GPU x " << shortest(1 + opts.memory_headroom)
+        << " is within the GPU's (the allocator's headroom, --memory-headroom). Job cost is whole periods of each "
+           "term (hours, 30-day months) x boxes; cost per Mtok is job cost / tokens. docs/plan.md\n";
     return 0;
   };
 }
