@@ -16,7 +16,6 @@ struct Seed {
   std::size_t offer = 0;
   ServingCandidate best;
   double capacity = 0;  ///< requests/s one box meets the objectives at (the highest rate met)
-  std::size_t sims = 0;
 };
 
 /// The plans a mixed fleet can be made of: replicas inside one box, colocated, the exchange the
@@ -45,6 +44,23 @@ std::pair<std::vector<const ServingCandidate*>, std::vector<const ServingCandida
     if (usable(c) && (!s || better(c, *s, objective))) s = &c;
   }
   return {best, seed};
+}
+
+/// What one job of a phase found: a candidate that met the objectives, and the simulations it ran
+/// (`runs` asked of the runner, `sims` not remembered).
+struct Outcome {
+  std::optional<ServingCandidate> found;
+  std::size_t sims = 0, runs = 0;
+};
+nlohmann::json outcome_json(const Outcome& o) {
+  return {o.found ? candidate_json(*o.found) : nlohmann::json(nullptr), o.sims, o.runs};
+}
+Outcome outcome_from(const nlohmann::json& j) {
+  Outcome o;
+  if (!j.at(0).is_null()) o.found = candidate_from_json(j.at(0));
+  o.sims = j.at(1).get<std::size_t>();
+  o.runs = j.at(2).get<std::size_t>();
+  return o;
 }
 
 struct Fleet {
@@ -111,23 +127,40 @@ MixedSearch search_mixed_fleets(const std::vector<OfferSpace>& offers, const Ser
   }
   if (pairs.empty()) return out;
   // One box's capacity: n boxes met the objectives at RATE / n each, n - 1 missed at RATE / (n - 1).
-  study::run_batch(
+  struct Measured {
+    double capacity = 0;
+    std::size_t sims = 0;
+  };
+  std::vector<Measured> measures;
+  run_each(
       seeds.size(),
       [&](std::size_t k) {
-        auto& s = seeds[k];
-        if (!measured[k]) return;
+        Measured m;
+        if (!measured[k]) return m;
+        const auto& s = seeds[k];
         const int n = s.best.choice.nodes;
         double lo = job.rate / n, hi = job.rate / (n - 1);
         ServingChoice one = s.best.choice;
         one.nodes = 1;
         for (int step = 0; step < options.capacity_steps; ++step) {
           const double mid = 0.5 * (lo + hi);
-          (runner.run(s.offer, one, mid, s.sims).meets ? lo : hi) = mid;
+          (runner.run(s.offer, one, mid, m.sims).meets ? lo : hi) = mid;
         }
-        s.capacity = lo;
+        m.capacity = lo;
+        return m;
+      },
+      measures, options,
+      [](const Measured& m) {
+        return nlohmann::json{m.capacity, m.sims};
+      },
+      [](const nlohmann::json& j) {
+        return Measured{j.at(0).get<double>(), j.at(1).get<std::size_t>()};
       },
       nullptr);
-  for (const auto& s : seeds) out.simulated += s.sims;
+  for (std::size_t k = 0; k < seeds.size(); ++k) {
+    seeds[k].capacity = measures[k].capacity;
+    out.simulated += measures[k].sims;
+  }
   std::vector<std::vector<Fleet>> per_pair;
   for (const auto& [i, j] : pairs) {
     auto fleets = fleets_of(i, j, false);
@@ -136,11 +169,11 @@ MixedSearch search_mixed_fleets(const std::vector<OfferSpace>& offers, const Ser
   // Each pair's fleets simulated whole, best first, until one meets the objectives: the router's
   // split (by each kind's throughput alone) is not the capacities' ratio, so the sum is a guide only.
   constexpr std::size_t kTries = 3;
-  std::vector<std::optional<ServingCandidate>> found(per_pair.size());
-  std::vector<std::size_t> sims(per_pair.size(), 0), fleets_run(per_pair.size(), 0);
-  study::run_batch(
+  std::vector<Outcome> outcomes;
+  run_each(
       per_pair.size(),
       [&](std::size_t p) {
+        Outcome o;
         for (std::size_t t = 0; t < std::min(kTries, per_pair[p].size()); ++t) {
           const auto& f = per_pair[p][t];
           // The first kind holds the boxes joined by its fabric; one box needs none.
@@ -155,19 +188,20 @@ MixedSearch search_mixed_fleets(const std::vector<OfferSpace>& offers, const Ser
           c.replicas = own.best.choice.replicas * own_boxes;
           c.second =
               SecondKind{other.offer, other_boxes, other.best.choice.tp, other.best.choice.replicas * other_boxes};
-          ++fleets_run[p];
-          const auto trial = runner.run(own.offer, c, job.rate, sims[p]);
+          ++o.runs;
+          const auto trial = runner.run(own.offer, c, job.rate, o.sims);
           if (trial.meets) {
-            found[p] = candidate_of(offers, own.offer, c, trial, job);
-            return;
+            o.found = candidate_of(offers, own.offer, c, trial, job);
+            break;
           }
         }
+        return o;
       },
-      nullptr);
-  for (std::size_t p = 0; p < per_pair.size(); ++p) {
-    out.simulated += sims[p];
-    out.fleets += fleets_run[p];
-    if (found[p]) out.candidates.push_back(*found[p]);
+      outcomes, options, outcome_json, outcome_from, nullptr);
+  for (const auto& o : outcomes) {
+    out.simulated += o.sims;
+    out.fleets += o.runs;
+    if (o.found) out.candidates.push_back(*o.found);
   }
   return out;
 }
@@ -219,11 +253,11 @@ MixedPools search_mixed_pools(const std::vector<OfferSpace>& offers, const Servi
     }
   }
   out.tried = tries.size();
-  std::vector<std::optional<ServingCandidate>> found(tries.size());
-  std::vector<std::size_t> sims(tries.size(), 0);
-  study::run_batch(
+  std::vector<Outcome> found;
+  run_each(
       tries.size(),
       [&](std::size_t t) {
+        Outcome o;
         const auto& tr = tries[t];
         const auto& ps = seed[tr.prefill]->choice;
         const auto& ds = seed[tr.decode]->choice;
@@ -235,7 +269,6 @@ MixedPools search_mixed_pools(const std::vector<OfferSpace>& offers, const Servi
           c.span = 1;
           c.replicas = prefill + decode;
           c.prefill_replicas = prefill;
-          c.max_tokens = ps.max_tokens;
           c.second = SecondKind{tr.decode, tr.decode_boxes, ds.tp, decode};
           return c;
         };
@@ -244,8 +277,9 @@ MixedPools search_mixed_pools(const std::vector<OfferSpace>& offers, const Servi
         std::optional<Trial> hit;
         while (hi - lo > 1) {
           const int mid = lo + (hi - lo) / 2;
-          auto trial = runner.run(tr.prefill, choice(mid), job.rate / mid, sims[t]);
-          if (!trial.fits) return;  // memory does not depend on the units
+          auto trial = runner.run(tr.prefill, choice(mid), job.rate / mid, o.sims);
+          ++o.runs;
+          if (!trial.fits) return o;  // memory does not depend on the units
           if (trial.meets) {
             hi = mid;
             hit = std::move(trial);
@@ -253,21 +287,23 @@ MixedPools search_mixed_pools(const std::vector<OfferSpace>& offers, const Servi
             lo = mid;
           }
         }
-        if (hit) found[t] = candidate_of(offers, tr.prefill, choice(hi), *hit, job);
+        if (hit) o.found = candidate_of(offers, tr.prefill, choice(hi), *hit, job);
+        return o;
       },
-      nullptr);
+      found, options, outcome_json, outcome_from, nullptr);
   // The best of each (prefill offer, decode offer): its decode box counts compete.
   std::vector<ServingCandidate> kept;
   for (std::size_t t = 0; t < tries.size(); ++t) {
-    out.simulated += sims[t];
-    if (!found[t]) continue;
-    auto it = std::find_if(kept.begin(), kept.end(), [&](const ServingCandidate& c) {
-      return c.offer_index == tries[t].prefill && c.choice.second->offer == tries[t].decode;
+    out.simulated += found[t].sims;
+    if (!found[t].found) continue;
+    const auto& c = *found[t].found;
+    auto it = std::find_if(kept.begin(), kept.end(), [&](const ServingCandidate& k) {
+      return k.offer_index == tries[t].prefill && k.choice.second->offer == tries[t].decode;
     });
     if (it == kept.end())
-      kept.push_back(*found[t]);
-    else if (better(*found[t], *it, options.objective))
-      *it = *found[t];
+      kept.push_back(c);
+    else if (better(c, *it, options.objective))
+      *it = c;
   }
   out.candidates = std::move(kept);
   return out;

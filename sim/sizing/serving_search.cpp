@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -150,6 +151,27 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     std::optional<double> miss_sustained;   ///< there, when its units could not sustain their rate: what they did
     double miss_rate = 0;                   ///< there: the rate per unit asked
   };
+  // A shape's outcome as text and back, for the ranks of an MPI run (ServingOptions::run_texts).
+  const auto found_json = [](const Found& f) {
+    return nlohmann::json{
+        {"best", f.best ? detail::candidate_json(*f.best) : nlohmann::json(nullptr)},
+        {"flags", {f.valid, f.fits}},
+        {"sims", f.sims},
+        {"miss", {f.miss_ttft, f.miss_tpot, f.miss_rate}},
+        {"sustained", f.miss_sustained ? nlohmann::json(*f.miss_sustained) : nlohmann::json(nullptr)}};
+  };
+  const auto found_from = [](const nlohmann::json& j) {
+    Found f;
+    if (!j.at("best").is_null()) f.best = detail::candidate_from_json(j.at("best"));
+    f.valid = j.at("flags").at(0).get<bool>();
+    f.fits = j.at("flags").at(1).get<bool>();
+    f.sims = j.at("sims").get<std::size_t>();
+    f.miss_ttft = j.at("miss").at(0).get<double>();
+    f.miss_tpot = j.at("miss").at(1).get<double>();
+    f.miss_rate = j.at("miss").at(2).get<double>();
+    if (!j.at("sustained").is_null()) f.miss_sustained = j.at("sustained").get<double>();
+    return f;
+  };
   // The fewest units of one shape that meet the objectives. A shape doubles its units from one,
   // then bisects between the last miss and the first hit; a variant bisects over 1 to its cap.
   const auto search_shape = [&](const Shape& sh, Found& f) {
@@ -202,9 +224,15 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     if (!met) return;
     f.best = detail::candidate_of(offers, sh.offer, choice_of(sh, hi), hit, job);
   };
-  std::vector<Found> found(shapes.size());
-  study::run_batch(
-      shapes.size(), [&](std::size_t i) { search_shape(shapes[i], found[i]); }, options.progress);
+  const auto search = [&](const Shape& sh) {
+    Found f;
+    search_shape(sh, f);
+    return f;
+  };
+  std::vector<Found> found;
+  detail::run_each(
+      shapes.size(), [&](std::size_t i) { return search(shapes[i]); }, found, options, found_json, found_from,
+      options.progress);
   // Variants of each offer's best shapes: its cheapest plans (cost, then TTFT), or where none met
   // the objectives its nearest misses. A variant can only rank above its seed with fewer units, or
   // tie it, so it is searched up to the seed's units (the offer's most when the seed missed).
@@ -274,10 +302,11 @@ ServingResult search_serving(const std::vector<OfferSpace>& offers, const Servin
     }
   }
   result.variants = shapes.size() - base_shapes;
-  found.resize(shapes.size());
-  study::run_batch(
-      result.variants, [&](std::size_t k) { search_shape(shapes[base_shapes + k], found[base_shapes + k]); },
-      options.progress);
+  std::vector<Found> variants;
+  detail::run_each(
+      result.variants, [&](std::size_t k) { return search(shapes[base_shapes + k]); }, variants, options, found_json,
+      found_from, options.progress);
+  found.insert(found.end(), std::make_move_iterator(variants.begin()), std::make_move_iterator(variants.end()));
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     result.simulated += found[i].sims;
     ++result.plans;

@@ -72,6 +72,10 @@ struct ServingChoice {
 using MakeServing = std::function<serving::ServingScenario(std::size_t offer, const ServingChoice&,
                                                            double rate_per_unit, std::int64_t requests)>;
 
+/// The runner of a batch of jobs whose results travel as text (ServingOptions::run_texts).
+using RunTexts = std::function<std::vector<std::string>(
+    std::size_t n, const std::function<std::string(std::size_t)>& job, study::Progress* progress)>;
+
 /// What the ranking minimises among the plans that meet the objectives: cost per hour (then TTFT),
 /// GPUs (then cost), or latency (TTFT at the objective's percentile, then cost).
 enum class Objective { kCost, kGpus, kLatency };
@@ -98,6 +102,11 @@ struct ServingOptions {
   int variant_seeds = 2;
   std::vector<double> prefill_shares{0.25, 0.5, 0.75};
   std::int64_t small_max_tokens = 2048;
+  /// Runs job(i) for every i in [0, n) and returns each result's text, on every rank. Null: the
+  /// search runs its batches on this process's workers, with no text. `clustersim plan` under mpirun
+  /// splits them among the ranks (each rank's simulations remembered on that rank only), so every
+  /// rank goes on with the same search and rank 0's output is a one-process run's.
+  RunTexts run_texts;
   /// Mixed fleets of two offers' boxes (docs/plan.md): searched when the objective is cost or GPUs.
   bool mixed = true;
   /// Per-box capacity bisection steps of the mixed phase: each narrows the rate one box of an offer's

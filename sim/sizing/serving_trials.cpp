@@ -183,4 +183,88 @@ ServingCandidate candidate_of(const std::vector<OfferSpace>& offers, std::size_t
   return x;
 }
 
+namespace {
+
+nlohmann::json percentiles_json(const serving::Percentiles& p) { return {p.mean, p.p50, p.p90, p.p99, p.count}; }
+serving::Percentiles percentiles_from(const nlohmann::json& j) {
+  return {j.at(0).get<double>(), j.at(1).get<double>(), j.at(2).get<double>(), j.at(3).get<double>(),
+          j.at(4).get<std::size_t>()};
+}
+
+}  // namespace
+
+nlohmann::json candidate_json(const ServingCandidate& c) {
+  const auto& x = c.choice;
+  nlohmann::json choice = {x.nodes,        x.tp,        x.replicas,         x.pp,         x.ep,    x.span,
+                           x.dp_attention, x.max_batch, x.prefill_replicas, x.max_tokens, x.deepep};
+  nlohmann::json second = nullptr;
+  if (x.second) second = {x.second->offer, x.second->boxes, x.second->tp, x.second->replicas};
+  return {{"offer_index", c.offer_index},
+          {"offer", c.offer},
+          {"choice", choice},
+          {"second", second},
+          {"gpus", c.gpus},
+          {"slo", {c.ttft_slo_s, c.tpot_slo_s}},
+          {"ttft", percentiles_json(c.ttft)},
+          {"tpot", percentiles_json(c.tpot)},
+          {"e2e", percentiles_json(c.e2e)},
+          {"requests", c.requests_simulated},
+          {"steady", c.steady_requests_per_s ? nlohmann::json(*c.steady_requests_per_s) : nlohmann::json(nullptr)},
+          {"figures",
+           {c.output_tokens_per_s_per_gpu, c.memory_per_gpu_gib, c.capacity_gib, c.kv_utilisation_max, c.cost_per_hour,
+            c.cost_per_hour_max, c.cost_per_mtok, c.second_cost_per_hour}},
+          {"limits", {c.max_batch, c.max_tokens, c.chunked_prefill}},
+          {"texts", {c.cost_terms, c.currency, c.bottleneck, c.second_offer}},
+          {"second_gpus", c.second_gpus}};
+}
+
+ServingCandidate candidate_from_json(const nlohmann::json& j) {
+  ServingCandidate c;
+  c.offer_index = j.at("offer_index").get<std::size_t>();
+  c.offer = j.at("offer").get<std::string>();
+  const auto& x = j.at("choice");
+  c.choice.nodes = x.at(0).get<int>();
+  c.choice.tp = x.at(1).get<int>();
+  c.choice.replicas = x.at(2).get<int>();
+  c.choice.pp = x.at(3).get<int>();
+  c.choice.ep = x.at(4).get<int>();
+  c.choice.span = x.at(5).get<int>();
+  c.choice.dp_attention = x.at(6).get<bool>();
+  c.choice.max_batch = x.at(7).get<std::int64_t>();
+  c.choice.prefill_replicas = x.at(8).get<int>();
+  c.choice.max_tokens = x.at(9).get<std::int64_t>();
+  c.choice.deepep = x.at(10).get<bool>();
+  if (const auto& s = j.at("second"); !s.is_null())
+    c.choice.second =
+        SecondKind{s.at(0).get<std::size_t>(), s.at(1).get<int>(), s.at(2).get<int>(), s.at(3).get<int>()};
+  c.gpus = j.at("gpus").get<int>();
+  c.ttft_slo_s = j.at("slo").at(0).get<double>();
+  c.tpot_slo_s = j.at("slo").at(1).get<double>();
+  c.ttft = percentiles_from(j.at("ttft"));
+  c.tpot = percentiles_from(j.at("tpot"));
+  c.e2e = percentiles_from(j.at("e2e"));
+  c.requests_simulated = j.at("requests").get<std::int64_t>();
+  if (!j.at("steady").is_null()) c.steady_requests_per_s = j.at("steady").get<double>();
+  const auto& f = j.at("figures");
+  c.output_tokens_per_s_per_gpu = f.at(0).get<double>();
+  c.memory_per_gpu_gib = f.at(1).get<double>();
+  c.capacity_gib = f.at(2).get<double>();
+  c.kv_utilisation_max = f.at(3).get<double>();
+  c.cost_per_hour = f.at(4).get<double>();
+  c.cost_per_hour_max = f.at(5).get<double>();
+  c.cost_per_mtok = f.at(6).get<double>();
+  c.second_cost_per_hour = f.at(7).get<double>();
+  const auto& l = j.at("limits");
+  c.max_batch = l.at(0).get<std::int64_t>();
+  c.max_tokens = l.at(1).get<std::int64_t>();
+  c.chunked_prefill = l.at(2).get<std::int64_t>();
+  const auto& t = j.at("texts");
+  c.cost_terms = t.at(0).get<std::string>();
+  c.currency = t.at(1).get<std::string>();
+  c.bottleneck = t.at(2).get<std::string>();
+  c.second_offer = t.at(3).get<std::string>();
+  c.second_gpus = j.at("second_gpus").get<int>();
+  return c;
+}
+
 }  // namespace cs::sizing::detail

@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/serving/serving_sim.hpp"
 #include "sim/sizing/serving_search.hpp"
+#include "sim/study/batch.hpp"
 #include "sim/study/training_run.hpp"
 
 namespace cs::sizing::detail {
@@ -63,5 +66,26 @@ class TrialRunner {
 /// offers' cheapest terms (both kinds' boxes for a mixed fleet), its bottleneck named.
 [[nodiscard]] ServingCandidate candidate_of(const std::vector<OfferSpace>& offers, std::size_t offer,
                                             const ServingChoice& c, const Trial& hit, const ServingJob& job);
+
+/// A candidate as text and back, bit for bit (doubles as JSON's shortest round-trip form): what a
+/// rank sends the others under ServingOptions::run_texts.
+[[nodiscard]] nlohmann::json candidate_json(const ServingCandidate& c);
+[[nodiscard]] ServingCandidate candidate_from_json(const nlohmann::json& j);
+
+/// body(i) for every i in [0, n) into out[i]: on this process's workers, or, with options.run_texts,
+/// split among ranks, each result sent as the text `encode` makes and read back by `decode`.
+template <class T, class Body, class Encode, class Decode>
+void run_each(std::size_t n, const Body& body, std::vector<T>& out, const ServingOptions& options, const Encode& encode,
+              const Decode& decode, study::Progress* progress) {
+  out.resize(n);
+  if (!options.run_texts) {
+    study::run_batch(
+        n, [&](std::size_t i) { out[i] = body(i); }, progress);
+    return;
+  }
+  const auto texts = options.run_texts(
+      n, [&](std::size_t i) { return encode(body(i)).dump(); }, progress);
+  for (std::size_t i = 0; i < n; ++i) out[i] = decode(nlohmann::json::parse(texts.at(i)));
+}
 
 }  // namespace cs::sizing::detail

@@ -209,11 +209,45 @@ void print_rows(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
+/// Serving's batches under mpirun: job i runs on rank i % K (on that rank's workers), and every rank
+/// gets every result's text, in index order.
+sizing::RunTexts split_texts_among_ranks(const MpiSession& mpi) {
+  return [&mpi](std::size_t n, const std::function<std::string(std::size_t)>& job, study::Progress* progress) {
+    const auto rank = static_cast<std::size_t>(mpi.rank()), size = static_cast<std::size_t>(mpi.size());
+    std::vector<std::size_t> mine;
+    for (std::size_t i = rank; i < n; i += size) mine.push_back(i);
+    std::vector<std::string> local(mine.size());
+    study::run_batch(
+        mine.size(), [&](std::size_t k) { local[k] = job(mine[k]); }, progress);
+    std::string text;
+    for (const auto& t : local) {
+      const std::uint64_t length = t.size();
+      text.append(reinterpret_cast<const char*>(&length), sizeof length);
+      text += t;
+    }
+    const auto all = mpi.all_gather(text);
+    std::vector<std::string> out(n);
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      std::size_t at = 0;
+      for (std::size_t i = r; i < n; i += size) {
+        std::uint64_t length = 0;
+        if (at + sizeof length > all[r].size()) throw std::runtime_error("plan: a rank's results are cut short");
+        std::memcpy(&length, all[r].data() + at, sizeof length);
+        at += sizeof length;
+        if (at + length > all[r].size()) throw std::runtime_error("plan: a rank's results are cut short");
+        out[i] = all[r].substr(at, static_cast<std::size_t>(length));
+        at += static_cast<std::size_t>(length);
+      }
+    }
+    return out;
+  };
+}
+
 /// `--job serve:RATE:ISL:OSL`: per offer and TP, the fewest boxes that meet the objectives.
 int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                  const std::vector<std::optional<net::FabricSpec>>& offer_fabric, const models::ModelArch& model,
-                 const JobArg& job, const PlanOpts& o, double budget, const config::Catalog& catalog,
-                 const Globals& g) {
+                 const JobArg& job, const PlanOpts& o, double budget, const config::Catalog& catalog, const Globals& g,
+                 const MpiSession* mpi) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.slo_ttft.empty())
     bad("--slo-ttft",
@@ -290,19 +324,22 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   so.top = o.top;
   so.per_offer = o.per_offer;
   so.mixed_pools = mix_link != "none";
+  if (mpi && mpi->size() > 1) so.run_texts = split_texts_among_ranks(*mpi);
   so.moe = model.is_moe();
   so.experts = model.is_moe() ? static_cast<int>(model.moe.experts) : 0;
-  auto progress = batch_progress("plan: serving shapes", 64);
+  const bool quiet_rank = mpi && mpi->rank() != 0;  // its stdout is closed by the caller
+  auto progress = quiet_rank ? nullptr : batch_progress("plan: serving shapes", 64);
   so.progress = progress.get();
   const auto r = sizing::search_serving(spaces, sj, make, so);
-  std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP, attention-DP, max batch) shapes, " << r.variants
-            << " of them variants of the best (disaggregated, max tokens " << so.small_max_tokens
-            << " chunked, DeepEP) (" << r.invalid << " invalid, " << r.too_big
-            << " do not fit); mixed fleets: " << r.mixed_pairs << " offer pairs, " << r.mixed_simulated
-            << " fleets simulated whole, " << r.mixed_found
-            << " beat both kinds alone; prefill and decode on two offers: " << r.pool_pairs << " tried, "
-            << r.pools_found << " beat both kinds alone; " << r.simulated << " serving simulations in "
-            << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
+  if (!quiet_rank)
+    std::cerr << "plan: searched " << r.plans << " (offer, TP x PP x EP, attention-DP, max batch) shapes, "
+              << r.variants << " of them variants of the best (disaggregated, max tokens " << so.small_max_tokens
+              << " chunked, DeepEP) (" << r.invalid << " invalid, " << r.too_big
+              << " do not fit); mixed fleets: " << r.mixed_pairs << " offer pairs, " << r.mixed_simulated
+              << " fleets simulated whole, " << r.mixed_found
+              << " beat both kinds alone; prefill and decode on two offers: " << r.pool_pairs << " tried, "
+              << r.pools_found << " beat both kinds alone; " << r.simulated << " serving simulations in "
+              << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) << " s\n";
   if (r.candidates.empty()) {
     std::string m = "no candidate: no offer serves " + o.model + " at " + shortest(job.rate) +
                     " requests/s within the objectives" + (budget > 0 ? " and budget" : "");
@@ -691,7 +728,8 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (job.kind == "serve" && headroom_given)
       bad("--memory-headroom",
           "sets a training plan's allocator headroom; a serve job's memory is the engine's KV-cache rule (--engine)");
-    if (job.kind == "serve") return plan_serving(spaces, offer_fabric, *model, job, *o, opts.budget, catalog, g);
+    if (job.kind == "serve")
+      return plan_serving(spaces, offer_fabric, *model, job, *o, opts.budget, catalog, g, mpi.get());
     if (!o->weights.empty())
       bad("--weights", "sets the served weights' format; this is a training job ('" + o->job + "')");
     if (!o->engine.empty()) bad("--engine", "sets the serving engine; this is a training job ('" + o->job + "')");
