@@ -27,6 +27,7 @@
 #include "sim/serving/stage_tasks.hpp"
 #include "sim/serving/step_builder.hpp"
 #include "sim/serving/step_program.hpp"
+#include "sim/serving/step_settle.hpp"
 #include "sim/workload/executor.hpp"
 
 namespace cs::serving {
@@ -285,33 +286,18 @@ class ServingRun final : public workload::TaskSource {
     const Batch& batch = batches_.at(b);
     for (const auto& p : batch.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = false;
     record_->finished(batch, now, rep.pp(), rep.queue.running.size());
-    std::int64_t produced = 0;
-    for (const auto& p : batch.plan) {
-      auto& r = reqs_[static_cast<std::size_t>(p.req)];
-      if (r.finished()) continue;  // static batching padding
-      if (p.chunk > 0) {
-        r.prefilled += p.chunk;
-        if (r.prefilled < r.prompt) continue;
-        ++r.generated;
-        ++produced;
-        if (r.first_token < SimTime{}) r.first_token = now;
-        if (rep.prefill_only && r.generated < r.output) {
-          rep.queue.kv.release(r);
-          std::erase(rep.queue.running, r.id);
-          send_kv(rep, r);
-          continue;
-        }
+    settle_step(batch.plan, reqs_, now, rep.prefill_only, s_.mtp_acceptance, mtp_rng_, settled_);
+    for (const auto& a : settled_.actions) {
+      auto& r = reqs_[static_cast<std::size_t>(a.req)];
+      if (a.kind == StepSettled::Action::Kind::kSendKv) {
+        rep.queue.kv.release(r);
+        std::erase(rep.queue.running, r.id);
+        send_kv(rep, r);
       } else {
-        // Under MTP the draft token is kept with the acceptance probability (its own stream of
-        // draws, so arrivals and lengths are those of the run without MTP).
-        const std::int64_t accepted = s_.mtp_acceptance > 0 && unit_draw(mtp_rng_) < s_.mtp_acceptance ? 1 : 0;
-        const std::int64_t n = std::min<std::int64_t>(1 + accepted, r.output - r.generated);
-        r.generated += n;
-        produced += n;
+        complete(rep, r);
       }
-      if (r.generated >= r.output) complete(rep, r);
     }
-    record_->produced(now, produced);
+    record_->produced(now, settled_.produced);
   }
 
   /// Disaggregated: the prompt's KV cache moves to a decode replica (add_kv_transfer).
@@ -363,20 +349,8 @@ class ServingRun final : public workload::TaskSource {
     }
     record_->into(log);
     for (const auto& rep : replicas_) log.preemptions += rep.scheduler->preemptions();
-    log.graphed_steps = programs_.graphed_steps();
-    log.eager_steps = programs_.eager_steps();
-    log.load_sum = programs_.load_sum();
-    log.load_max = programs_.load_max();
-    log.load_steps = programs_.load_steps();
-    log.sources = programs_.sources();
-    if (mixed_programs_) {
-      log.graphed_steps += mixed_programs_->graphed_steps();
-      log.eager_steps += mixed_programs_->eager_steps();
-      log.load_sum += mixed_programs_->load_sum();
-      log.load_max = std::max(log.load_max, mixed_programs_->load_max());
-      log.load_steps += mixed_programs_->load_steps();
-      for (std::size_t k = 0; k < log.sources.size(); ++k) log.sources[k] += mixed_programs_->sources()[k];
-    }
+    programs_.count_into(log);
+    if (mixed_programs_) mixed_programs_->count_into(log);
     log.memory = memory_;
     log.kv_blocks = blocks_;
     log.oom = oom_;
@@ -414,6 +388,7 @@ class ServingRun final : public workload::TaskSource {
   BatchTracker batches_;  ///< batches in flight, and why each task is followed
   StageTasks tasks_;      ///< stage programs onto the executor, collective times remembered
   StageProgram program_;
+  StepSettled settled_;              ///< finish_step's scratch
   std::optional<RunRecord> record_;  ///< steps, KV use, tokens out, spans
   std::uint64_t events_ = 0;
   bool oom_ = false;  ///< a pool was given the KV blocks its memory lacks (allow_oom)

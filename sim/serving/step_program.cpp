@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sim/core/check.hpp"
+#include "sim/serving/serving_metrics.hpp"
 #include "sim/workload/expert_placement.hpp"
 
 namespace cs::serving {
@@ -245,6 +246,15 @@ void StepProgramBuilder::build(const models::ServingShape& base, const models::S
     to_segments(models::serving_mtp_module(s_.model, mtp_mix, mtp), head_,
                 drafted.gpu_share.empty() ? nullptr : &drafted.gpu_share);
   }
+}
+
+void StepProgramBuilder::count_into(ServingLog& log) const {
+  log.graphed_steps += graphed_steps_;
+  log.eager_steps += eager_steps_;
+  log.load_sum += load_sum_;
+  log.load_max = std::max(log.load_max, load_max_);
+  log.load_steps += load_steps_;
+  for (std::size_t k = 0; k < log.sources.size(); ++k) log.sources[k] += sources_[k];
 }
 
 }  // namespace cs::serving

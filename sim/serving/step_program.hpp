@@ -14,6 +14,8 @@
 
 namespace cs::serving {
 
+struct ServingLog;
+
 /// The kinds of collective a stage's program holds, by label (the breakdown's keys, in its order):
 /// TP all-reduce, all-gather and reduce-scatter, and DeepEP's dispatch and combine all-to-alls.
 inline constexpr std::array<const char*, 5> kCollectiveLabels = {"tp.allreduce", "tp.allgather", "tp.reducescatter",
@@ -91,6 +93,9 @@ class StepProgramBuilder {
   [[nodiscard]] double load_sum() const { return load_sum_; }
   [[nodiscard]] double load_max() const { return load_max_; }
   [[nodiscard]] std::int64_t load_steps() const { return load_steps_; }
+  /// Adds these counters (CUDA graphs, MoE load, compute sources) to a run's log: a mixed fleet's
+  /// two builders add theirs to one log.
+  void count_into(ServingLog& log) const;
 
  private:
   /// Where a step's routed pairs fall: the pace-setting GPU's routing, the most loaded GPU's pairs

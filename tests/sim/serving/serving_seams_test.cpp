@@ -21,6 +21,7 @@
 #include "sim/serving/run_record.hpp"
 #include "sim/serving/serving_metrics.hpp"
 #include "sim/serving/step_builder.hpp"
+#include "sim/serving/step_settle.hpp"
 #include "tests/support/serving_queues.hpp"
 
 using namespace cs;
@@ -638,4 +639,59 @@ TEST_CASE("serving seams: a guarded decode stage may run alone until the earlies
   // A stage that is not guarded never waits on transfers.
   reps[2].stages.front().guarded = false;
   CHECK(serving::kv_transfer_bound(at(1.0), reps[2], reps, batches, at(6.0), false) == at(1.0));
+}
+
+TEST_CASE("serving seams: a finished step settles its requests in plan order, prompts to decode and answers done") {
+  using Kind = serving::StepSettled::Action::Kind;
+  std::vector<serving::Request> reqs(5);
+  for (int i = 0; i < 5; ++i) {
+    reqs[i].id = i;
+    reqs[i].prompt = 100;
+    reqs[i].output = 3;
+  }
+  reqs[1].prefilled = 60;                          // its last chunk: the prompt is done
+  reqs[2].prefilled = 100, reqs[2].generated = 2;  // its last token
+  reqs[3].prefilled = 100, reqs[3].generated = 1;  // a middle token
+  reqs[4].prefilled = 100, reqs[4].generated = 3;  // static batching's padding: done before
+  reqs[4].finish = at(1.0);
+  const std::vector<serving::Planned> plan{{0, 40}, {1, 40}, {2, 0}, {3, 0}, {4, 0}};
+  std::mt19937_64 rng(7);
+  serving::StepSettled out;
+  serving::settle_step(plan, reqs, at(2.0), false, 0.0, rng, out);
+  CHECK(reqs[0].prefilled == 40);  // a chunk short of the prompt: no token
+  CHECK(reqs[0].generated == 0);
+  CHECK(reqs[1].generated == 1);  // the chunk that finishes the prompt samples the first token
+  CHECK(reqs[1].first_token == at(2.0));
+  CHECK(reqs[3].generated == 2);
+  CHECK(reqs[4].finish == at(1.0));  // padding left alone
+  CHECK(out.produced == 3);
+  REQUIRE(out.actions.size() == 1);
+  CHECK(out.actions[0].kind == Kind::kComplete);
+  CHECK(out.actions[0].req == 2);
+  CHECK(reqs[2].finish == at(2.0));
+  // On a prefill-only replica the finished prompt moves to decode; a one-token answer completes there.
+  std::vector<serving::Request> p(2);
+  for (int i = 0; i < 2; ++i) {
+    p[i].id = i;
+    p[i].prompt = 50;
+    p[i].output = i == 0 ? 4 : 1;
+  }
+  serving::settle_step({{1, 50}, {0, 50}}, p, at(3.0), true, 0.0, rng, out);
+  REQUIRE(out.actions.size() == 2);
+  CHECK(out.actions[0].kind == Kind::kComplete);  // the plan's order, not the ids'
+  CHECK(out.actions[0].req == 1);
+  CHECK(out.actions[1].kind == Kind::kSendKv);
+  CHECK(out.actions[1].req == 0);
+  CHECK(p[0].first_token == at(3.0));
+  CHECK_FALSE(p[0].finished());
+  // MTP: every draft accepted (probability 1) makes two tokens a step, never past the answer's length.
+  std::vector<serving::Request> m(1);
+  m[0].prompt = 10, m[0].prefilled = 10, m[0].output = 4, m[0].generated = 1;
+  serving::settle_step({{0, 0}}, m, at(4.0), false, 1.0, rng, out);
+  CHECK(m[0].generated == 3);
+  CHECK(out.produced == 2);
+  serving::settle_step({{0, 0}}, m, at(5.0), false, 1.0, rng, out);
+  CHECK(m[0].generated == 4);
+  CHECK(out.produced == 1);
+  CHECK(m[0].finish == at(5.0));
 }
