@@ -15,6 +15,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/serving/arrival_clock.hpp"
 #include "sim/serving/batch_scheduler.hpp"
 #include "sim/serving/batch_tracker.hpp"
 #include "sim/serving/isolated_stages.hpp"
@@ -72,7 +73,7 @@ class ServingRun final : public workload::TaskSource {
     const auto wall0 = std::chrono::steady_clock::now();
     // Requests known up front (all but the closed loop's later ones), in arrival order.
     reqs_ = source_.initial();
-    arrivals_ = arrival_order(reqs_);
+    clock_.start(arrival_order(reqs_));
     workload::ExecutorOptions eo;
     eo.network = net::NetworkModelKind::kFlow;
     eo.collective_latency_s = s_.profile.collective_latency.value;
@@ -114,7 +115,7 @@ class ServingRun final : public workload::TaskSource {
     switch (p.kind) {
       case Purpose::kNone: break;
       case Purpose::kArrivals:
-        if (timer_at_ && *timer_at_ <= g.now()) timer_at_.reset();
+        clock_.fired(g.now());
         arrive_due();
         break;
       case Purpose::kStepEnd: step_ended(p.id); break;
@@ -167,27 +168,21 @@ class ServingRun final : public workload::TaskSource {
   /// for the next arrival.
   void arrive_due() {
     const SimTime now = g_->now();
-    while (next_arrival_ < arrivals_.size()) {
-      auto& r = reqs_[static_cast<std::size_t>(arrivals_[next_arrival_])];
-      if (r.arrival > now) break;
-      ++next_arrival_;
+    while (const auto id = clock_.pop_due(now, reqs_)) {
+      auto& r = reqs_[static_cast<std::size_t>(*id)];
       auto& rep = replicas_[static_cast<std::size_t>(route(false))];
       r.replica = rep.index;
       rep.queue.waiting.push_back(r.id);
       start_step(rep);
     }
-    if (next_arrival_ < arrivals_.size()) {
-      const SimTime at = reqs_[static_cast<std::size_t>(arrivals_[next_arrival_])].arrival;
-      wake_at(at);
-    }
+    if (const auto at = clock_.next_at(reqs_)) wake_at(*at);
   }
 
   /// A timer: a task of no stream that ends at `at`. On the last GPU's clock, so that at equal
   /// times every step that ends then is seen first (a closed loop's new request joins the batch
   /// after the one planned when its predecessor finished, as a real server's queue does).
   void wake_at(SimTime at) {
-    if (timer_at_ && *timer_at_ <= at) return;  // a timer fires by then
-    timer_at_ = at;
+    if (!clock_.arm(at)) return;  // a timer fires by then
     const auto id =
         g_->add_compute(s_.all_gpus() - 1, Stream::kNone, Category::kForward, "serving.arrivals", at - g_->now());
     batches_.tag(id, Purpose::kArrivals);
@@ -223,9 +218,7 @@ class ServingRun final : public workload::TaskSource {
 
   /// The earliest time a KV transfer not yet started could start, `self` aside.
   SimTime transfers_wait(const Replica& self) const {
-    std::optional<SimTime> next;
-    if (next_arrival_ < arrivals_.size()) next = reqs_[static_cast<std::size_t>(arrivals_[next_arrival_])].arrival;
-    return kv_transfer_bound(g_->now(), self, replicas_, batches_, next, source_.closed_loop());
+    return kv_transfer_bound(g_->now(), self, replicas_, batches_, clock_.next_at(reqs_), source_.closed_loop());
   }
 
   /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
@@ -331,7 +324,7 @@ class ServingRun final : public workload::TaskSource {
     }
     if (auto next = source_.on_finish(now, reqs_.size())) {
       reqs_.push_back(*next);
-      arrivals_.push_back(next->id);
+      clock_.add(next->id);
       wake_at(now);
     }
   }
@@ -379,9 +372,7 @@ class ServingRun final : public workload::TaskSource {
   std::int64_t blocks_ = 0;
   workload::OpenGraph* g_ = nullptr;  ///< the running graph (set by each call of the executor)
   std::vector<Request> reqs_;
-  std::vector<int> arrivals_;  ///< request ids in arrival order
-  std::size_t next_arrival_ = 0;
-  std::optional<SimTime> timer_at_;  ///< the earliest pending arrival timer
+  ArrivalClock clock_;  ///< which requests are due, and the arrivals timer
   std::vector<Replica> replicas_;
   std::vector<ReplicaLoad> pool_;  ///< route's scratch
   int kv_pairs_ = 0;

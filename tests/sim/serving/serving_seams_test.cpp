@@ -12,6 +12,7 @@
 
 #include "models/ops/serving_ops.hpp"
 #include "sim/scenario/serving_scenario.hpp"
+#include "sim/serving/arrival_clock.hpp"
 #include "sim/serving/batch_scheduler.hpp"
 #include "sim/serving/batch_tracker.hpp"
 #include "sim/serving/kv_cache.hpp"
@@ -694,4 +695,34 @@ TEST_CASE("serving seams: a finished step settles its requests in plan order, pr
   CHECK(m[0].generated == 4);
   CHECK(out.produced == 1);
   CHECK(m[0].finish == at(5.0));
+}
+
+TEST_CASE("serving seams: the arrival clock admits requests in order when due, and keeps one timer, the earliest") {
+  std::vector<serving::Request> reqs(3);
+  reqs[0].arrival = at(2.0), reqs[1].arrival = at(1.0), reqs[2].arrival = at(1.0);
+  serving::ArrivalClock clock;
+  clock.start(serving::arrival_order(reqs));  // 1, 2 (stable at equal times), then 0
+  CHECK_FALSE(clock.pop_due(at(0.5), reqs));
+  CHECK(*clock.next_at(reqs) == at(1.0));
+  CHECK(*clock.pop_due(at(1.0), reqs) == 1);
+  CHECK(*clock.pop_due(at(1.0), reqs) == 2);
+  CHECK_FALSE(clock.pop_due(at(1.0), reqs));
+  CHECK(*clock.next_at(reqs) == at(2.0));
+  // One timer: a later one is not needed while an earlier one is pending; an earlier one is.
+  CHECK(clock.arm(at(2.0)));
+  CHECK_FALSE(clock.arm(at(2.5)));
+  CHECK_FALSE(clock.arm(at(2.0)));
+  CHECK(clock.arm(at(1.5)));
+  clock.fired(at(1.0));  // not due yet: still pending
+  CHECK_FALSE(clock.arm(at(1.7)));
+  clock.fired(at(1.5));
+  CHECK(clock.arm(at(1.7)));
+  // A closed loop's request joins after the known ones, and is due when added.
+  CHECK(*clock.pop_due(at(2.0), reqs) == 0);
+  reqs.push_back({});
+  reqs.back().id = 3;
+  reqs.back().arrival = at(2.0);
+  clock.add(3);
+  CHECK(*clock.pop_due(at(2.0), reqs) == 3);
+  CHECK_FALSE(clock.next_at(reqs));
 }
