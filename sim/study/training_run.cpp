@@ -8,6 +8,7 @@
 
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/study/machine_topology.hpp"
 #include "sim/workload/compute_model.hpp"
 #include "sim/workload/step_memory.hpp"
 
@@ -38,8 +39,7 @@ std::string does_not_fit_message(const scenario::Scenario& s, const models::Memo
 }
 
 net::Topology training_topology(const scenario::Scenario& s) {
-  if (s.nodes > 1) return net::Topology::build(s.cluster, s.gpus_per_node, s.nodes, *s.fabric);
-  return net::Topology::build(s.cluster, s.gpus);
+  return machine_topology({s.cluster, s.nodes > 1 ? s.gpus_per_node : s.gpus, s.nodes, s.fabric});
 }
 
 template <class Build>

@@ -233,3 +233,20 @@ TEST_CASE("each folder README names what its CMake target links, and the layer t
     }
   }
 }
+
+TEST_CASE("the commands build no topology themselves: every machine comes from study::machine_topology") {
+  // Issue 28: a resolved machine is a plain value (scenario::MachineShape) that sim/study turns
+  // into a topology; a command that built its own would bypass the rule (and the cache) study keeps.
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root() + "/tools/cli")) {
+    const auto ext = e.path().extension().string();
+    if (ext != ".cpp" && ext != ".hpp") continue;
+    ++files;
+    const std::string text = cs::test::slurp(e.path().string());
+    const std::string file = e.path().filename().string();
+    CAPTURE(file);
+    CHECK(text.find("Topology::build(") == std::string::npos);
+    CHECK(text.find("Topology::join(") == std::string::npos);
+  }
+  CHECK(files > 10);
+}

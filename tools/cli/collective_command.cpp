@@ -19,6 +19,7 @@
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/fabric_spec.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/study/machine_topology.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/work_bounds.hpp"
@@ -107,8 +108,7 @@ Action add_collective(CLI::App& app, const Globals& g) {
     if (n > total || n < 2) {
       throw InputError("command line", "--gpus", std::string(coll::op_name(op)) + " needs at least 2 GPUs");
     }
-    const auto topo =
-        o->nodes > 1 ? net::Topology::build(cluster, gpus, o->nodes, *box.fabric) : net::Topology::build(cluster, gpus);
+    const auto topo = study::machine_topology({cluster, gpus, o->nodes, o->nodes > 1 ? box.fabric : std::nullopt});
     std::vector<int> ranks;
     for (int r = 0; r < n; ++r) ranks.push_back(op == coll::CollectiveOp::kSendRecv && r == 1 ? total - 1 : r);
     const auto network = o->network == "flow" ? net::NetworkModelKind::kFlow : net::NetworkModelKind::kAnalytical;
@@ -191,7 +191,7 @@ int run_collective_document(const config::JsonDoc& doc, const Globals& g, bool j
         << "time(us)" << std::setw(14) << "algbw(GB/s)" << std::setw(14) << "busbw(GB/s)"
         << "  algorithm\n";
   for (const auto& v : c.variants) {
-    const auto topo = net::Topology::build(v.box.cluster, v.gpus);
+    const auto topo = study::machine_topology({v.box.cluster, v.gpus, 1, std::nullopt});
     std::vector<int> ranks;
     for (int r = 0; r < v.gpus; ++r) ranks.push_back(r);
     const auto t = workload::time_collective(topo, op, algo, ranks, c.bytes, v.box.profile.collective_latency.value,

@@ -22,6 +22,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/study/machine_topology.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/work_bounds.hpp"
 
@@ -236,7 +237,7 @@ Action add_import(CLI::App& app, const Globals& g) {
       throw InputError("command line", "--pcie-gen", "expected 4 or 5; got " + std::to_string(gen));
     const auto j = calib::topo_to_cluster(m, o->topo_file, o->profile, gen, origin);
     const auto spec = config::parse_cluster(config::JsonDoc{o->out, nlohmann::json::parse(j.dump())}, stem(o->out));
-    (void)net::Topology::build(spec, spec.gpus);  // every GPU reaches every other
+    (void)study::machine_topology({spec, spec.gpus, 1, std::nullopt});  // every GPU reaches every other
     write_text(o->out, j.dump(2) + "\n");
     std::size_t nvs = 0, pcie_sw = 0;
     for (const auto& s : spec.switches) {

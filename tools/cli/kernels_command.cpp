@@ -16,6 +16,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/study/machine_topology.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "sim/workload/compute_model.hpp"
 #include "tools/cli/commands.hpp"
@@ -432,7 +433,7 @@ Action add_kernels(CLI::App& app, const Globals& g) {
       (void)coll::parse_op(co->op, op);
       std::vector<int> ranks;
       for (int r = 0; r < co->gpus; ++r) ranks.push_back(r);
-      const auto topo = net::Topology::build(box.cluster, co->gpus);
+      const auto topo = study::machine_topology({box.cluster, co->gpus, 1, std::nullopt});
       flow = workload::time_collective(topo, op, coll::Algorithm::kAuto, ranks, size.value,
                                        box.profile.collective_latency.value, net::NetworkModelKind::kFlow,
                                        &box.profile.collectives)

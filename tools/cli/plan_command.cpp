@@ -25,6 +25,7 @@
 #include "sim/sizing/serving_search.hpp"
 #include "sim/sizing/training_search.hpp"
 #include "sim/study/batch.hpp"
+#include "sim/study/machine_topology.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/field_flags.hpp"
 #include "tools/cli/mpi_session.hpp"
@@ -701,7 +702,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
         if (fabric && sp.node_counts.size() > 1) {
           sp.fabric = fabric->id;
           try {  // a fabric whose NIC layout does not match this box cannot join it
-            (void)net::Topology::build(m.cluster, sp.gpus_per_node, 2, *fabric);
+            (void)study::machine_topology({m.cluster, sp.gpus_per_node, 2, fabric});
           } catch (const std::exception& e) {
             sp.node_counts.resize(1);
             sp.fabric.clear();

@@ -23,6 +23,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/study/machine_topology.hpp"
 #include "sim/workload/collective_timing.hpp"
 
 namespace cs::cli {
@@ -361,7 +362,7 @@ RentalReport check_rental(const RentalEvidence& e, const std::optional<scenario:
     } else {
       const auto profile = config::parse_profile(
           config::load(catalog.locate(config::CatalogKind::kProfile, profile_id, ref_name, "/profile")), profile_id);
-      const auto topo = net::Topology::build(*ref, allreduce->gpus);
+      const auto topo = study::machine_topology({*ref, allreduce->gpus, 1, std::nullopt});
       std::vector<int> ranks(static_cast<std::size_t>(allreduce->gpus));
       std::iota(ranks.begin(), ranks.end(), 0);
       const auto t = workload::time_collective(topo, coll::CollectiveOp::kAllReduce, coll::Algorithm::kAuto, ranks,

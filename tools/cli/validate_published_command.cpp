@@ -26,6 +26,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "sim/study/batch.hpp"
+#include "sim/study/machine_topology.hpp"
 #include "sim/study/serving_run.hpp"
 #include "sim/study/training_run.hpp"
 #include "sim/workload/collective_timing.hpp"
@@ -162,8 +163,7 @@ void run_deepep(const config::Catalog& catalog, const std::string& path, const s
       config::load(catalog.locate(config::CatalogKind::kModel, c.model, path, where + "/model")), c.model);
   if (!model.is_moe() || model.moe.experts % c.ep != 0)
     throw InputError(path, where + "/ep", "expected a MoE model whose experts EP divides");
-  const auto topo = c.nodes > 1 ? net::Topology::build(box.cluster, per_node, c.nodes, *box.fabric)
-                                : net::Topology::build(box.cluster, per_node);
+  const auto topo = study::machine_topology({box.cluster, per_node, c.nodes, box.fabric});
   workload::DeepepRequest r;
   r.kernel = c.kernel == "normal" ? workload::DeepepKernel::kNormal : workload::DeepepKernel::kLowLatency;
   r.combine = c.phase == "combine";
@@ -277,8 +277,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
           const auto& profile = box.profile;
           if (c.gpus > cluster.gpus)
             throw InputError(doc.path, where + "/gpus", "cluster '" + c.cluster + "' has fewer GPUs");
-          const auto topo = c.nodes > 1 ? net::Topology::build(cluster, c.gpus, c.nodes, *box.fabric)
-                                        : net::Topology::build(cluster, c.gpus);
+          const auto topo = study::machine_topology({cluster, c.gpus, c.nodes, box.fabric});
           coll::CollectiveOp op{};
           coll::Algorithm algo{};
           (void)coll::parse_op(c.op, op);
