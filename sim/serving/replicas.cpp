@@ -67,4 +67,17 @@ Replicas make_replicas(const ServingScenario& s, std::int64_t oom_longest_blocks
   return out;
 }
 
+void mark_isolated(const net::Topology& topo, std::vector<Replica>& replicas, int kv_pairs, bool fast_path) {
+  std::vector<std::vector<Stage>*> stages;
+  std::vector<TransferPairs> transfers;
+  for (auto& rep : replicas) stages.push_back(&rep.stages);
+  for (const auto& p : replicas) {
+    if (!p.prefill_only || kv_pairs == 0) continue;
+    for (const auto& d : replicas) {
+      if (d.decode_only) transfers.push_back({&p.stages.front(), &d.stages.front(), kv_pairs});
+    }
+  }
+  mark_isolated(topo, stages, transfers, fast_path);
+}
+
 }  // namespace cs::serving

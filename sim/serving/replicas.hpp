@@ -6,6 +6,7 @@
 #include "models/ops/serving_ops.hpp"
 #include "sim/scenario/serving_scenario.hpp"
 #include "sim/serving/batch_scheduler.hpp"
+#include "sim/serving/isolated_stages.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "sim/serving/stage_tasks.hpp"
 #include "sim/serving/step_program.hpp"
@@ -47,5 +48,9 @@ struct Replicas {
 /// and EP, its ranks taken in order. `oom_longest_blocks` > 0 (--allow-oom): a pool that cannot
 /// hold that many blocks is given max batch of them, as if the GPU had the memory.
 [[nodiscard]] Replicas make_replicas(const ServingScenario& s, std::int64_t oom_longest_blocks);
+
+/// The fast path's stages (isolated_stages): every replica's stages, and with `kv_pairs` > 0 every
+/// prefill-decode pair's KV transfer routes.
+void mark_isolated(const net::Topology& topo, std::vector<Replica>& replicas, int kv_pairs, bool fast_path);
 
 }  // namespace cs::serving

@@ -104,7 +104,7 @@ class ServingRun final : public workload::TaskSource {
         if (k + 1 < rep.stages.size()) st.to_next = g.add_group({st.ranks.front(), rep.stages[k + 1].ranks.front()});
       }
     }
-    find_isolated();
+    mark_isolated(topo_, replicas_, kv_pairs_, opt_.fast_path);
     arrive_due();
   }
 
@@ -147,21 +147,6 @@ class ServingRun final : public workload::TaskSource {
   /// The step programs of a replica's box kind (a mixed fleet's second kind has its own profile).
   StepProgramBuilder& programs_for(const Replica& rep) {
     return s_.mixed_replica(rep.index) ? *mixed_programs_ : programs_;
-  }
-
-  /// The fast path's stages (mark_isolated): every replica's stages, every prefill-decode pair's
-  /// KV transfer routes.
-  void find_isolated() {
-    std::vector<std::vector<Stage>*> stages;
-    std::vector<TransferPairs> transfers;
-    for (auto& rep : replicas_) stages.push_back(&rep.stages);
-    for (const auto& p : replicas_) {
-      if (!p.prefill_only || kv_pairs_ == 0) continue;
-      for (const auto& d : replicas_) {
-        if (d.decode_only) transfers.push_back({&p.stages.front(), &d.stages.front(), kv_pairs_});
-      }
-    }
-    mark_isolated(topo_, stages, transfers, opt_.fast_path);
   }
 
   /// Every request due now joins a replica, one at a time (each may start a batch); then a timer
