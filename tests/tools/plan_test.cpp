@@ -1093,3 +1093,41 @@ TEST_CASE("plan keeps the allocator's headroom on GPU memory: every ranked plan 
   CHECK(serve.exit_code == 2);
   CHECK(has(serve.err, "--memory-headroom"));
 }
+
+TEST_CASE("plan serve --csv writes the ranked candidates in the JSON's order, mixed fleets' second offer named") {
+  const std::string path = (std::filesystem::temp_directory_path() / "clustersim_plan_serve.csv").string();
+  const auto r = run_cli(
+      "plan --model llama3.1-8b --job serve:40:1024:256 --slo-ttft 1s --offers "
+      "hk-2x-h100-nvlink,hk-2x-a100-80g-nvlink --top 4 --json --csv " +
+      path);
+  REQUIRE(r.exit_code == 0);
+  const auto c = nlohmann::json::parse(r.out)["candidates"];
+  std::istringstream csv(cs::test::slurp(path));
+  std::string line;
+  REQUIRE(std::getline(csv, line));
+  CHECK(line.rfind("rank,offer,nodes,gpus,plan,weights,cost_per_hour,", 0) == 0);
+  CHECK(line.find(",mix_offer,mix_role,mix_boxes") != std::string::npos);
+  std::size_t rows = 0;
+  while (std::getline(csv, line)) {
+    REQUIRE(rows < c.size());
+    const auto& x = c[rows];
+    CHECK(line.rfind(std::to_string(rows + 1) + "," + x["offer"].get<std::string>() + "," +
+                         std::to_string(x["nodes"].get<int>()) + "," + std::to_string(x["gpus"].get<int>()) + ",",
+                     0) == 0);
+    const std::string tail = x["mix"].is_null() ? ",,,"
+                                                : "," + x["mix"]["offer"].get<std::string>() + "," +
+                                                      x["mix"]["role"].get<std::string>() + "," +
+                                                      std::to_string(x["mix"]["boxes"].get<int>());
+    CHECK(line.size() >= tail.size());
+    CHECK(line.compare(line.size() - tail.size(), tail.size(), tail) == 0);
+    ++rows;
+  }
+  CHECK(rows == c.size());
+  std::remove(path.c_str());
+  // An unwritable path is refused before the search.
+  const auto bad = run_cli(
+      "plan --model llama3.1-8b --job serve:5:512:128 --slo-ttft 1s --offers hk-2x-h100-nvlink "
+      "--csv /nonexistent-dir/x.csv");
+  CHECK(bad.exit_code == 2);
+  CHECK(has(bad.err, "--csv"));
+}

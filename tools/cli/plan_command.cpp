@@ -250,6 +250,7 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                  const JobArg& job, const PlanOpts& o, double budget, const config::Catalog& catalog, const Globals& g,
                  const MpiSession* mpi) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (!o.csv.empty()) report::check_writable(o.csv, "--csv");  // before the search, not after
   if (o.slo_ttft.empty())
     bad("--slo-ttft",
         "expected a TTFT objective for a serve job (e.g. 1s, on p90, or p99:2s): it is what says a box keeps up");
@@ -366,6 +367,30 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
          fixed(c.cost_per_mtok, 2), fixed(c.ttft_slo_s * 1e3, 0) + " ms", fixed(c.tpot_slo_s * 1e3, 1) + " ms",
          fixed(c.output_tokens_per_s_per_gpu, 0),
          fixed(c.memory_per_gpu_gib, 1) + "/" + fixed(c.capacity_gib, 1) + " GiB", c.bottleneck});
+  }
+  if (!o.csv.empty() && !quiet_rank) {
+    // The ranked candidates in the JSON's order: the table's figures unrounded, each percentile.
+    std::ofstream f(o.csv, std::ios::binary);
+    if (!f) bad("--csv", "cannot write '" + o.csv + "'");
+    f << "rank,offer,nodes,gpus,plan,weights,cost_per_hour,cost_per_hour_max,cost_terms,currency,cost_per_mtok,"
+         "ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,e2e_p90_s,output_tokens_per_s_per_gpu,"
+         "memory_per_gpu_gib,gpu_memory_gib,bottleneck,mix_offer,mix_role,mix_boxes\n";
+    const auto pcts = [](const serving::Percentiles& q) {
+      return q.count == 0 ? std::string(",,") : shortest(q.p50) + "," + shortest(q.p90) + "," + shortest(q.p99);
+    };
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+      const auto& c = r.candidates[i];
+      const bool mixed = !c.second_offer.empty();
+      f << i + 1 << "," << csv_cell(c.offer) << "," << c.choice.nodes << "," << c.gpus << ","
+        << csv_cell(sizing::serving_plan_text(c.choice)) << "," << weights_text << "," << shortest(c.cost_per_hour)
+        << "," << (c.cost_per_hour_max > 0 ? shortest(c.cost_per_hour_max) : std::string()) << ","
+        << csv_cell(c.cost_terms) << "," << c.currency << "," << shortest(c.cost_per_mtok) << "," << pcts(c.ttft) << ","
+        << pcts(c.tpot) << "," << shortest(c.e2e.p90) << "," << shortest(c.output_tokens_per_s_per_gpu) << ","
+        << shortest(c.memory_per_gpu_gib) << "," << shortest(c.capacity_gib) << "," << csv_cell(c.bottleneck) << ","
+        << (mixed ? csv_cell(c.second_offer) : std::string()) << ","
+        << (mixed ? (c.choice.prefill_replicas > 0 ? "decode" : "replicas") : "") << ","
+        << (mixed ? std::to_string(c.choice.second->boxes * c.choice.units()) : std::string()) << "\n";
+    }
   }
   if (!o.report.empty() || !o.svg.empty()) {
     report::PlanReport p;
