@@ -1131,3 +1131,19 @@ TEST_CASE("plan serve --csv writes the ranked candidates in the JSON's order, mi
   CHECK(bad.exit_code == 2);
   CHECK(has(bad.err, "--csv"));
 }
+
+TEST_CASE("plan refuses the other job kind's flags instead of ignoring them (exit 2, naming the flag)") {
+  const std::string serve = "plan --model llama3.1-8b --job serve:5:512:128 --slo-ttft 1s --offers hk-2x-h100-nvlink ";
+  for (const char* flag : {"--seq 8192", "--global-batch 64"}) {
+    CAPTURE(flag);
+    const auto r = run_cli(serve + flag);
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, std::string(flag).substr(0, std::string(flag).find(' '))));
+  }
+  for (const char* flag : {"--slo-ttft 1s", "--slo-tpot 50ms"}) {
+    CAPTURE(flag);
+    const auto r = run_cli(kSmall + " " + flag);
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, std::string(flag).substr(0, std::string(flag).find(' '))));
+  }
+}

@@ -644,8 +644,9 @@ Action add_plan(CLI::App& app, const Globals& g) {
   cmd->add_option("--top", o->top, "candidates printed (each re-simulated with the flow model)")->capture_default_str();
   cmd->add_option("--fabric", o->fabric, "the fabric joining boxes of multi-node candidates; none: one box only")
       ->capture_default_str();
-  cmd->add_option("--seq", o->seq, "sequence length of the training job")->capture_default_str();
-  cmd->add_option("--global-batch", o->global_batch, "sequences per step")->capture_default_str();
+  const auto* seq_flag = cmd->add_option("--seq", o->seq, "sequence length of the training job")->capture_default_str();
+  const auto* batch_flag =
+      cmd->add_option("--global-batch", o->global_batch, "sequences per step")->capture_default_str();
   cmd->add_option("--slo-ttft", o->slo_ttft,
                   "serve: the time-to-first-token objective, on p90 (1, 1s, 800ms) or a percentile given "
                   "(p99:800ms, p50:1s); required");
@@ -657,7 +658,7 @@ Action add_plan(CLI::App& app, const Globals& g) {
   cmd->add_option("--svg", o->svg,
                   "also write the Pareto front as SVG: job cost against job time (train), tokens/s per GPU against "
                   "tokens/s per user (serve)");
-  return [o, &g] {
+  return [o, &g, seq_flag, batch_flag] {
     const auto t0 = std::chrono::steady_clock::now();
     // Under mpirun the ranks split the simulations; only rank 0 writes (stdout, --csv).
     const auto mpi = MpiSession::start_if_launched();
@@ -751,6 +752,16 @@ Action add_plan(CLI::App& app, const Globals& g) {
     }
     if (job.kind == "serve" && !o->engine.empty())  // an unknown engine is a bad flag, not a plan that fails
       (void)catalog.locate(config::CatalogKind::kEngine, o->engine, kCommandLine, "--engine");
+    if (job.kind == "serve") {
+      // A serve job's lengths are its --job's ISL and OSL; the training shape flags would be ignored.
+      for (const auto* f : {seq_flag, batch_flag}) {
+        if (f->count() > 0)
+          bad(f->get_name(),
+              "sets a training job's step; a serve job's request lengths are in --job "
+              "serve:RATE:ISL:OSL ('" +
+                  o->job + "')");
+      }
+    }
     if (job.kind == "serve" && headroom_given)
       bad("--memory-headroom",
           "sets a training plan's allocator headroom; a serve job's memory is the engine's KV-cache rule (--engine)");
@@ -759,6 +770,11 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (!o->weights.empty())
       bad("--weights", "sets the served weights' format; this is a training job ('" + o->job + "')");
     if (!o->engine.empty()) bad("--engine", "sets the serving engine; this is a training job ('" + o->job + "')");
+    for (const auto& [flag, given] : {std::pair{"--slo-ttft", &o->slo_ttft}, std::pair{"--slo-tpot", &o->slo_tpot}}) {
+      if (!given->empty())
+        bad(flag, std::string("sets a serve job's latency objective; this is a training job ('") + o->job +
+                      "'), which ranks by job cost, then time (a deadline goes in --job train:TOKENS:DEADLINE)");
+    }
     if (!o->mix_link.empty())
       bad("--mix-link",
           "joins a serve job's prefill and decode pools on two offers; this is a training job ('" + o->job + "')");
