@@ -4,10 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iterator>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <tuple>

@@ -553,46 +553,30 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
 
 }  // namespace
 
-/// The search's simulations split among mpirun's ranks (index % ranks == rank), each rank's
-/// results handed to every rank (the doubles bit for bit), so every rank goes on with the same
-/// search and rank 0 prints what one process would.
+/// The training search's simulations split among mpirun's ranks as serving's batches are
+/// (split_texts_among_ranks), each result sent as its bytes (the doubles bit for bit), so every rank
+/// goes on with the same search and rank 0 prints what one process would.
 sizing::RunSimulations split_among_ranks(const MpiSession& mpi) {
-  return [&mpi](std::size_t n, const std::function<sizing::Simulated(std::size_t)>& sim,
-                std::vector<sizing::Simulated>& out, study::Progress* progress) {
-    const auto rank = static_cast<std::size_t>(mpi.rank()), size = static_cast<std::size_t>(mpi.size());
-    std::vector<std::size_t> mine;
-    for (std::size_t i = rank; i < n; i += size) mine.push_back(i);
-    std::vector<sizing::Simulated> local(mine.size());
-    study::run_batch(
-        mine.size(), [&](std::size_t k) { local[k] = sim(mine[k]); }, progress);
-    std::string text;
-    const auto put = [&](const void* p, std::size_t bytes) { text.append(static_cast<const char*>(p), bytes); };
-    for (const auto& s : local) {
-      const std::uint64_t length = s.bottleneck.size();
-      put(&s.step_time_s, sizeof(double));
-      put(&s.mfu, sizeof(double));
-      put(&s.bottleneck_share, sizeof(double));
-      put(&length, sizeof length);
-      put(s.bottleneck.data(), s.bottleneck.size());
-    }
-    const auto all = mpi.all_gather(text);
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      std::size_t at = 0;
-      const auto take = [&](void* p, std::size_t bytes) {
-        if (at + bytes > all[r].size()) throw std::runtime_error("plan: a rank's results are cut short");
-        std::memcpy(p, all[r].data() + at, bytes);
-        at += bytes;
-      };
-      for (std::size_t i = r; i < n; i += size) {
-        auto& s = out[i];
-        std::uint64_t length = 0;
-        take(&s.step_time_s, sizeof(double));
-        take(&s.mfu, sizeof(double));
-        take(&s.bottleneck_share, sizeof(double));
-        take(&length, sizeof length);
-        s.bottleneck.assign(static_cast<std::size_t>(length), '\0');
-        take(s.bottleneck.data(), s.bottleneck.size());
-      }
+  return [texts = split_texts_among_ranks(mpi)](std::size_t n, const std::function<sizing::Simulated(std::size_t)>& sim,
+                                                std::vector<sizing::Simulated>& out, study::Progress* progress) {
+    const auto all = texts(
+        n,
+        [&](std::size_t i) {
+          const auto s = sim(i);
+          std::string text;
+          for (const double v : {s.step_time_s, s.mfu, s.bottleneck_share})
+            text.append(reinterpret_cast<const char*>(&v), sizeof v);
+          return text + s.bottleneck;
+        },
+        progress);
+    constexpr std::size_t kHead = 3 * sizeof(double);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (all[i].size() < kHead) throw std::runtime_error("plan: a rank's results are cut short");
+      auto& s = out[i];
+      std::memcpy(&s.step_time_s, all[i].data(), sizeof(double));
+      std::memcpy(&s.mfu, all[i].data() + sizeof(double), sizeof(double));
+      std::memcpy(&s.bottleneck_share, all[i].data() + 2 * sizeof(double), sizeof(double));
+      s.bottleneck = all[i].substr(kHead);
     }
   };
 }
