@@ -17,6 +17,11 @@ struct ReplicaQueue {
   std::deque<int> waiting;
   std::vector<int> running;
   KvCache kv;
+  /// `r` leaves the replica (done, or its KV cache moves to decode): its blocks are freed.
+  void leave(Request& r) {
+    kv.release(r);
+    std::erase(running, r.id);
+  }
 };
 
 /// The limits one engine step runs under.

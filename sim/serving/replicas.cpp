@@ -1,5 +1,9 @@
 #include "sim/serving/replicas.hpp"
 
+#include <algorithm>
+
+#include "sim/serving/serving_metrics.hpp"
+
 namespace cs::serving {
 
 models::ServingShape shape_of(const ServingScenario& s, const ServingScenario& mine) {
@@ -78,6 +82,34 @@ void mark_isolated(const net::Topology& topo, std::vector<Replica>& replicas, in
     }
   }
   mark_isolated(topo, stages, transfers, fast_path);
+}
+
+void add_groups(workload::OpenGraph& g, std::vector<Replica>& replicas) {
+  for (auto& rep : replicas) {
+    for (std::size_t k = 0; k < rep.stages.size(); ++k) {
+      auto& st = rep.stages[k];
+      st.group = g.add_group(st.ranks);
+      if (k + 1 < rep.stages.size()) st.to_next = g.add_group({st.ranks.front(), rep.stages[k + 1].ranks.front()});
+    }
+  }
+}
+
+void fleet_into(const ServingScenario& s, const Replicas& fleet, ServingLog& log) {
+  const auto& replicas = fleet.replicas;
+  log.replicas = static_cast<int>(replicas.size());
+  if (s.prefill_replicas > 0) {
+    const auto pool = [&](int count, int first) {
+      const Replica& rep = replicas[static_cast<std::size_t>(first)];
+      return ServingResults::Pool{count, rep.shape.tp, rep.pp(), std::max(1, rep.shape.ep)};
+    };
+    log.pools = ServingResults::Pools{pool(s.prefill_replicas, 0), pool(s.decode_replicas, s.prefill_replicas)};
+  }
+  for (const auto& rep : replicas) log.preemptions += rep.scheduler->preemptions();
+  log.memory = fleet.memory;
+  log.kv_blocks = fleet.blocks;
+  log.oom = fleet.oom;
+  log.decode_pool = replicas.back().queue.kv;
+  log.moe_ep = std::max(1, replicas.back().shape.ep);  // the (decode) pool the report's memory is of
 }
 
 }  // namespace cs::serving

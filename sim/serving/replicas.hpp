@@ -13,6 +13,8 @@
 
 namespace cs::serving {
 
+struct ServingLog;
+
 /// A replica of the run: its op shape, pipeline stages (GPUs in rank order), pool role, queue
 /// with its KV cache, and batch scheduler.
 struct Replica {
@@ -48,6 +50,14 @@ struct Replicas {
 /// and EP, its ranks taken in order. `oom_longest_blocks` > 0 (--allow-oom): a pool that cannot
 /// hold that many blocks is given max batch of them, as if the GPU had the memory.
 [[nodiscard]] Replicas make_replicas(const ServingScenario& s, std::int64_t oom_longest_blocks);
+
+/// Each replica's stages as the running graph's process groups: every stage's TP group, and the
+/// send/recv pair from its first GPU to the next stage's.
+void add_groups(workload::OpenGraph& g, std::vector<Replica>& replicas);
+
+/// The fleet's part of a run's log: its replicas, each pool's shape when disaggregated, the
+/// schedulers' preemptions, and the (decode) pool's memory, KV blocks and EP, which the report shows.
+void fleet_into(const ServingScenario& s, const Replicas& fleet, ServingLog& log);
 
 /// The fast path's stages (isolated_stages): every replica's stages, and with `kv_pairs` > 0 every
 /// prefill-decode pair's KV transfer routes.

@@ -1,34 +1,22 @@
 #include "sim/serving/serving_sim.hpp"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <cmath>
 #include <limits>
-#include <map>
 #include <memory>
 #include <optional>
-#include <random>
-#include <tuple>
 
 #include "sim/core/check.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
 #include "sim/serving/arrival_clock.hpp"
-#include "sim/serving/batch_scheduler.hpp"
-#include "sim/serving/batch_tracker.hpp"
-#include "sim/serving/isolated_stages.hpp"
 #include "sim/serving/kv_transfer.hpp"
+#include "sim/serving/pool_router.hpp"
 #include "sim/serving/replicas.hpp"
 #include "sim/serving/request_source.hpp"
-#include "sim/serving/router.hpp"
-#include "sim/serving/run_record.hpp"
 #include "sim/serving/serving_metrics.hpp"
-#include "sim/serving/stage_tasks.hpp"
-#include "sim/serving/step_builder.hpp"
-#include "sim/serving/step_program.hpp"
-#include "sim/serving/step_settle.hpp"
+#include "sim/serving/step_runner.hpp"
 #include "sim/workload/executor.hpp"
 
 namespace cs::serving {
@@ -39,115 +27,89 @@ using workload::Category;
 using workload::Stream;
 using workload::TaskId;
 
-/// One serving run as an open workload on the executor: the adapter between the seams (request
-/// source, routers, batch schedulers with their KV caches, step programs) and the executor. When a
-/// batch leaves a replica's pipeline its scheduler plans the next, whose tasks (kernels, TP
-/// collectives, pipeline sends) join the running simulation; disaggregated KV caches move as
-/// send/recv tasks on the same links.
+/// The executor's options for a run: the flow model, each box kind's measured collectives and
+/// kernel tables (a mixed fleet's second kind from its own profile).
+workload::ExecutorOptions executor_options(const ServingScenario& s) {
+  workload::ExecutorOptions eo;
+  eo.network = net::NetworkModelKind::kFlow;
+  eo.collective_latency_s = s.profile.collective_latency.value;
+  if (s.mix) {
+    eo.clusters = {{s.cluster.id, &s.profile.collectives, &s.profile.kernel_tables, eo.collective_latency_s},
+                   {s.mix->cluster.id, &s.mix->profile.collectives, &s.mix->profile.kernel_tables,
+                    s.mix->profile.collective_latency.value}};
+  } else {
+    eo.curves = &s.profile.collectives;
+    eo.kernel_tables = &s.profile.kernel_tables;
+  }
+  return eo;
+}
+
+/// One serving run as an open workload on the executor: the adapter between the seams and the
+/// executor. Requests arrive (request source, arrival clock), the routers send each to a replica,
+/// the step runner plans, times, adds and settles its batches, and what a settled step's requests
+/// do next happens here: a finished prompt's KV cache moves to a decode replica as send/recv tasks
+/// on the same links, a finished answer completes (a closed loop's next request then arrives).
 class ServingRun final : public workload::TaskSource {
  public:
-  ServingRun(const ServingScenario& s, const ServingRunOptions& opt)
+  /// `topo`: the machine, serving_topology's (it outlives the run).
+  ServingRun(const ServingScenario& s, const ServingRunOptions& opt, const net::Topology& topo)
       : s_(s),
         opt_(opt),
-        machine_(opt.topology ? opt.topology : std::make_shared<const net::Topology>(serving_topology(s))),
-        topo_(*machine_),
-        programs_(s),
-        mixed_s_(s.mix ? std::optional<ServingScenario>(s.replica(s.first_mixed())) : std::nullopt),
-        mixed_programs_(mixed_s_ ? std::optional<StepProgramBuilder>(std::in_place, *mixed_s_) : std::nullopt),
+        topo_(topo),
         source_(s),
-        router_(make_router(s.router)),
-        decode_router_(make_router(s.router)),
-        step_(static_cast<double>(s.model.sliding_window), s.mtp_acceptance > 0),
-        mtp_rng_(s.seed ^ 0x6d7470u) {  // "mtp": a stream apart from the workload's draws
-    auto built = make_replicas(s, opt.oom_longest_blocks);
-    replicas_ = std::move(built.replicas);
-    memory_ = built.memory;
-    blocks_ = built.blocks;
-    oom_ = built.oom;
-    const bool disagg = s.prefill_replicas > 0;
-    record_.emplace(replicas_.size(), opt.record_trace);
-    if (disagg) kv_pairs_ = std::min(replicas_.front().shape.tp, replicas_.back().shape.tp);
+        router_(s, opt.kind_weights),
+        fleet_(make_replicas(s, opt.oom_longest_blocks)),
+        steps_(s, fleet_.replicas.size(), opt.record_trace, [this](const Replica& self) {
+          return kv_transfer_bound(g_->now(), self, fleet_.replicas, steps_.batches(), clock_.next_at(reqs_),
+                                   source_.closed_loop());
+        }) {
+    if (s.prefill_replicas > 0) kv_pairs_ = std::min(fleet_.replicas.front().shape.tp, fleet_.replicas.back().shape.tp);
   }
 
   ServingResults run() {
-    const auto wall0 = std::chrono::steady_clock::now();
     // Requests known up front (all but the closed loop's later ones), in arrival order.
     reqs_ = source_.initial();
     clock_.start(arrival_order(reqs_));
-    workload::ExecutorOptions eo;
-    eo.network = net::NetworkModelKind::kFlow;
-    eo.collective_latency_s = s_.profile.collective_latency.value;
-    if (s_.mix) {
-      // Each box kind's collectives from its own profile's measurements.
-      eo.clusters = {{s_.cluster.id, &s_.profile.collectives, &s_.profile.kernel_tables, eo.collective_latency_s},
-                     {s_.mix->cluster.id, &s_.mix->profile.collectives, &s_.mix->profile.kernel_tables,
-                      s_.mix->profile.collective_latency.value}};
-    } else {
-      eo.curves = &s_.profile.collectives;
-      eo.kernel_tables = &s_.profile.kernel_tables;
-    }
-    const auto log = workload::simulate_open(s_.all_gpus(), topo_, eo, *this);
-    events_ = log.events;
+    const auto events = workload::simulate_open(s_.all_gpus(), topo_, executor_options(s_), *this).events;
     for (const auto& r : reqs_)
       CS_ASSERT(r.finished(), "every request finishes (the KV pool admits at least one request)");
-    auto res = serving_results(s_, run_log(), opt_.record_trace);
-    res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    return res;
+    // The run's log (requests, token times and counters); serving_results makes the figures.
+    ServingLog log;
+    fleet_into(s_, fleet_, log);
+    steps_.into(log);
+    log.requests = std::move(reqs_);
+    log.gpus = s_.all_gpus();
+    log.events = events;
+    return serving_results(s_, std::move(log), opt_.record_trace);
   }
 
   void begin(workload::OpenGraph& g) override {
     g_ = &g;
-    for (auto& rep : replicas_) {
-      for (std::size_t k = 0; k < rep.stages.size(); ++k) {
-        auto& st = rep.stages[k];
-        st.group = g.add_group(st.ranks);
-        if (k + 1 < rep.stages.size()) st.to_next = g.add_group({st.ranks.front(), rep.stages[k + 1].ranks.front()});
-      }
-    }
-    mark_isolated(topo_, replicas_, kv_pairs_, opt_.fast_path);
+    add_groups(g, fleet_.replicas);
+    mark_isolated(topo_, fleet_.replicas, kv_pairs_, opt_.fast_path);
     arrive_due();
   }
 
   void ended(TaskId id, const workload::TaskSpan& span, workload::OpenGraph& g) override {
     g_ = &g;
-    tasks_.ended(id, span.end - span.start);
-    const Purpose p = batches_.take(id);
+    steps_.tasks().ended(id, span.end - span.start);
+    const Purpose p = steps_.batches().take(id);
     switch (p.kind) {
       case Purpose::kNone: break;
       case Purpose::kArrivals:
         clock_.fired(g.now());
         arrive_due();
         break;
-      case Purpose::kStepEnd: step_ended(p.id); break;
-      case Purpose::kResume: {
-        const Batch& batch = batches_.at(p.id);
-        if (batch.next == batch.program.size()) {
-          step_ended(p.id);
-        } else {
-          resume(p.id);
-        }
+      case Purpose::kStepEnd:
+      case Purpose::kResume:
+        if (const auto rep = steps_.advance(g, p, fleet_.replicas, reqs_)) step_settled(replica(*rep));
         break;
-      }
-      case Purpose::kKvPart: {
-        auto& r = reqs_[p.id];
-        --tasks_.transfers().in_flight;
-        if (--r.kv_parts_left == 0) kv_arrived(r);
-        break;
-      }
+      case Purpose::kKvPart: kv_part_arrived(reqs_[p.id]); break;
     }
   }
 
  private:
-  /// A replica's weight behind the router: its box kind's (ServingRunOptions::kind_weights).
-  double speed_of(const Replica& rep) const {
-    if (opt_.kind_weights.size() < 2) return 1.0;
-    return opt_.kind_weights[s_.mixed_replica(rep.index) ? 1 : 0];
-  }
-
-  /// The step programs of a replica's box kind (a mixed fleet's second kind has its own profile).
-  StepProgramBuilder& programs_for(const Replica& rep) {
-    return s_.mixed_replica(rep.index) ? *mixed_programs_ : programs_;
-  }
+  Replica& replica(int index) { return fleet_.replicas[static_cast<std::size_t>(index)]; }
 
   /// Every request due now joins a replica, one at a time (each may start a batch); then a timer
   /// for the next arrival.
@@ -155,10 +117,10 @@ class ServingRun final : public workload::TaskSource {
     const SimTime now = g_->now();
     while (const auto id = clock_.pop_due(now, reqs_)) {
       auto& r = reqs_[static_cast<std::size_t>(*id)];
-      auto& rep = replicas_[static_cast<std::size_t>(route(false))];
+      auto& rep = replica(router_.pick(fleet_.replicas, false));
       r.replica = rep.index;
       rep.queue.waiting.push_back(r.id);
-      start_step(rep);
+      steps_.start(*g_, rep, reqs_);
     }
     if (const auto at = clock_.next_at(reqs_)) wake_at(*at);
   }
@@ -170,143 +132,51 @@ class ServingRun final : public workload::TaskSource {
     if (!clock_.arm(at)) return;  // a timer fires by then
     const auto id =
         g_->add_compute(s_.all_gpus() - 1, Stream::kNone, Category::kForward, "serving.arrivals", at - g_->now());
-    batches_.tag(id, Purpose::kArrivals);
+    steps_.batches().tag(id, Purpose::kArrivals);
   }
 
-  /// The replica of the colocated (or prefill) pool, or of the decode pool, that takes a request.
-  int route(bool decode_pool) {
-    pool_.clear();
-    for (const auto& r : replicas_) {
-      if (r.prefill_only && decode_pool) continue;
-      if (r.decode_only && !decode_pool) continue;
-      pool_.push_back({r.index, r.queue.waiting.size() + r.queue.running.size() + static_cast<std::size_t>(r.incoming),
-                       speed_of(r)});
-    }
-    return (decode_pool ? *decode_router_ : *router_).pick(pool_);
-  }
-
-  void step_ended(std::uint64_t b) {
-    auto& rep = replicas_[static_cast<std::size_t>(batches_.at(b).replica)];
-    finish_step(rep, b);
-    start_step(rep);
-  }
-
-  /// One isolated stage (no PP): what is known as one task, a collective of a size not seen yet
-  /// through the flow model, and the batch resumes when it ends (StageTasks::resume).
-  void resume(std::uint64_t b) {
-    Batch& batch = batches_.at(b);
-    const auto& rep = replicas_[static_cast<std::size_t>(batch.replica)];
-    const auto added = tasks_.resume(*g_, rep.stages.front(), batch.program, batch.next, transfers_wait(rep));
-    batch.busy_until = added.end;
-    batches_.tag(added.id, added.last ? Purpose::kStepEnd : Purpose::kResume, b);
-  }
-
-  /// The earliest time a KV transfer not yet started could start, `self` aside.
-  SimTime transfers_wait(const Replica& self) const {
-    return kv_transfer_bound(g_->now(), self, replicas_, batches_, clock_.next_at(reqs_), source_.closed_loop());
-  }
-
-  /// Starts batches while the pipeline has room (one batch without PP, up to PP with it).
-  void start_step(Replica& rep) {
-    while (rep.inflight < rep.pp()) {
-      step_.clear();
-      rep.scheduler->plan(rep.queue, reqs_, step_);
-      if (step_.empty()) return;  // idle until an arrival or a batch leaves the pipeline
-      ++rep.inflight;
-      for (const auto& p : step_.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = true;
-      const std::uint64_t b = batches_.acquire();
-      Batch& batch = batches_.at(b);
-      batch.replica = rep.index;
-      std::swap(batch.plan, step_.plan);  // both keep their capacity (batches are reused)
-      batch.next = 0;
-      rep.batch = b;
-      batch.start = g_->now();
-      batch.kv_used = rep.queue.kv.used();
-      record_->started(batch, step_.mix.tokens);
-      add_batch(rep, b);
-    }
-  }
-
-  /// The batch's tasks: each stage's layers (the first with the step overhead, the last with the
-  /// LM head), stages joined by send/recv of the activations; its end is the last stage's end.
-  void add_batch(const Replica& rep, std::uint64_t b) {
-    // The report's imbalance is the (decode) pool's whose EP it names: the last replica's.
-    const bool counts = s_.model.is_moe() && rep.shape.ep > 1 && (s_.prefill_replicas == 0 || rep.decode_only);
-    programs_for(rep).build(rep.shape, step_.mix, step_.mtp_mix, static_cast<std::int64_t>(batches_.at(b).plan.size()),
-                            counts);
-    if (resumes(rep)) {
-      programs_for(rep).stage_program(rep.place(0), batches_.at(b).program);
-      resume(b);
-      return;
-    }
-    std::optional<TaskId> send;
-    TaskId last{};
-    for (int k = 0; k < rep.pp(); ++k) {
-      const auto& st = rep.stages[static_cast<std::size_t>(k)];
-      programs_for(rep).stage_program(rep.place(k), program_);
-      const auto [first, end] = tasks_.add_stage(*g_, st, program_);
-      if (send) g_->depend(*send, first);
-      last = end;
-      if (k + 1 < rep.pp()) {
-        const double bytes = step_.mix.tokens * static_cast<double>(s_.model.hidden) * 2.0 / rep.shape.tp;
-        send = g_->add_collective(st.to_next, Stream::kNone, Category::kPpComm, "pp.send",
-                                  coll::CollectiveOp::kSendRecv, bytes);
-        g_->depend(end, *send);
-      }
-    }
-    batches_.tag(last, Purpose::kStepEnd, b);
-  }
-
-  void finish_step(Replica& rep, std::uint64_t b) {
-    const SimTime now = g_->now();
-    --rep.inflight;
-    batches_.release(b);  // reused by the next batch planned, after this function
-    const Batch& batch = batches_.at(b);
-    for (const auto& p : batch.plan) reqs_[static_cast<std::size_t>(p.req)].in_flight = false;
-    record_->finished(batch, now, rep.pp(), rep.queue.running.size());
-    settle_step(batch.plan, reqs_, now, rep.prefill_only, s_.mtp_acceptance, mtp_rng_, settled_);
-    for (const auto& a : settled_.actions) {
+  /// A batch left `rep`'s pipeline: its requests' KV caches move or they complete, in plan order,
+  /// then the replica plans its next batch.
+  void step_settled(Replica& rep) {
+    for (const auto& a : steps_.settled().actions) {
       auto& r = reqs_[static_cast<std::size_t>(a.req)];
       if (a.kind == StepSettled::Action::Kind::kSendKv) {
-        rep.queue.kv.release(r);
-        std::erase(rep.queue.running, r.id);
+        rep.queue.leave(r);
         send_kv(rep, r);
       } else {
         complete(rep, r);
       }
     }
-    record_->produced(now, settled_.produced);
+    steps_.start(*g_, rep, reqs_);
   }
 
   /// Disaggregated: the prompt's KV cache moves to a decode replica (add_kv_transfer).
   void send_kv(const Replica& from, Request& r) {
-    auto& to = replicas_[static_cast<std::size_t>(route(true))];
+    auto& to = replica(router_.pick(fleet_.replicas, true));
     r.replica = to.index;
     ++to.incoming;
     r.kv_parts_left = from.shape.dp_attention ? 1 : kv_pairs_;
-    auto& watch = tasks_.transfers();
-    watch.in_flight += r.kv_parts_left;
-    ++watch.started;
+    steps_.tasks().transfers().started_one(r.kv_parts_left);
     for (const auto id : add_kv_transfer(*g_, s_, from, to, r, kv_pairs_))
-      batches_.tag(id, Purpose::kKvPart, static_cast<std::uint64_t>(r.id));
+      steps_.batches().tag(id, Purpose::kKvPart, static_cast<std::uint64_t>(r.id));
   }
 
-  void kv_arrived(Request& r) {
+  /// A part of a request's KV cache arrived; with the last, the request joins its decode replica.
+  void kv_part_arrived(Request& r) {
+    steps_.tasks().transfers().part_arrived();
+    if (--r.kv_parts_left > 0) return;
     r.prefilled = r.prompt;  // the prompt's KV arrived with the request
-    auto& rep = replicas_[static_cast<std::size_t>(r.replica)];
+    auto& rep = replica(r.replica);
     --rep.incoming;
     rep.queue.waiting.push_back(r.id);
-    start_step(rep);
+    steps_.start(*g_, rep, reqs_);
   }
 
   void complete(Replica& rep, Request& r) {
     const SimTime now = g_->now();
     r.finish = now;
     if (opt_.on_request_done) opt_.on_request_done();
-    if (!rep.scheduler->keeps_finished()) {
-      rep.queue.kv.release(r);
-      std::erase(rep.queue.running, r.id);
-    }
+    if (!rep.scheduler->keeps_finished()) rep.queue.leave(r);
     if (auto next = source_.on_finish(now, reqs_.size())) {
       reqs_.push_back(*next);
       clock_.add(next->id);
@@ -314,60 +184,17 @@ class ServingRun final : public workload::TaskSource {
     }
   }
 
-  /// The run's log (requests, token times and counters; serving_results makes the figures).
-  ServingLog run_log() {
-    ServingLog log;
-    log.replicas = static_cast<int>(replicas_.size());
-    if (s_.prefill_replicas > 0) {
-      const auto pool = [&](int replicas, int first) {
-        const Replica& rep = replicas_[static_cast<std::size_t>(first)];
-        return ServingResults::Pool{replicas, rep.shape.tp, rep.pp(), std::max(1, rep.shape.ep)};
-      };
-      log.pools = ServingResults::Pools{pool(s_.prefill_replicas, 0), pool(s_.decode_replicas, s_.prefill_replicas)};
-    }
-    record_->into(log);
-    for (const auto& rep : replicas_) log.preemptions += rep.scheduler->preemptions();
-    programs_.count_into(log);
-    if (mixed_programs_) mixed_programs_->count_into(log);
-    log.memory = memory_;
-    log.kv_blocks = blocks_;
-    log.oom = oom_;
-    log.decode_pool = replicas_.back().queue.kv;
-    log.requests = std::move(reqs_);
-    log.gpus = s_.all_gpus();
-    log.moe_ep = std::max(1, replicas_.back().shape.ep);  // the (decode) pool the report's memory is of
-    log.collectives_s = tasks_.collectives_s();
-    log.events = events_;
-    return log;
-  }
-
   const ServingScenario& s_;
   ServingRunOptions opt_;
-  std::shared_ptr<const net::Topology> machine_;  ///< the caller's, or this run's own
   const net::Topology& topo_;
-  StepProgramBuilder programs_;
-  std::optional<ServingScenario>
-      mixed_s_;  ///< a mixed fleet's second kind as its replicas run it (programs_ keep a reference)
-  std::optional<StepProgramBuilder> mixed_programs_;  ///< a mixed fleet's second box kind's
   RequestSource source_;
-  std::unique_ptr<RequestRouter> router_, decode_router_;  ///< the colocated (or prefill) pool's, the decode pool's
-  StepBuilder step_;                                       ///< the batch being planned
-  std::mt19937_64 mtp_rng_;
-  ServingMemory memory_;
-  std::int64_t blocks_ = 0;
+  PoolRouter router_;
+  Replicas fleet_;  ///< the replicas, and the memory the report shows
+  StepRunner steps_;
   workload::OpenGraph* g_ = nullptr;  ///< the running graph (set by each call of the executor)
   std::vector<Request> reqs_;
   ArrivalClock clock_;  ///< which requests are due, and the arrivals timer
-  std::vector<Replica> replicas_;
-  std::vector<ReplicaLoad> pool_;  ///< route's scratch
-  int kv_pairs_ = 0;
-  BatchTracker batches_;  ///< batches in flight, and why each task is followed
-  StageTasks tasks_;      ///< stage programs onto the executor, collective times remembered
-  StageProgram program_;
-  StepSettled settled_;              ///< finish_step's scratch
-  std::optional<RunRecord> record_;  ///< steps, KV use, tokens out, spans
-  std::uint64_t events_ = 0;
-  bool oom_ = false;  ///< a pool was given the KV blocks its memory lacks (allow_oom)
+  int kv_pairs_ = 0;    ///< disaggregated: the GPU pairs a KV cache crosses (the smaller pool's TP)
 };
 
 }  // namespace
@@ -449,11 +276,15 @@ ServingResults run_fleet(const ServingScenario& s, const ServingRunOptions& opti
   if (s.mix && s.prefill_replicas == 0 && options.kind_weights.empty()) {
     ServingRunOptions weighted = options;
     weighted.kind_weights = kind_weights(s, options);
-    ServingRun run(s, weighted);
-    return run.run();
+    return run_fleet(s, weighted);
   }
-  ServingRun run(s, options);
-  return run.run();
+  const auto wall0 = std::chrono::steady_clock::now();
+  // The caller's machine (a search's shared topology cache), else this run's own.
+  const auto machine = options.topology ? options.topology : std::make_shared<const net::Topology>(serving_topology(s));
+  ServingRun run(s, options, *machine);
+  auto res = run.run();
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return res;
 }
 
 }  // namespace

@@ -30,6 +30,12 @@ struct Stage {
 struct TransferWatch {
   int in_flight = 0;
   std::uint64_t started = 0;
+  /// A transfer of `parts` parts started.
+  void started_one(int parts) {
+    in_flight += parts;
+    ++started;
+  }
+  void part_arrived() { --in_flight; }
 };
 
 /// The compute time of `prog` from segment `next` on (its collectives left out): a lower bound of

@@ -250,3 +250,72 @@ TEST_CASE("the commands build no topology themselves: every machine comes from s
   }
   CHECK(files > 10);
 }
+
+namespace {
+
+/// A definition at namespace level (class, struct or function) and its length in lines.
+struct Unit {
+  std::string head;
+  int lines = 0;
+};
+
+/// The namespace-level definitions of a source file as clang-format lays them out: a declaration
+/// that starts in column 0 (its template line, its signature's first line) and opens a brace on
+/// its last line, up to the next line that starts with `}`. Namespaces are not definitions.
+std::vector<Unit> units_of(const std::string& text) {
+  std::vector<Unit> out;
+  std::istringstream in(text);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::size_t decl = 0;
+  bool in_decl = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    const bool column0 = !l.empty() && l[0] != ' ' && l[0] != '#' && l[0] != '}' && l.rfind("//", 0) != 0;
+    if (!in_decl && column0) {
+      decl = i;
+      in_decl = true;
+    }
+    if (!in_decl) continue;
+    if (l.empty() || l.back() == ';') {  // a declaration, not a definition
+      in_decl = false;
+      continue;
+    }
+    if (l.back() != '{') continue;
+    in_decl = false;
+    if (lines[decl].rfind("namespace", 0) == 0 || lines[decl].rfind("extern", 0) == 0) continue;
+    std::size_t end = i;
+    while (end < lines.size() && lines[end].rfind('}', 0) != 0) ++end;
+    out.push_back({lines[decl], static_cast<int>(end - decl + 1)});
+    i = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the unit scanner measures namespace-level classes and functions, namespaces aside") {
+  std::string body;
+  for (int i = 0; i < 149; ++i) body += "  x();\n";
+  const std::string text =
+      "namespace a {\n\n/// doc\ntemplate <class T>\nint f(int a,\n      int b) {\n" + body +
+      "}\n\nclass C final : public B {\n public:\n  void g() {\n  }\n};\n\nint h();\n}  // namespace a\n";
+  const auto units = units_of(text);
+  REQUIRE(units.size() == 2);
+  CHECK(units[0].head == "template <class T>");
+  CHECK(units[0].lines == 153);  // the template line, two signature lines, 149 body lines, the brace
+  CHECK(units[1].head == "class C final : public B {");
+  CHECK(units[1].lines == 5);
+}
+
+TEST_CASE("sim/serving: no class or function over 150 lines (issue 28: each seam a small unit)") {
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(root() + "/sim/serving")) {
+    const auto ext = e.path().extension();
+    if (ext != ".cpp" && ext != ".hpp") continue;
+    ++files;
+    for (const auto& u : units_of(cs::test::slurp(e.path().string())))
+      CHECK_MESSAGE(u.lines <= 150, e.path().filename().string() << ": `" << u.head << "` is " << u.lines << " lines");
+  }
+  CHECK(files >= 20);
+}

@@ -17,6 +17,8 @@
 #include "sim/serving/batch_tracker.hpp"
 #include "sim/serving/kv_cache.hpp"
 #include "sim/serving/kv_transfer.hpp"
+#include "sim/serving/pool_router.hpp"
+#include "sim/serving/replicas.hpp"
 #include "sim/serving/request_source.hpp"
 #include "sim/serving/router.hpp"
 #include "sim/serving/run_record.hpp"
@@ -129,6 +131,48 @@ TEST_CASE("serving seams: round robin keeps its turn, least loaded takes the fir
   auto turn = serving::make_router(serving::Router::kRoundRobin);
   CHECK(turn->pick(two) == 0);
   CHECK(turn->pick(two) == 1);
+}
+
+TEST_CASE("serving seams: the pool router picks within its pool by requests waiting, running and incoming") {
+  // Disaggregated: replica 0 prefills, replicas 1 and 2 decode.
+  serving::ServingScenario s;
+  s.router = serving::Router::kLeastLoaded;
+  s.prefill_replicas = 1;
+  s.decode_replicas = 2;
+  std::vector<serving::Replica> reps(3);
+  for (int i = 0; i < 3; ++i) reps[static_cast<std::size_t>(i)].index = i;
+  reps[0].prefill_only = true;
+  reps[1].decode_only = reps[2].decode_only = true;
+  reps[0].queue.waiting = {5, 6, 7};
+  reps[1].queue.waiting = {1};
+  reps[1].incoming = 1;  // two requests' worth: one waiting, one whose KV is on its way
+  reps[2].queue.running = {2};
+  serving::PoolRouter router(s, {});
+  CHECK(router.pick(reps, false) == 0);  // the prefill pool has one replica, however loaded
+  CHECK(router.pick(reps, true) == 2);
+  reps[2].queue.running.push_back(3);
+  reps[2].queue.waiting.push_back(4);
+  CHECK(router.pick(reps, true) == 1);
+
+  // A mixed fleet's second kind weighs kind_weights[1]: three times as fast, it takes the request
+  // while it holds fewer than three times the requests per replica.
+  serving::ServingScenario m;
+  m.router = serving::Router::kLeastLoaded;
+  m.replicas = 1;
+  m.mix = serving::MixedKind{};
+  m.mix->replicas = 1;
+  std::vector<serving::Replica> fleet(2);
+  fleet[1].index = 1;
+  fleet[0].queue.running = {1};
+  fleet[1].queue.running = {2, 3, 4};
+  serving::PoolRouter weighted(m, {1.0, 3.0});
+  CHECK(weighted.pick(fleet, false) == 1);  // (3 + 1) / 3 < (1 + 1) / 1
+  fleet[1].queue.running.push_back(5);
+  fleet[1].queue.running.push_back(6);
+  CHECK(weighted.pick(fleet, false) == 0);  // (5 + 1) / 3 = (1 + 1) / 1: ties to the first
+  serving::PoolRouter alike(m, {});
+  fleet[1].queue.running = {2};
+  CHECK(alike.pick(fleet, false) == 0);
 }
 
 TEST_CASE("serving seams: a queued workload arrives at once with exact or drawn lengths") {
