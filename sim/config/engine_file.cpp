@@ -120,6 +120,12 @@ EnginePreset parse_engine(const JsonDoc& doc, const std::string& id) {
     b.finish();
   }
   read_graphs(r, e);
+  // Optional (a preset written before it times its all-reduces by NCCL): with it, its source.
+  if (auto a = r.opt_child("allreduce")) {
+    e.custom_allreduce = a->req_bool("custom");
+    (void)a->req_string("source");
+    a->finish();
+  }
   r.finish();
   problems.throw_if_any();
   return e;

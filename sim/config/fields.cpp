@@ -880,6 +880,14 @@ std::vector<Field> serving_fields() {
        .default_text = "true",
        .meaning = "decode steps run as CUDA graphs (the profile's per-kernel graph overhead)"},
       {.kind = kI,
+       .path = "/engine/custom_allreduce",
+       .type = kBool,
+       .fallback = false,
+       .default_text = "false (or the preset's: true for trtllm)",
+       .meaning = "TP all-reduces inside a node run as TensorRT-LLM's own all-reduce (strategy AUTO: its one-shot "
+                  "and two-shot kernels for small messages, NCCL above), timed by the profile's custom_allreduce "
+                  "kernel table where it has one; false: NCCL's table or the flow model"},
+      {.kind = kI,
        .path = "/workload/trace_file",
        .type = kString,
        .default_text = "none",

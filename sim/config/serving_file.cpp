@@ -109,6 +109,7 @@ void apply_engine(const serving::EnginePreset& preset, const EngineGiven& given,
   s.graphs.sizes = graph_sizes(preset, tier.graph_largest);
   s.graphs.padding = preset.graph_padding;
   s.graphs.decode_only = preset.graph_decode_only;
+  if (!given.has("custom_allreduce")) s.custom_allreduce = preset.custom_allreduce;
 }
 
 }  // namespace
@@ -354,7 +355,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   EngineGiven given;
   if (auto e = r.opt_child("engine")) {
     given.preset = read_string(*e, F("/engine/preset"));
-    for (const char* key : {"scheduler", "max_batch", "max_tokens", "chunked_prefill", "kv_fraction", "block_size"})
+    for (const char* key :
+         {"scheduler", "max_batch", "max_tokens", "chunked_prefill", "kv_fraction", "block_size", "custom_allreduce"})
       if (e->has(key)) given.keys.emplace_back(key);
     const auto scheduler = read_string(*e, F("/engine/scheduler"));
     s.scheduler = scheduler == "static"          ? Scheduler::kStatic
@@ -369,6 +371,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.block_size = read_int(*e, F("/engine/block_size"));
     s.router = read_string(*e, F("/engine/router")) == "least_loaded" ? Router::kLeastLoaded : Router::kRoundRobin;
     s.cuda_graphs = read_bool(*e, F("/engine/cuda_graphs"));
+    s.custom_allreduce = read_bool(*e, F("/engine/custom_allreduce"));
     e->finish();
   }
   std::string trace_file;

@@ -120,7 +120,8 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
                  {"max_tokens", r.limits.max_tokens},
                  {"chunked_prefill", r.limits.chunked_prefill},
                  {"kv_fraction", r.limits.kv_fraction},
-                 {"block_size", r.limits.block_size}};
+                 {"block_size", r.limits.block_size},
+                 {"custom_allreduce", r.limits.custom_allreduce}};
   if (!r.engine.empty()) j["engine"]["cuda_graph_steps"] = {{"graphed", r.graphed_steps}, {"eager", r.eager_steps}};
   j["fits"] = r.fits;
   j["memory_per_gpu"] = {{"weights", r.memory.weights}, {"activations", r.memory.activations},
@@ -232,11 +233,17 @@ std::string serving_table(const ServingResults& r) {
           (r.kv_concurrency > r.max_concurrency
                ? "bound by max batch, the KV cache would hold " + std::to_string(r.kv_concurrency) + ")"
                : "bound by the KV cache)"));
+  const bool ran_tp_allreduce = std::any_of(r.collectives_s.begin(), r.collectives_s.end(),
+                                            [](const auto& c) { return c.first == "tp.allreduce" && c.second > 0; });
   row("engine limits",
       "max batch " + std::to_string(r.limits.max_batch) + " sequences, " + std::to_string(r.limits.max_tokens) +
           " tokens per step, chunked prefill " +
           (r.limits.chunked_prefill > 0 ? std::to_string(r.limits.chunked_prefill) + " tokens" : std::string("off")) +
-          ", KV cache " + kv_rule_text(r.limits) + ", " + std::to_string(r.limits.block_size) + "-token blocks");
+          ", KV cache " + kv_rule_text(r.limits) + ", " + std::to_string(r.limits.block_size) + "-token blocks" +
+          (!r.limits.custom_allreduce || !ran_tp_allreduce ? std::string()
+           : r.limits.custom_allreduce_tabled ? ", TP all-reduce as TensorRT-LLM's own (custom_allreduce table)"
+                                              : ", TP all-reduce as TensorRT-LLM's own (no custom_allreduce table in "
+                                                "the profile: NCCL's times)"));
   if (!r.engine.empty()) {
     row("CUDA graphs", std::to_string(r.graphed_steps) + " of " + std::to_string(r.graphed_steps + r.eager_steps) +
                            " steps as graphs (the engine's captured sizes), the rest eager");

@@ -41,6 +41,8 @@ struct EnginePreset {
   std::int64_t block_size = 16;
   std::vector<GraphRange> graph_ranges;
   bool graph_padding = true, graph_decode_only = true;
+  /// TP all-reduces within a node as the tables' custom all-reduce (TensorRT-LLM's own kernels).
+  bool custom_allreduce = false;
 };
 
 }  // namespace cs::serving

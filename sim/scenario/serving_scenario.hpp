@@ -120,6 +120,9 @@ struct ServingScenario {
   /// draft): the chance the draft token is accepted; 0: off.
   double mtp_acceptance = 0;
   bool cuda_graphs = true;
+  /// One-node TP all-reduces run as the engine's own all-reduce kernels, timed by the kernel
+  /// tables' custom all-reduce rows (TensorRT-LLM's AllReduce; workload::ExecutorOptions).
+  bool custom_allreduce = false;
   Arrivals arrivals = Arrivals::kQueued;
   double rate = 0;  ///< requests/s (Poisson)
   std::int64_t concurrency = 0;

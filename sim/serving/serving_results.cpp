@@ -42,7 +42,14 @@ void describe(const ServingScenario& s, const ServingLog& log, ServingResults& r
   r.mtp_acceptance = s.mtp_acceptance;
   r.replicas = log.replicas;
   r.pools = log.pools;
-  r.limits = {s.max_batch, s.max_tokens, s.chunked_prefill, s.block_size, s.kv_fraction, s.kv_rule};
+  r.limits = {s.max_batch,
+              s.max_tokens,
+              s.chunked_prefill,
+              s.block_size,
+              s.kv_fraction,
+              s.kv_rule,
+              s.custom_allreduce,
+              s.custom_allreduce && s.profile.kernel_tables.table(calib::KernelTable::kCustomAllReduce) != nullptr};
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ workload::ExecutorOptions executor_options(const ServingScenario& s) {
   workload::ExecutorOptions eo;
   eo.network = net::NetworkModelKind::kFlow;
   eo.collective_latency_s = s.profile.collective_latency.value;
+  eo.custom_allreduce = s.custom_allreduce;
   if (s.mix) {
     eo.clusters = {{s.cluster.id, &s.profile.collectives, &s.profile.kernel_tables, eo.collective_latency_s},
                    {s.mix->cluster.id, &s.mix->profile.collectives, &s.mix->profile.kernel_tables,

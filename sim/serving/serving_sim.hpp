@@ -91,6 +91,9 @@ struct ServingResults {
     std::int64_t max_batch = 0, max_tokens = 0, chunked_prefill = 0, block_size = 0;
     double kv_fraction = 0;
     KvMemoryRule kv_rule = KvMemoryRule::kOfFree;
+    /// TP all-reduces as the engine's own kernels (ServingScenario::custom_allreduce), and whether
+    /// the profile's tables time them (else NCCL's times stand).
+    bool custom_allreduce = false, custom_allreduce_tabled = false;
   } limits;
   /// The engine preset the limits came from ("": clustersim's own defaults).
   std::string engine;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <span>
 #include <tuple>
@@ -53,12 +54,48 @@ inline constexpr std::size_t kOpenStreamTrim = 64;
 
 /// What every partition shares: the graph, the per-task and per-stream state (each element is
 /// written by one partition only), and the ownership map.
-/// A profile's curves in the collectives' terms (the op parsed once), then its NCCL table's
-/// one-node scopes (all-reduce, all-gather and reduce-scatter x GPU count), each timed by the table
-/// at the call's size.
+/// A table's one-node scope (`op` on `gpus` GPUs) as a curve: its smallest size's time as the
+/// floor, each call the table's time at its size. A step repeats a handful of sizes millions of
+/// times: each size is looked up once (the partitions ask from their own threads).
+coll::MeasuredCurve table_curve(coll::CollectiveOp op, int gpus, double floor_s,
+                                std::function<std::optional<calib::KernelTime>(double)> lookup) {
+  struct Seen {
+    std::mutex mutex;
+    std::map<double, double> by_bytes;
+  };
+  auto seen = std::make_shared<Seen>();
+  coll::MeasuredCurve m{op, gpus, 1, "", floor_s, 0, {}, {}};
+  m.time_s = [lookup = std::move(lookup), floor_s, seen](double bytes) {
+    {
+      const std::lock_guard lock(seen->mutex);
+      if (auto it = seen->by_bytes.find(bytes); it != seen->by_bytes.end()) return it->second;
+    }
+    const auto t = lookup(bytes);
+    const double s = t ? t->seconds : floor_s;
+    const std::lock_guard lock(seen->mutex);
+    seen->by_bytes.emplace(bytes, s);
+    return s;
+  };
+  return m;
+}
+
+/// A profile's collective costs in the collectives' terms, in the order they are chosen: with
+/// `custom_allreduce`, the kernel tables' custom all-reduce (TensorRT-LLM's own, by GPU count; an
+/// engine that runs it does not call NCCL for these); then the curves a calibrated box measured
+/// (the op parsed once); then the NCCL table's one-node scopes (all-reduce, all-gather and
+/// reduce-scatter x GPU count), each timed by the table at the call's size.
 std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::CollectiveCurve>* curves,
-                                                 const calib::KernelTables* tables) {
+                                                 const calib::KernelTables* tables, bool custom_allreduce) {
   std::vector<coll::MeasuredCurve> out;
+  if (custom_allreduce && tables && tables->table(calib::KernelTable::kCustomAllReduce)) {
+    for (int gpus : {2, 4, 8}) {
+      const auto floor = calib::table_custom_allreduce(*tables, gpus, 1.0);
+      if (!floor) continue;
+      out.push_back(table_curve(coll::CollectiveOp::kAllReduce, gpus, floor->seconds, [tables, gpus](double bytes) {
+        return calib::table_custom_allreduce(*tables, gpus, bytes);
+      }));
+    }
+  }
   if (curves) {
     for (const auto& c : *curves) {
       coll::MeasuredCurve m{
@@ -77,27 +114,10 @@ std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::Collec
       // The table's floor: its smallest measured size (a few hundred bytes).
       const auto floor = calib::table_nccl(*tables, name, gpus, 1.0);
       if (!floor) continue;
-      coll::MeasuredCurve m{op, gpus, 1, "", floor->seconds, 0, {}, {}};
-      // A step repeats a handful of sizes millions of times: each size looked up once (the
-      // partitions ask from their own threads).
-      struct Seen {
-        std::mutex mutex;
-        std::map<double, double> by_bytes;
-      };
-      auto seen = std::make_shared<Seen>();
       const std::string table_op = name;
-      m.time_s = [tables, table_op, gpus, floor = floor->seconds, seen](double bytes) {
-        {
-          const std::lock_guard lock(seen->mutex);
-          if (auto it = seen->by_bytes.find(bytes); it != seen->by_bytes.end()) return it->second;
-        }
-        const auto t = calib::table_nccl(*tables, table_op, gpus, bytes);
-        const double s = t ? t->seconds : floor;
-        const std::lock_guard lock(seen->mutex);
-        seen->by_bytes.emplace(bytes, s);
-        return s;
-      };
-      out.push_back(std::move(m));
+      out.push_back(table_curve(op, gpus, floor->seconds, [tables, table_op, gpus](double bytes) {
+        return calib::table_nccl(*tables, table_op, gpus, bytes);
+      }));
     }
   }
   return out;
@@ -172,9 +192,13 @@ struct Shared {
   std::vector<coll::MeasuredCurve> curves;  ///< the profile's curves, for plan_collective
 
   Shared(const WorkloadGraph& graph, const net::Topology& t, const ExecutorOptions& o)
-      : g(graph), topo(t), opt(o), links(t.link_count()), curves(measured_curves(o.curves, o.kernel_tables)) {
+      : g(graph),
+        topo(t),
+        opt(o),
+        links(t.link_count()),
+        curves(measured_curves(o.curves, o.kernel_tables, o.custom_allreduce)) {
     for (const auto& c : o.clusters) {
-      auto own = measured_curves(c.curves, c.kernel_tables);
+      auto own = measured_curves(c.curves, c.kernel_tables, o.custom_allreduce);
       for (auto& m : own) m.cluster = c.cluster;
       curves.insert(curves.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
     }

@@ -63,6 +63,11 @@ struct ExecutorOptions {
   /// reduce-scatter of a GPU count the table holds takes the table's time at its size, and still
   /// loads the links. After `curves`, which a calibrated box measured itself.
   const calib::KernelTables* kernel_tables = nullptr;
+  /// A one-node all-reduce takes the kernel tables' custom all-reduce time (TensorRT-LLM's
+  /// AllReduce, strategy AUTO: its one-shot and two-shot kernels for small messages, NCCL above)
+  /// where the tables hold its GPU count, ahead of `curves` and the NCCL table: serving under an
+  /// engine that runs it (ServingScenario::custom_allreduce).
+  bool custom_allreduce = false;
   /// A fleet of several box kinds (a joined topology): each cluster's own curves, tables and call
   /// latency, a collective taking its group's cluster's (net::Topology::cluster_of_rank). Empty:
   /// the three fields above for every group.

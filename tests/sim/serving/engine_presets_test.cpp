@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "calibration/profile/kernel_tables.hpp"
 #include "sim/config/catalog.hpp"
 #include "sim/config/engine_file.hpp"
 #include "sim/config/json_doc.hpp"
@@ -127,6 +128,42 @@ TEST_CASE("engine presets: a field the scenario gives overrides the preset's") {
   CHECK(s.max_tokens == 8192);  // the preset's
   CHECK(s.block_size == 32);
   CHECK_THROWS_WITH_AS(served("tgi"), doctest::Contains("/engine/preset"), InputError);
+}
+
+TEST_CASE("engine presets: TensorRT-LLM's TP all-reduces take its own all-reduce's measured times") {
+  CHECK(preset("trtllm").custom_allreduce);
+  CHECK_FALSE(preset("vllm").custom_allreduce);  // their own kernels are not in the tables: NCCL's
+  CHECK_FALSE(preset("sglang").custom_allreduce);
+  CHECK(served("trtllm").custom_allreduce);
+  CHECK_FALSE(served("trtllm", R"(, "custom_allreduce": false)").custom_allreduce);
+  CHECK(served("vllm", R"(, "custom_allreduce": true)").custom_allreduce);
+  CHECK_FALSE(served("").custom_allreduce);
+
+  // One request of 16 + 64 tokens at TP 2: one prefill step (16 tokens) and 63 decode steps (one
+  // token), each with two all-reduces of tokens x hidden x 2 bytes per layer. Under TensorRT-LLM
+  // each takes the custom all-reduce table's time at its size (calibration/kernels/h100_sxm), and
+  // the same run timed by NCCL's table is slower at these sizes.
+  const auto run = [](const std::string& custom) {
+    const std::string text = R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": 2},
+        "engine": {"preset": "trtllm", "custom_allreduce": )" +
+                             custom +
+                             R"(}, "workload": {"input_len": 16, "output_len": 64, "rate": "inf", "requests": 1}})";
+    const auto s = config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
+    const auto r = serving::simulate_serving(s, false);
+    double ar = 0;
+    for (const auto& [label, seconds] : r.collectives_s) ar += label == "tp.allreduce" ? seconds : 0;
+    return std::pair{s, ar};
+  };
+  const auto [s, custom] = run("true");
+  const auto nccl = run("false").second;
+  const auto& tables = s.profile.kernel_tables;
+  const double hidden_bytes = static_cast<double>(s.model.hidden) * 2;
+  const auto at = [&](double bytes) { return calib::table_custom_allreduce(tables, 2, bytes)->seconds; };
+  const double per_step = 2.0 * static_cast<double>(s.model.layers);
+  // A measured time is the whole call (the table's floor is its fixed cost: no call latency on top).
+  const double expected = per_step * (at(16 * hidden_bytes) + 63 * at(hidden_bytes));
+  CHECK(custom == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(nccl > 1.5 * custom);
 }
 
 TEST_CASE("engine presets: no-evict admits on blocks to completion, stops at the first that does not fit") {
