@@ -14,6 +14,7 @@
 #include "sim/core/check.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/report/serving_results.hpp"
 #include "sim/study/training_run.hpp"
 #include "sim/workload/collective_timing.hpp"
 
@@ -105,7 +106,7 @@ void add_serving(std::vector<Job>& jobs, const config::JsonDoc& doc, const std::
       o.fits = blocks > 0;
       if (!o.fits) o.problem = "no room for a KV cache";
       if (mode == Mode::kSize || !o.fits) return;
-      o.serve = study::run_serving(*s);
+      o.serve = report::serving_results(*s, study::run_serving(*s));
     };
     jobs.push_back(std::move(job));
   }

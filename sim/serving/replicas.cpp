@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/serving/serving_metrics.hpp"
+#include "sim/serving/serving_log.hpp"
 
 namespace cs::serving {
 

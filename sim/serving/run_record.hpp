@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "sim/serving/batch_tracker.hpp"
-#include "sim/serving/serving_metrics.hpp"
+#include "sim/serving/serving_log.hpp"
 
 namespace cs::serving {
 

@@ -15,7 +15,7 @@
 #include "sim/serving/pool_router.hpp"
 #include "sim/serving/replicas.hpp"
 #include "sim/serving/request_source.hpp"
-#include "sim/serving/serving_metrics.hpp"
+#include "sim/serving/serving_log.hpp"
 #include "sim/serving/step_runner.hpp"
 #include "sim/workload/executor.hpp"
 
@@ -67,7 +67,7 @@ class ServingRun final : public workload::TaskSource {
     if (s.prefill_replicas > 0) kv_pairs_ = std::min(fleet_.replicas.front().shape.tp, fleet_.replicas.back().shape.tp);
   }
 
-  ServingResults run() {
+  ServingLog run() {
     // Requests known up front (all but the closed loop's later ones), in arrival order.
     reqs_ = source_.initial();
     clock_.start(arrival_order(reqs_));
@@ -81,7 +81,9 @@ class ServingRun final : public workload::TaskSource {
     log.requests = std::move(reqs_);
     log.gpus = s_.all_gpus();
     log.events = events;
-    return serving_results(s_, std::move(log), opt_.record_trace);
+    log.spans = opt_.record_trace;
+    log.max_batch = s_.max_batch;
+    return log;
   }
 
   void begin(workload::OpenGraph& g) override {
@@ -266,14 +268,13 @@ std::vector<double> kind_weights(const ServingScenario& s, const ServingRunOptio
     k->offer.reset();
     ServingRunOptions alone;
     alone.fast_path = options.fast_path;
-    const auto r = simulate_serving(*k, alone);
-    out.push_back(r.output_tokens_per_s / k->replicas);
+    out.push_back(simulate_serving(*k, alone).output_tokens_per_s() / k->replicas);
   }
   return out;
 }
 
 /// The run, after a mixed fleet's kinds are weighed (each alone; once the requests are known to fit).
-ServingResults run_fleet(const ServingScenario& s, const ServingRunOptions& options) {
+ServingLog run_fleet(const ServingScenario& s, const ServingRunOptions& options) {
   if (s.mix && s.prefill_replicas == 0 && options.kind_weights.empty()) {
     ServingRunOptions weighted = options;
     weighted.kind_weights = kind_weights(s, options);
@@ -283,14 +284,14 @@ ServingResults run_fleet(const ServingScenario& s, const ServingRunOptions& opti
   // The caller's machine (a search's shared topology cache), else this run's own.
   const auto machine = options.topology ? options.topology : std::make_shared<const net::Topology>(serving_topology(s));
   ServingRun run(s, options, *machine);
-  auto res = run.run();
-  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  return res;
+  auto log = run.run();
+  log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return log;
 }
 
 }  // namespace
 
-ServingResults simulate_serving(const ServingScenario& given, const ServingRunOptions& options) {
+ServingLog simulate_serving(const ServingScenario& given, const ServingRunOptions& options) {
   if (given.max_batch_from_kv_pool) {
     ServingScenario resolved = given;
     resolved.max_batch = running_cap_from_kv_pool(given);
@@ -353,7 +354,7 @@ ServingResults simulate_serving(const ServingScenario& given, const ServingRunOp
   return run_fleet(s, options);
 }
 
-ServingResults simulate_serving(const ServingScenario& s, bool record_trace) {
+ServingLog simulate_serving(const ServingScenario& s, bool record_trace) {
   ServingRunOptions options;
   options.record_trace = record_trace;
   return simulate_serving(s, options);

@@ -14,6 +14,8 @@
 
 namespace cs::serving {
 
+struct ServingLog;
+
 struct Percentiles {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0;
   /// The samples summarised. 0: undefined (TPOT when no request generated two tokens), printed as
@@ -165,7 +167,9 @@ struct ServingRunOptions {
 /// same engine, integer clock and flow model as a training step): each batch's kernels, TP
 /// collectives and pipeline sends are tasks added when the scheduler plans it, so replicas,
 /// pipeline stages and disaggregated KV transfers that share links contend. docs/serving.md.
-[[nodiscard]] ServingResults simulate_serving(const ServingScenario& s, const ServingRunOptions& options);
-[[nodiscard]] ServingResults simulate_serving(const ServingScenario& s, bool record_trace = false);
+/// Returns the run's log; report::serving_results makes its figures. Callers go through
+/// study::run_serving.
+[[nodiscard]] ServingLog simulate_serving(const ServingScenario& s, const ServingRunOptions& options);
+[[nodiscard]] ServingLog simulate_serving(const ServingScenario& s, bool record_trace = false);
 
 }  // namespace cs::serving

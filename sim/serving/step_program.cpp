@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "sim/core/check.hpp"
-#include "sim/serving/serving_metrics.hpp"
+#include "sim/serving/serving_log.hpp"
 #include "sim/workload/expert_placement.hpp"
 
 namespace cs::serving {

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "sim/serving/kv_transfer.hpp"
-#include "sim/serving/serving_metrics.hpp"
+#include "sim/serving/serving_log.hpp"
 
 namespace cs::serving {
 

@@ -6,6 +6,7 @@
 
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/report/serving_results.hpp"
 #include "sim/study/serving_run.hpp"
 
 namespace cs::sizing::detail {
@@ -109,7 +110,7 @@ Trial TrialRunner::run(std::size_t offer, const ServingChoice& c, double rate, s
       }
     }
     if (!known) {
-      t.r = study::run_serving(*s, {}, &topologies_);
+      t.r = report::serving_results(*s, study::run_serving(*s, {}, &topologies_));
       ++sims;
       const std::lock_guard<std::mutex> lock(memo_mutex_);
       memo_.emplace(k, t.r);

@@ -2,8 +2,8 @@
 
 namespace cs::study {
 
-serving::ServingResults run_serving(const serving::ServingScenario& s, const serving::ServingRunOptions& options,
-                                    TopologyCache* topologies) {
+serving::ServingLog run_serving(const serving::ServingScenario& s, const serving::ServingRunOptions& options,
+                                TopologyCache* topologies) {
   if (!topologies || options.topology) return serving::simulate_serving(s, options);
   serving::ServingRunOptions shared = options;
   shared.topology = topologies->get(s);

@@ -1,5 +1,6 @@
 #pragma once
 #include "sim/scenario/serving_scenario.hpp"
+#include "sim/serving/serving_log.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "sim/study/training_run.hpp"
 
@@ -7,9 +8,10 @@ namespace cs::study {
 
 /// One serving scenario simulated, as run_training runs a training one: its machine from the
 /// batch's topology cache (when given: one topology per cluster shape for a whole search or sweep),
-/// then sim/serving's run and the figures from its log. Every command's serving run goes through it.
-[[nodiscard]] serving::ServingResults run_serving(const serving::ServingScenario& s,
-                                                  const serving::ServingRunOptions& options = {},
-                                                  TopologyCache* topologies = nullptr);
+/// then sim/serving's run; its log goes to report::serving_results for the figures (as a training
+/// run's to report::train_results). Every command's serving run goes through it.
+[[nodiscard]] serving::ServingLog run_serving(const serving::ServingScenario& s,
+                                              const serving::ServingRunOptions& options = {},
+                                              TopologyCache* topologies = nullptr);
 
 }  // namespace cs::study

@@ -1,4 +1,5 @@
 #include "sim/sweep/sweep_run.hpp"
+#include "sim/report/serving_results.hpp"
 #include "sim/study/serving_run.hpp"
 
 #include "sim/config/scenario_file.hpp"
@@ -59,7 +60,7 @@ Row run_point(const SweepSpec& spec, const Point& point, const config::Catalog& 
     } else {
       const auto s = config::parse_serving(doc, catalog);
       if (checks.serving) checks.serving(s, who);
-      const auto r = study::run_serving(s, {}, &topologies);
+      const auto r = report::serving_results(s, study::run_serving(s, {}, &topologies));
       row.metrics = {r.ttft.p50,      r.ttft.p90, r.ttft.p99, r.tpot.p50, r.tpot.p90, r.tpot.p99, r.output_tokens_per_s,
                      r.requests_per_s};
     }

@@ -33,6 +33,7 @@
 #include "sim/config/serving_file.hpp"
 #include "sim/core/parallel.hpp"
 #include "sim/core/quantity.hpp"
+#include "sim/report/serving_results.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
@@ -88,7 +89,7 @@ int run_serving_case(const cs::config::Catalog& catalog) {
       {"workload", {{"input_len", 1000}, {"output_len", 1000}, {"requests", 5000}, {"concurrency", 256}}}};
   const auto t0 = std::chrono::steady_clock::now();
   const auto s = cs::config::parse_serving(cs::config::JsonDoc{"bench", j}, catalog);
-  const auto r = cs::study::run_serving(s);
+  const auto r = cs::report::serving_results(s, cs::study::run_serving(s));
   const double wall = seconds_since(t0);
   std::cout << "deepseek-r1 FP8 TP8 EP8 on 8x H200, 5,000 requests (1,000 in, 1,000 out, 256 in flight)\n"
             << "  wall " << cs::fixed(wall, 3) << " s, events " << r.events << ", engine steps " << r.steps << "\n"

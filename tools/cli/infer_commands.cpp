@@ -16,6 +16,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/report/html_report.hpp"
 #include "sim/report/serving_report.hpp"
+#include "sim/report/serving_results.hpp"
 #include "sim/report/serving_trace.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
@@ -142,7 +143,8 @@ int run_serving_document(const config::JsonDoc& doc, const Globals& g, bool json
         // The report's per-replica time comes from the step spans the trace also uses.
         options.record_trace = trace.wanted() || !report.empty();
         if (progress) options.on_request_done = [p = progress.get()] { p->done_one(true); };
-        results[i] = study::run_serving(scenarios[i].second, options, &topologies);
+        results[i] =
+            report::serving_results(scenarios[i].second, study::run_serving(scenarios[i].second, options, &topologies));
       },
       nullptr);
   if (progress) progress->finish();
@@ -262,7 +264,9 @@ Action add_infer_sweep(CLI::App& app, const Globals& g) {
     study::run_batch(
         scenarios.size(),
         [&](std::size_t i) {
-          points[i] = {scenarios[i].first, study::run_serving(scenarios[i].second, {}, &topologies)};
+          points[i] = {
+              scenarios[i].first,
+              report::serving_results(scenarios[i].second, study::run_serving(scenarios[i].second, {}, &topologies))};
         },
         progress.get());
     // --slo-ttft / --slo-tpot are the same for every rate: the first point's scenario has them.

@@ -22,6 +22,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/network/cluster_spec.hpp"
 #include "sim/network/fabric_spec.hpp"
+#include "sim/report/serving_results.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serving/serving_sim.hpp"
@@ -263,7 +264,7 @@ Action add_validate_published(CLI::App& app, const Globals& g) {
           }
           if (c.kind == "serving") {
             const auto& sc = *servings[i];
-            const auto r = study::run_serving(sc, {}, &topologies);
+            const auto r = report::serving_results(sc, study::run_serving(sc, {}, &topologies));
             c.predicted = c.metric == "output_tokens_per_s" ? r.output_tokens_per_s : r.output_tokens_per_s_per_gpu;
             c.algorithm_used = sc.model.id + " TP" + std::to_string(sc.tp);
             c.cluster = sc.cluster.id;

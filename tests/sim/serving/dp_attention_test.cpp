@@ -8,6 +8,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 using namespace cs;
 
@@ -94,14 +95,14 @@ TEST_CASE(
   CHECK(mem_dp.weights > mem_tp.weights);  // the whole attention on every GPU
   CHECK(blocks_dp > 5 * blocks_tp);        // 8 pools of the latent cache, less the weights' room
   CHECK(blocks_dp < 8 * blocks_tp);
-  const auto big_tp = serving::simulate_serving(deepseek(false, 1024));
-  const auto big_dp = serving::simulate_serving(deepseek(true, 1024));
+  const auto big_tp = test::serve(deepseek(false, 1024));
+  const auto big_dp = test::serve(deepseek(true, 1024));
   CHECK(big_dp.output_tokens_per_s > 1.5 * big_tp.output_tokens_per_s);
   CHECK(big_dp.preemptions == 0);
   CHECK(big_tp.preemptions > 0);  // 1,024 sequences of 2,000 tokens do not fit the replicated cache
   // A small batch is bound by weight reads, which attention-DP increases: not faster there.
-  const auto small_tp = serving::simulate_serving(deepseek(false, 8));
-  const auto small_dp = serving::simulate_serving(deepseek(true, 8));
+  const auto small_tp = test::serve(deepseek(false, 8));
+  const auto small_dp = test::serve(deepseek(true, 8));
   CHECK(small_dp.output_tokens_per_s <= small_tp.output_tokens_per_s);
 }
 
@@ -150,8 +151,7 @@ TEST_CASE(
         "fabric": "ib-ndr-rail", "parallel": {"tp": 16, "ep": 16, "dp_attention": true, "moe_a2a": ")" +
                              a2a + R"("}, "quantization": {"weights": "fp8"}, "engine": {"max_batch": 1024},
         "workload": {"input_len": 1000, "output_len": 200, "concurrency": 256, "requests": 256}})";
-    return serving::simulate_serving(config::parse_serving(config::parse_text(text, "test.json"), test::catalog()),
-                                     false);
+    return test::serve(config::parse_serving(config::parse_text(text, "test.json"), test::catalog()), false);
   };
   const auto gathered = run("allgather"), deepep = run("deepep");
   CHECK(deepep.tpot.p50 < gathered.tpot.p50);
@@ -205,10 +205,10 @@ TEST_CASE(
   auto sc = config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
   REQUIRE(sc.profile.deepep_ll_dispatch_floor.has_value());
   const double per_step = 58 * (sc.profile.deepep_ll_dispatch_floor->value + sc.profile.deepep_ll_combine_floor->value);
-  const auto with = serving::simulate_serving(sc, false);
+  const auto with = test::serve(sc, false);
   sc.profile.deepep_ll_dispatch_floor->value = 0;
   sc.profile.deepep_ll_combine_floor->value = 0;
-  const auto without = serving::simulate_serving(sc, false);
+  const auto without = test::serve(sc, false);
   CHECK(with.tpot.p50 - without.tpot.p50 >= per_step * (1 - 1e-9));
   CHECK(with.ttft.p50 == doctest::Approx(without.ttft.p50));  // the prefill step runs the normal kernels
 

@@ -18,6 +18,7 @@
 #include "sim/serving/serving_sim.hpp"
 #include "sim/serving/step_program.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 #include "tests/support/serving_queues.hpp"
 
 using namespace cs;
@@ -149,7 +150,7 @@ TEST_CASE("engine presets: TensorRT-LLM's TP all-reduces take its own all-reduce
                              custom +
                              R"(}, "workload": {"input_len": 16, "output_len": 64, "rate": "inf", "requests": 1}})";
     const auto s = config::parse_serving(config::parse_text(text, "test.json"), test::catalog());
-    const auto r = serving::simulate_serving(s, false);
+    const auto r = test::serve(s, false);
     double ar = 0;
     for (const auto& [label, seconds] : r.collectives_s) ar += label == "tp.allreduce" ? seconds : 0;
     return std::pair{s, ar};
@@ -295,9 +296,9 @@ TEST_CASE("engine presets: a step runs as a CUDA graph at a captured size, padde
 
 TEST_CASE("engine presets: whole runs: no-evict never preempts where vLLM's recompute does") {
   // 600 requests of 2,000 + 2,000 tokens on one H100: the KV cache holds far fewer than the batch cap.
-  const auto v = serving::simulate_serving(served("vllm"));
-  const auto t = serving::simulate_serving(served("trtllm"));
-  const auto g = serving::simulate_serving(served("sglang"));
+  const auto v = test::serve(served("vllm"));
+  const auto t = test::serve(served("trtllm"));
+  const auto g = test::serve(served("sglang"));
   CHECK(v.engine == "vllm");
   CHECK(v.preemptions > 0);
   CHECK(t.preemptions == 0);

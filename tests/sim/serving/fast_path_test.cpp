@@ -8,6 +8,7 @@
 #include "sim/serving/serving_sim.hpp"
 #include "sim/serving/stage_tasks.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 // The serving fast path: which links can make traffic meet, and the guarded stages (reachable
 // only by KV transfers) timed from remembered collectives while no transfer can run.
@@ -171,8 +172,8 @@ TEST_CASE(
   serving::ServingRunOptions fast, slow;
   fast.record_trace = slow.record_trace = true;
   slow.fast_path = false;
-  const auto a = serving::simulate_serving(s, fast);
-  const auto b = serving::simulate_serving(s, slow);
+  const auto a = test::serve(s, fast);
+  const auto b = test::serve(s, slow);
   REQUIRE(a.step_spans.size() == b.step_spans.size());
   for (std::size_t i = 0; i < a.step_spans.size(); ++i) {
     CHECK(a.step_spans[i].start == b.step_spans[i].start);

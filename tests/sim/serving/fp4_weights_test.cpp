@@ -7,6 +7,7 @@
 #include "sim/config/serving_file.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 using namespace cs;
 
@@ -80,7 +81,7 @@ TEST_CASE("fp4 weights run at the FP4 rate on B200 and weight-only on H100") {
   const std::string prefill = R"({"input_len": 8192, "output_len": 1, "rate": "inf", "requests": 4})";
   const std::string decode = R"({"input_len": 128, "output_len": 256, "rate": "inf", "requests": 64})";
   const auto run = [](const std::string& cluster, const std::string& w, const std::string& load) {
-    return serving::simulate_serving(make("llama3.1-70b", cluster, 4, 1, w, load));
+    return test::serve(make("llama3.1-70b", cluster, 4, 1, w, load));
   };
   // B200 has FP4 tensor cores (9,000 TFLOP/s dense against FP8's 4,500; its measured GEMMs,
   // b200_sxm gemm_perf at 8192^3: nvfp4 3,864 against fp8 2,335 TFLOP/s): a prefill-bound run is
@@ -110,6 +111,6 @@ TEST_CASE("gpt-oss-120b in mxfp4 fits one H100 80GB") {
   CHECK(mem.weights < 70e9);
   CHECK(mem.weights > 60e9);
   CHECK(blocks > 0);
-  const auto r = serving::simulate_serving(s);
+  const auto r = test::serve(s);
   CHECK(r.output_tokens == 16 * 256);
 }

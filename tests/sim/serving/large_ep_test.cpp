@@ -9,6 +9,7 @@
 #include "sim/report/serving_report.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 using namespace cs;
 
@@ -60,7 +61,7 @@ TEST_CASE("disaggregated pools at different EP: prefill EP 32 on 4 nodes, decode
         doctest::Approx(58 * (9 - 4) * expert + dense_ffn + vocab_tables).epsilon(1e-6));
 
   // Simulated end to end: every request served, the pools reported with their own EP.
-  const auto r = serving::simulate_serving(s, false);
+  const auto r = test::serve(s, false);
   CHECK(r.requests == 512);
   CHECK(r.output_tokens == 512 * 100);
   REQUIRE(r.pools.has_value());
@@ -108,7 +109,7 @@ TEST_CASE("pools at different EP keep their own routing for steps of the same to
       "parallel": {"tp": 2, "ep": 2, "dp_attention": true, "moe_a2a": "deepep"}, "moe": {"routing": "uniform"},
       "disaggregate": {"prefill": 1, "decode": 1, "prefill_tp": 2, "decode_tp": 4},
       "workload": {"input_len": 1, "output_len": 4, "rate": "inf", "requests": 8}})");
-  const auto r = serving::simulate_serving(s, false);
+  const auto r = test::serve(s, false);
   CHECK(r.requests == 8);
   CHECK(r.output_tokens == 32);
   REQUIRE(r.moe.has_value());

@@ -14,6 +14,7 @@
 #include "sim/serving/serving_sim.hpp"
 #include "sim/study/training_run.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 // A mixed colocated fleet: replicas of a second box kind beside the scenario's own, behind one
 // router, each kind timed by its own profile on its own boxes (joined side by side, no link between).
@@ -41,9 +42,9 @@ nlohmann::ordered_json figures(const serving::ServingResults& r) {
 TEST_CASE("mixed fleet: a second kind alike to the first serves exactly as one fleet of all the replicas") {
   // Three TP-2 replicas in one box, against two there and one in a second box of the same kind:
   // every replica alone in its GPUs, the same router turn, so every figure is the same.
-  const auto one = serving::simulate_serving(parse(R"("parallel": {"tp": 2, "replicas": 3})"));
-  const auto two = serving::simulate_serving(
-      parse(R"("parallel": {"tp": 2, "replicas": 2}, "mix": {"cluster": "hgx-h100", "replicas": 1})"));
+  const auto one = test::serve(parse(R"("parallel": {"tp": 2, "replicas": 3})"));
+  const auto two =
+      test::serve(parse(R"("parallel": {"tp": 2, "replicas": 2}, "mix": {"cluster": "hgx-h100", "replicas": 1})"));
   CHECK(figures(one) == figures(two));
   REQUIRE(two.mix);
   CHECK(two.mix->boxes == 1);
@@ -57,7 +58,7 @@ TEST_CASE("mixed fleet: a second kind alike to the first serves exactly as one f
 TEST_CASE("mixed fleet: each kind runs on its own profile and takes requests in proportion to its throughput alone") {
   const auto s = parse(R"("parallel": {"tp": 2, "replicas": 1}, "mix": {"cluster": "dgx-a100", "replicas": 1})");
   REQUIRE(s.mix);
-  const auto r = serving::simulate_serving(s);
+  const auto r = test::serve(s);
   REQUIRE(r.mix);
   CHECK(r.mix->cluster == "dgx-a100");
   CHECK(r.mix->profile == s.mix->profile.id);
@@ -66,7 +67,7 @@ TEST_CASE("mixed fleet: each kind runs on its own profile and takes requests in 
     k.mix.reset();
     k.arrivals = serving::Arrivals::kQueued;
     k.requests = 2 * k.max_batch;
-    return serving::simulate_serving(k).output_tokens_per_s;
+    return test::serve(k).output_tokens_per_s;
   };
   const double h100 = alone(s);
   const double a100 = alone(s.replica(1));
@@ -165,8 +166,8 @@ TEST_CASE("pools on two box kinds: the decode pool on its own boxes, the KV cach
   // cache is 80 layers x 8 K/V heads x 128 x 2 (K and V) x 2 bytes = 327,680 bytes a token, sent
   // by the 4 prefill GPUs to their 4 decode peers.
   const std::string one = R"({"input_len": 4000, "output_len": 2, "requests": 1, "rate": 1})";
-  const auto eth = serving::simulate_serving(pools_apart("eth-100g", one));
-  const auto ib = serving::simulate_serving(pools_apart("ib-ndr-rail", one));
+  const auto eth = test::serve(pools_apart("eth-100g", one));
+  const auto ib = test::serve(pools_apart("ib-ndr-rail", one));
   REQUIRE(eth.mix);
   CHECK(eth.mix->link == "eth-100g");
   CHECK(eth.mix->cluster == "dgx-a100");
@@ -184,8 +185,8 @@ TEST_CASE("pools on two box kinds: the decode pool on its own boxes, the KV cach
 
 TEST_CASE("pools on two box kinds: a faster link is never slower, and an impossible pairing is refused") {
   const std::string load = R"({"input_len": "2000-4000", "output_len": "50-150", "requests": 60, "rate": 2})";
-  const auto eth = serving::simulate_serving(pools_apart("eth-100g", load));
-  const auto ib = serving::simulate_serving(pools_apart("ib-ndr-rail", load));
+  const auto eth = test::serve(pools_apart("eth-100g", load));
+  const auto ib = test::serve(pools_apart("ib-ndr-rail", load));
   CHECK(ib.e2e.mean <= eth.e2e.mean);
   CHECK(ib.makespan_s <= eth.makespan_s);
   const auto refused = [](const std::string& text, const std::string& pointer) {

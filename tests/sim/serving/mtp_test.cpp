@@ -9,6 +9,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 using namespace cs;
 
@@ -29,15 +30,15 @@ serving::ServingScenario deepseek(double acceptance, std::int64_t output, int co
 TEST_CASE(
     "MTP by hand: every draft accepted, one sequence of 101 output tokens takes 1 prefill step and 50 decode "
     "steps of two tokens") {
-  const auto r = serving::simulate_serving(deepseek(1.0, 101, 1, 1));
+  const auto r = test::serve(deepseek(1.0, 101, 1, 1));
   CHECK(r.steps == 1 + 50);
   CHECK(r.output_tokens == 101);
-  const auto off = serving::simulate_serving(deepseek(0.0, 101, 1, 1));
+  const auto off = test::serve(deepseek(0.0, 101, 1, 1));
   CHECK(off.steps == 1 + 100);
 }
 
 TEST_CASE("MTP: accepted drafts at the given rate (2,000 decoded tokens at 50% take about 2,000 / 1.5 steps)") {
-  const auto r = serving::simulate_serving(deepseek(0.5, 2001, 1, 1));
+  const auto r = test::serve(deepseek(0.5, 2001, 1, 1));
   CHECK(r.output_tokens == 2001);
   CHECK(static_cast<double>(r.steps - 1) == doctest::Approx(2000.0 / 1.5).epsilon(0.05));
 }
@@ -45,9 +46,9 @@ TEST_CASE("MTP: accepted drafts at the given rate (2,000 decoded tokens at 50% t
 TEST_CASE(
     "MTP: the same tokens in fewer, costlier steps, the module's weights in memory, and more acceptance is "
     "never slower") {
-  const auto off = serving::simulate_serving(deepseek(0.0, 500, 16, 64));
-  const auto half = serving::simulate_serving(deepseek(0.5, 500, 16, 64));
-  const auto most = serving::simulate_serving(deepseek(0.9, 500, 16, 64));
+  const auto off = test::serve(deepseek(0.0, 500, 16, 64));
+  const auto half = test::serve(deepseek(0.5, 500, 16, 64));
+  const auto most = test::serve(deepseek(0.9, 500, 16, 64));
   CHECK(half.output_tokens == off.output_tokens);
   CHECK(most.steps < half.steps);
   CHECK(half.steps < off.steps);

@@ -16,6 +16,7 @@
 #include "sim/serving/serving_sim.hpp"
 #include "sim/workload/expert_placement.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 using namespace cs;
 
@@ -129,7 +130,7 @@ TEST_CASE(
   // low-latency kernels: all 8 copies). DeepSeek-R1's 58 MoE layers each run one dispatch and one
   // combine per step.
   const auto s = deepseek("balanced", "deepep", R"({"input_len": 800, "output_len": 2, "rate": "inf", "requests": 1})");
-  const auto r = serving::simulate_serving(s);
+  const auto r = test::serve(s);
   REQUIRE(r.steps == 2);
   const auto topo = net::Topology::build(s.cluster, 8);
   const double gpus = 8 * (1 - choose_ratio(224, 256, 8));
@@ -145,8 +146,8 @@ TEST_CASE(
 TEST_CASE(
     "serving DeepEP: a load file putting 0.3 of the pairs on GPU 0 makes its dispatch and combine carry 2.4x "
     "the balanced bytes") {
-  const auto balanced = serving::simulate_serving(deepseek("balanced", "deepep", kQueued));
-  const auto skewed = serving::simulate_serving(deepseek(gpu0_hot_file(3), "deepep", kQueued));
+  const auto balanced = test::serve(deepseek("balanced", "deepep", kQueued));
+  const auto skewed = test::serve(deepseek(gpu0_hot_file(3), "deepep", kQueued));
   // GPU 0's 32 experts at load 3, the other 224 at 1: 96 / 320 = 0.3 of the pairs, 2.4x the mean.
   REQUIRE(skewed.moe);
   CHECK(skewed.moe->load_imbalance_mean == doctest::Approx(2.4));
@@ -172,7 +173,7 @@ TEST_CASE(
     double load = 0, dispatch = 0, combine = 0, balanced_dispatch = -1, balanced_combine = -1;
     for (const char* routing : {"balanced", "zipf:0.5", "zipf:1.0", "zipf:1.5"}) {
       CAPTURE(routing);
-      const auto r = serving::simulate_serving(deepseek(routing, "deepep", kQueued, tp));
+      const auto r = test::serve(deepseek(routing, "deepep", kQueued, tp));
       REQUIRE(r.moe);
       CHECK(r.moe->load_imbalance_mean >= load);
       CHECK(collective(r, "ep.dispatch") >= dispatch);
@@ -213,8 +214,8 @@ TEST_CASE(
   CHECK(even == std::vector<double>{800 * 7168 * 2.0, 800 * 7168 * 2.0});  // the all-gather, the reduce-scatter
   // Simulated: the same steps take the same all-gather and reduce-scatter times under any routing,
   // while the most loaded GPU's experts slow the steps down.
-  const auto balanced = serving::simulate_serving(deepseek("balanced", "allgather", kQueued));
-  const auto skew = serving::simulate_serving(deepseek("zipf:1.5", "allgather", kQueued));
+  const auto balanced = test::serve(deepseek("balanced", "allgather", kQueued));
+  const auto skew = test::serve(deepseek("zipf:1.5", "allgather", kQueued));
   REQUIRE(skew.moe);
   CHECK(skew.moe->load_imbalance_mean > 2);
   REQUIRE(skew.steps == balanced.steps);
@@ -228,7 +229,7 @@ TEST_CASE("serving DeepEP under skew: the same bytes with and without the fast p
   auto s = deepseek("zipf:1.0", "deepep", kQueued);
   serving::ServingRunOptions fast, slow;
   slow.fast_path = false;
-  const auto a = serving::simulate_serving(s, fast), b = serving::simulate_serving(s, slow);
+  const auto a = test::serve(s, fast), b = test::serve(s, slow);
   CHECK(a.collectives_s == b.collectives_s);
   CHECK(a.tpot.p50 == b.tpot.p50);
   CHECK(a.makespan_s == b.makespan_s);

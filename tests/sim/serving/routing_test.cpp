@@ -11,6 +11,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 using namespace cs;
 
@@ -46,7 +47,7 @@ double weight_bytes(const std::vector<models::Item>& items) {
 }  // namespace
 
 TEST_CASE("serving routing: balanced is the default and reports no imbalance") {
-  const auto a = serving::simulate_serving(mixtral(2, "balanced", kPrefill), false);
+  const auto a = test::serve(mixtral(2, "balanced", kPrefill), false);
   REQUIRE(a.moe);
   CHECK(a.moe->routing == "balanced");
   CHECK(a.moe->ep == 2);
@@ -57,36 +58,36 @@ TEST_CASE("serving routing: balanced is the default and reports no imbalance") {
 TEST_CASE("serving routing: a load file's GPU shares by hand, and the busier GPU sets the prefill's pace") {
   // Loads 3,1,1,1 | 1,1,1,1 over the two GPUs (4 experts each): 6/10 and 4/10 of the pairs, so the
   // most loaded GPU has 0.6 / 0.5 = 1.2x the mean.
-  const auto skewed = serving::simulate_serving(mixtral(2, loads_file(3), kPrefill), false);
+  const auto skewed = test::serve(mixtral(2, loads_file(3), kPrefill), false);
   REQUIRE(skewed.moe);
   CHECK(skewed.moe->load_imbalance_mean == doctest::Approx(1.2));
   CHECK(skewed.moe->load_imbalance_max == doctest::Approx(1.2));
-  const auto balanced = serving::simulate_serving(mixtral(2, "balanced", kPrefill), false);
+  const auto balanced = test::serve(mixtral(2, "balanced", kPrefill), false);
   CHECK(skewed.ttft.p90 > balanced.ttft.p90);
   // More skew never speeds up the most loaded GPU: prompt-only steps (compute-bound expert GEMMs).
   double previous = balanced.makespan_s;
   for (double hot : {1.5, 3.0, 6.0, 12.0}) {
-    const auto r = serving::simulate_serving(mixtral(2, loads_file(hot), kPrefill), false);
+    const auto r = test::serve(mixtral(2, loads_file(hot), kPrefill), false);
     CHECK(r.makespan_s >= previous);
     previous = r.makespan_s;
   }
   // Experts split TP ways (EP 1): every GPU computes its slice of every expert, so skew moves no
   // pairs between GPUs (imbalance 1); the prompts hit every expert either way.
-  const auto split = serving::simulate_serving(mixtral(1, loads_file(3), kPrefill), false);
+  const auto split = test::serve(mixtral(1, loads_file(3), kPrefill), false);
   REQUIRE(split.moe);
   CHECK(split.moe->load_imbalance_mean == 1.0);
   CHECK(split.makespan_s ==
-        doctest::Approx(serving::simulate_serving(mixtral(1, "balanced", kPrefill), false).makespan_s).epsilon(1e-6));
+        doctest::Approx(test::serve(mixtral(1, "balanced", kPrefill), false).makespan_s).epsilon(1e-6));
 }
 
 TEST_CASE("serving routing: uniform top-k's finite-batch spread, seeded, never below balanced in decode") {
-  const auto u1 = serving::simulate_serving(mixtral(2, "uniform", kDecode), false);
-  const auto u2 = serving::simulate_serving(mixtral(2, "uniform", kDecode), false);
+  const auto u1 = test::serve(mixtral(2, "uniform", kDecode), false);
+  const auto u2 = test::serve(mixtral(2, "uniform", kDecode), false);
   CHECK(u1.tpot.p90 == u2.tpot.p90);  // the same seed, the same samples
   REQUIRE(u1.moe);
   CHECK(u1.moe->load_imbalance_mean > 1.0);
   CHECK(u1.moe->load_imbalance_max <= 2.0);  // two GPUs: at most all pairs on one
-  const auto b = serving::simulate_serving(mixtral(2, "balanced", kDecode), false);
+  const auto b = test::serve(mixtral(2, "balanced", kDecode), false);
   CHECK(u1.tpot.p90 >= b.tpot.p90);
 }
 
@@ -117,8 +118,7 @@ TEST_CASE("serving EPLB: redundant experts even out the GPUs, speed up the skewe
         "parallel": {"tp": 2, "ep": 2}, "moe": {"routing": ")" +
                              loads_file(3) + R"(", "redundant_experts": )" + std::to_string(redundant) +
                              R"(}, "workload": )" + kPrefill + "}";
-    return serving::simulate_serving(config::parse_serving(config::parse_text(text, "test.json"), test::catalog()),
-                                     false);
+    return test::serve(config::parse_serving(config::parse_text(text, "test.json"), test::catalog()), false);
   };
   const auto none = with(0), two = with(2);
   // Loads 3,1,...,1: the hot expert gets two more copies (0.3 / 3 = 0.1 of the pairs each), so

@@ -10,6 +10,7 @@
 #include "sim/report/serving_report.hpp"
 #include "sim/serving/serving_sim.hpp"
 #include "tests/support/builders.hpp"
+#include "tests/support/serve.hpp"
 
 using namespace cs;
 
@@ -70,7 +71,7 @@ TEST_CASE("a closed loop running past 2^52 ps (4,504 s) re-adds its requests on 
                             "workload": {"input_len": 120000, "output_len": 1, "concurrency": 1, "requests": 1500}})",
                          "test.json"),
       test::catalog());
-  const auto r = serving::simulate_serving(s);
+  const auto r = test::serve(s);
   CHECK(r.requests == 1500);
   CHECK(r.makespan_s > 4504.0);
   // One request at a time: each starts when the previous finishes, so time only adds up.
@@ -100,11 +101,10 @@ TEST_CASE("--allow-oom with no room for the KV cache runs to the end as if the G
            (allow ? "true" : "false") + R"(,
         "workload": {"input_len": 1000, "output_len": 100, "concurrency": 8, "requests": 16}})";
   };
-  CHECK_THROWS_WITH_AS((void)serving::simulate_serving(
-                           config::parse_serving(config::parse_text(text(false), "t.json"), test::catalog())),
-                       doctest::Contains("does not fit"), InfeasibleError);
-  const auto r =
-      serving::simulate_serving(config::parse_serving(config::parse_text(text(true), "t.json"), test::catalog()));
+  CHECK_THROWS_WITH_AS(
+      (void)test::serve(config::parse_serving(config::parse_text(text(false), "t.json"), test::catalog())),
+      doctest::Contains("does not fit"), InfeasibleError);
+  const auto r = test::serve(config::parse_serving(config::parse_text(text(true), "t.json"), test::catalog()));
   CHECK_FALSE(r.fits);
   CHECK(r.requests == 16);
   CHECK(r.output_tokens == 16 * 100);

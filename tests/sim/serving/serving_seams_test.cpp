@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/ops/serving_ops.hpp"
+#include "sim/report/serving_results.hpp"
 #include "sim/scenario/serving_scenario.hpp"
 #include "sim/serving/arrival_clock.hpp"
 #include "sim/serving/batch_scheduler.hpp"
@@ -22,7 +23,6 @@
 #include "sim/serving/request_source.hpp"
 #include "sim/serving/router.hpp"
 #include "sim/serving/run_record.hpp"
-#include "sim/serving/serving_metrics.hpp"
 #include "sim/serving/step_builder.hpp"
 #include "sim/serving/step_settle.hpp"
 #include "tests/support/serving_queues.hpp"
@@ -498,23 +498,23 @@ TEST_CASE("serving seams: a static batch reserves whole lengths and decodes unti
 TEST_CASE("serving seams: nearest-rank percentiles and their summary") {
   std::vector<double> v;
   for (int i = 100; i >= 1; --i) v.push_back(i);
-  CHECK(serving::percentile(v, 50) == 50);
-  CHECK(serving::percentile(v, 90) == 90);
-  CHECK(serving::percentile(v, 99) == 99);
-  CHECK(serving::percentile(v, 100) == 100);
-  CHECK(serving::percentile(v, 0) == 1);
-  CHECK(serving::percentile({7}, 50) == 7);
-  CHECK(serving::percentile({}, 50) == 0);
-  CHECK(serving::percentile({40, 10, 30, 20}, 50) == 20);
-  CHECK(serving::percentile({40, 10, 30, 20}, 90) == 40);
+  CHECK(report::percentile(v, 50) == 50);
+  CHECK(report::percentile(v, 90) == 90);
+  CHECK(report::percentile(v, 99) == 99);
+  CHECK(report::percentile(v, 100) == 100);
+  CHECK(report::percentile(v, 0) == 1);
+  CHECK(report::percentile({7}, 50) == 7);
+  CHECK(report::percentile({}, 50) == 0);
+  CHECK(report::percentile({40, 10, 30, 20}, 50) == 20);
+  CHECK(report::percentile({40, 10, 30, 20}, 90) == 40);
 
-  const auto p = serving::summarise({4, 1, 3, 2});
+  const auto p = report::summarise({4, 1, 3, 2});
   CHECK(p.count == 4);
   CHECK(p.mean == 2.5);
   CHECK(p.p50 == 2);
   CHECK(p.p90 == 4);
   CHECK(p.p99 == 4);
-  CHECK(serving::summarise({}).count == 0);
+  CHECK(report::summarise({}).count == 0);
 }
 
 TEST_CASE("serving seams: the steady window between the 10% and 90% completions") {
@@ -529,12 +529,12 @@ TEST_CASE("serving seams: the steady window between the 10% and 90% completions"
     }
     return out;
   };
-  CHECK_FALSE(serving::steady_state(finishing(19), SimTime{}));  // under 20 requests
-  CHECK(serving::steady_state(finishing(20), SimTime{}));
+  CHECK_FALSE(report::steady_state(finishing(19), SimTime{}));  // under 20 requests
+  CHECK(report::steady_state(finishing(20), SimTime{}));
   auto log = finishing(100);
   // From done[100 / 10] = 11 s to done[(900 + 9) / 10 - 1] = 90 s: 79 s holding the 79
   // completions (and token entries) after 11 s up to 90 s.
-  const auto st = serving::steady_state(log, at(1));
+  const auto st = report::steady_state(log, at(1));
   REQUIRE(st);
   CHECK(st->from_s == doctest::Approx(10));  // from the first arrival, at 1 s
   CHECK(st->to_s == doctest::Approx(89));
@@ -546,15 +546,15 @@ TEST_CASE("serving seams: the steady window between the 10% and 90% completions"
   // i + 1 s), the 39 of even i; a request outside the window counts in neither.
   std::vector<char> met(100);
   for (std::size_t i = 0; i < met.size(); ++i) met[i] = i % 2 == 0 ? 1 : 0;
-  const auto good = serving::steady_state(log, at(1), &met);
+  const auto good = report::steady_state(log, at(1), &met);
   REQUIRE(good);
   REQUIRE(good->goodput_requests_per_s);
   CHECK(*good->goodput_requests_per_s == doctest::Approx(39.0 / 79));
 
   log.peak_in_service = 39;  // 79 completions >= 2 x 39: still a steady state
-  CHECK(serving::steady_state(log, SimTime{}));
+  CHECK(report::steady_state(log, SimTime{}));
   log.peak_in_service = 40;  // 79 < 80: a wave or two
-  CHECK_FALSE(serving::steady_state(log, SimTime{}));
+  CHECK_FALSE(report::steady_state(log, SimTime{}));
 }
 
 TEST_CASE("serving seams: request metrics from the requests' times") {
@@ -572,7 +572,7 @@ TEST_CASE("serving seams: request metrics from the requests' times") {
   log.requests = reqs;
   serving::ServingResults r;
   r.gpus = 2;
-  serving::request_metrics(log, std::nullopt, std::nullopt, true, r);
+  report::request_metrics(log, std::nullopt, std::nullopt, true, r);
   CHECK(r.requests == 3);
   CHECK(r.input_tokens == 180);
   CHECK(r.output_tokens == 9);
@@ -595,7 +595,7 @@ TEST_CASE("serving seams: request metrics from the requests' times") {
   const auto goodput = [&](std::optional<double> ttft, std::optional<double> tpot) {
     serving::ServingResults g;
     g.gpus = 2;
-    serving::request_metrics(log, ttft, tpot, false, g);
+    report::request_metrics(log, ttft, tpot, false, g);
     CHECK(g.request_spans.empty());
     REQUIRE(g.goodput_requests_per_s);
     return *g.goodput_requests_per_s;

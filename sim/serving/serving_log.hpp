@@ -1,4 +1,7 @@
 #pragma once
+// What a serving run returns: every request's times, when output tokens came, and the run's
+// counters. The figures (percentiles, throughput, steady window, goodput, cost) are computed from it
+// in sim/report (report::serving_results), without simulating.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -12,13 +15,8 @@
 
 namespace cs::serving {
 
-/// The nearest-rank percentile `p` (0-100) of `v` (0 when empty).
-[[nodiscard]] double percentile(std::vector<double> v, double p);
-/// Mean, p50, p90 and p99 of `v`, and how many samples.
-[[nodiscard]] Percentiles summarise(const std::vector<double>& v);
-
 /// What a finished run leaves for its metrics: every request's times, when output tokens came, and
-/// the run's counters. serving_results turns it into ServingResults without simulating.
+/// the run's counters. report::serving_results turns it into ServingResults without simulating.
 struct ServingLog {
   std::vector<Request> requests;
   std::vector<std::pair<SimTime, std::int64_t>> tokens_out;  ///< (step end, output tokens it produced)
@@ -40,24 +38,16 @@ struct ServingLog {
   std::vector<std::pair<std::string, double>> collectives_s;  ///< seconds per stage-collective label
   std::uint64_t events = 0;
   std::vector<StepSpan> step_spans;
+  /// The sequence cap the run used: the scenario's, or SGLang's from its KV pool (resolved by
+  /// simulate_serving when the scenario says max_batch_from_kv_pool).
+  std::int64_t max_batch = 0;
+  bool spans = false;  ///< the run kept its spans for the trace (ServingRunOptions::record_trace)
+  double wall_s = 0;   ///< the run's wall-clock seconds
+
+  /// From the first arrival to the last finish (0 without requests).
+  [[nodiscard]] SimTime makespan() const;
+  /// Output tokens over the makespan (the report's figure; a mixed fleet's kinds are weighed by it).
+  [[nodiscard]] double output_tokens_per_s() const;
 };
-
-/// Every figure of a run from its log: requests, percentiles, throughput, steady window, limits,
-/// KV use, MoE balance, compute sources, collectives, cost (the offer's), warnings. `spans`: keep
-/// request spans for the trace.
-[[nodiscard]] ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool spans);
-
-/// Throughput between the instants 10% and 90% of the requests had finished (times from `first`,
-/// the first arrival), when that window holds at least twice as many completions as requests
-/// were ever in service (ServingResults::steady). With `met` (per request of the log: whether it
-/// met the objectives), the window's goodput too.
-[[nodiscard]] std::optional<ServingResults::SteadyState> steady_state(const ServingLog& log, SimTime first,
-                                                                      const std::vector<char>* met = nullptr);
-
-/// Fills the request-level figures of `r` from the log: token counts, makespan, TTFT, TPOT and
-/// end-to-end percentiles, throughput over the run and its steady window, goodput under the
-/// objectives, and (when `spans`) up to 5,000 request spans for the trace.
-void request_metrics(const ServingLog& log, const std::optional<double>& slo_ttft_s,
-                     const std::optional<double>& slo_tpot_s, bool spans, ServingResults& r);
 
 }  // namespace cs::serving

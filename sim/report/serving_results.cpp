@@ -1,9 +1,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/serving/serving_metrics.hpp"
+#include "sim/report/serving_results.hpp"
 
-namespace cs::serving {
+namespace cs::report {
+
+using serving::Arrivals;
+using serving::ServingScenario;
 
 namespace {
 
@@ -34,7 +37,7 @@ void describe(const ServingScenario& s, const ServingLog& log, ServingResults& r
   r.profile_origin = calib::provenance_name(s.profile.origin);
   r.weights = models::weight_format_name(s.weights);
   r.kv_dtype = s.kv_bytes == 1.0 ? "fp8" : "bf16";
-  r.scheduler = scheduler_name(s.scheduler);
+  r.scheduler = serving::scheduler_name(s.scheduler);
   r.engine = s.engine;
   r.gpus = s.all_gpus();
   r.tp = s.tp;
@@ -42,7 +45,7 @@ void describe(const ServingScenario& s, const ServingLog& log, ServingResults& r
   r.mtp_acceptance = s.mtp_acceptance;
   r.replicas = log.replicas;
   r.pools = log.pools;
-  r.limits = {s.max_batch,
+  r.limits = {log.max_batch,
               s.max_tokens,
               s.chunked_prefill,
               s.block_size,
@@ -54,7 +57,7 @@ void describe(const ServingScenario& s, const ServingLog& log, ServingResults& r
 
 }  // namespace
 
-ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool spans) {
+ServingResults serving_results(const ServingScenario& s, ServingLog&& log) {
   ServingResults r;
   describe(s, log, r);
   r.steps = log.steps;
@@ -64,7 +67,8 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool 
   r.memory = log.memory;
   r.kv_blocks = log.kv_blocks;
   r.fits = log.kv_blocks > 0 && !log.oom;
-  request_metrics(log, s.slo_ttft_s, s.slo_tpot_s, spans, r);
+  request_metrics(log, s.slo_ttft_s, s.slo_tpot_s, log.spans, r);
+  r.wall_s = log.wall_s;
   const double span = std::max(r.makespan_s, 1e-12);
   r.warnings = s.warnings;
   for (auto& w : workload_warnings(s)) r.warnings.push_back(std::move(w));
@@ -81,7 +85,7 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool 
   }();
   r.kv_concurrency = log.kv_blocks / std::max<std::int64_t>(
                                          1, log.decode_pool.blocks_for(static_cast<std::int64_t>(std::ceil(mean_len))));
-  r.max_concurrency = std::min<std::int64_t>(s.max_batch, r.kv_concurrency);
+  r.max_concurrency = std::min<std::int64_t>(log.max_batch, r.kv_concurrency);
   if (s.prefill_replicas == 0) {
     r.max_concurrency *= log.replicas;
     r.kv_concurrency *= log.replicas;
@@ -130,4 +134,4 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log, bool 
   return r;
 }
 
-}  // namespace cs::serving
+}  // namespace cs::report

@@ -1,9 +1,9 @@
-#include "sim/serving/serving_metrics.hpp"
+#include "sim/report/serving_results.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace cs::serving {
+namespace cs::report {
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -64,13 +64,12 @@ void request_metrics(const ServingLog& log, const std::optional<double>& slo_ttf
   const auto& reqs = log.requests;
   r.requests = static_cast<std::int64_t>(reqs.size());
   std::vector<double> ttft, tpot, e2e;
-  SimTime first = reqs.empty() ? SimTime{} : reqs.front().arrival, last{};
+  SimTime first = reqs.empty() ? SimTime{} : reqs.front().arrival;
   std::int64_t goodput = 0;
   std::vector<char> met;  ///< per request: within the objectives
   met.reserve(reqs.size());
   for (const auto& q : reqs) {
     first = std::min(first, q.arrival);
-    last = std::max(last, q.finish);
     r.input_tokens += q.input;
     r.output_tokens += q.output;
     const double to_first = (q.first_token - q.arrival).seconds();
@@ -85,12 +84,12 @@ void request_metrics(const ServingLog& log, const std::optional<double>& slo_ttf
     if (spans && r.request_spans.size() < 5000)
       r.request_spans.push_back({q.id, q.arrival.seconds(), q.first_token.seconds(), q.finish.seconds(), q.replica});
   }
-  r.makespan_s = (last - first).seconds();
+  r.makespan_s = log.makespan().seconds();
   r.ttft = summarise(ttft);
   r.tpot = summarise(tpot);
   r.e2e = summarise(e2e);
   const double span = std::max(r.makespan_s, 1e-12);
-  r.output_tokens_per_s = static_cast<double>(r.output_tokens) / span;
+  r.output_tokens_per_s = log.output_tokens_per_s();
   r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / r.gpus;
   r.input_tokens_per_s = static_cast<double>(r.input_tokens) / span;
   r.requests_per_s = static_cast<double>(r.requests) / span;
@@ -98,4 +97,4 @@ void request_metrics(const ServingLog& log, const std::optional<double>& slo_ttf
   r.steady = steady_state(log, first, slo_ttft_s || slo_tpot_s ? &met : nullptr);
 }
 
-}  // namespace cs::serving
+}  // namespace cs::report
