@@ -792,7 +792,8 @@ std::vector<Field> serving_fields() {
        .meaning =
            "serve as this engine ships: vllm, sglang or trtllm (scenarios/engines/<id>.json, each value with its "
            "source): its scheduler, token budget, chunked prefill, sequence cap, KV-cache memory rule, block "
-           "size and CUDA-graph batch sizes; any engine field given as well overrides the preset's"},
+           "size, CUDA-graph batch sizes and TP all-reduce kernel; any engine field given as well overrides the "
+           "preset's"},
       {.kind = kI,
        .path = "/engine/scheduler",
        .type = kEnum,
