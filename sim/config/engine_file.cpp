@@ -83,16 +83,25 @@ void read_kv_memory(Reader& r, EnginePreset& e) {
   k.finish();
 }
 
-void read_graphs(Reader& r, EnginePreset& e) {
-  auto g = r.child("cuda_graphs");
-  for (auto& x : g.each("ranges")) {
+std::vector<serving::GraphRange> read_ranges(Reader& g, const char* key) {
+  std::vector<serving::GraphRange> out;
+  for (auto& x : g.each(key)) {
     serving::GraphRange range;
     range.from = x.req_int("from", 1, 1 << 20);
     range.to = x.req_int("to", range.from, 1 << 20);
-    range.step = x.req_int("step", 1, 1 << 20);
+    range.step = x.opt_int("step", 1, 1 << 20, 1);
+    range.times = x.opt_int("times", 1, 1 << 20, 1);
     x.finish();
-    e.graph_ranges.push_back(range);
+    out.push_back(range);
   }
+  return out;
+}
+
+void read_graphs(Reader& r, EnginePreset& e) {
+  auto g = r.child("cuda_graphs");
+  e.graph_ranges = read_ranges(g, "ranges");
+  if (g.has("padded_ranges")) e.graph_padded_ranges = read_ranges(g, "padded_ranges");
+  e.graph_with_largest = g.opt_bool("with_largest", false);
   e.graph_padding = g.req_bool("padding");
   e.graph_decode_only = g.req_bool("decode_only");
   (void)g.req_string("source");
@@ -141,11 +150,15 @@ const EngineTier& engine_tier(const EnginePreset& preset, double memory_gib, con
   return preset.tiers.back();
 }
 
-std::vector<std::int64_t> graph_sizes(const EnginePreset& preset, std::int64_t largest) {
+std::vector<std::int64_t> graph_sizes(const EnginePreset& preset, std::int64_t largest, bool padding) {
+  const auto& ranges =
+      padding && !preset.graph_padded_ranges.empty() ? preset.graph_padded_ranges : preset.graph_ranges;
   std::vector<std::int64_t> out;
-  for (const auto& r : preset.graph_ranges) {
-    for (std::int64_t b = r.from; b <= std::min(r.to, largest); b += r.step) out.push_back(b);
+  for (const auto& r : ranges) {
+    for (std::int64_t b = r.from; b <= std::min(r.to, largest); b = r.times > 1 ? b * r.times : b + r.step)
+      out.push_back(b);
   }
+  if (preset.graph_with_largest && largest > 0) out.push_back(largest);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -17,8 +17,10 @@ struct JsonDoc;
 [[nodiscard]] const serving::EngineTier& engine_tier(const serving::EnginePreset& preset, double memory_gib,
                                                      const std::string& profile_id, int tp);
 
-/// The captured batch sizes up to `largest`, ascending.
-[[nodiscard]] std::vector<std::int64_t> graph_sizes(const serving::EnginePreset& preset, std::int64_t largest);
+/// The captured batch sizes up to `largest`, ascending: the padded list when `padding` and the
+/// engine generates one (TensorRT-LLM), and `largest` itself where the engine captures it.
+[[nodiscard]] std::vector<std::int64_t> graph_sizes(const serving::EnginePreset& preset, std::int64_t largest,
+                                                    bool padding);
 
 /// SGLang's mem_fraction_static for a GPU of `capacity_bytes`, chunk size, largest graph batch and
 /// TP x PP GPUs: round((capacity - reserved) / capacity, 3), in MiB.

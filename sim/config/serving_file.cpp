@@ -96,18 +96,20 @@ void apply_engine(const serving::EnginePreset& preset, const EngineGiven& given,
   if (!given.has("chunked_prefill")) s.chunked_prefill = tier.chunked_prefill;
   if (!given.has("block_size")) s.block_size = preset.block_size;
   s.kv_rule = preset.kv_rule;
+  const std::int64_t graph_largest = given.has("cuda_graph_max_batch") ? s.graphs.largest : tier.graph_largest;
   if (!given.has("kv_fraction")) {
     s.kv_fraction = preset.kv_rule == serving::KvMemoryRule::kOfFreeBeforeWeights
                         ? static_memory_fraction(preset.reserved, s.profile.hbm_capacity.value,
                                                  s.chunked_prefill > 0 ? s.chunked_prefill : s.max_tokens,
-                                                 tier.graph_largest, s.tp * s.pp)
+                                                 graph_largest, s.tp * s.pp)
                         : preset.kv_fraction;
   }
   s.admit_after_preempt = preset.admit_after_preempt;
   s.max_prefill_tokens = preset.max_prefill_tokens;
   s.new_token_ratio = preset.new_token_ratio;
-  s.graphs.sizes = graph_sizes(preset, tier.graph_largest);
-  s.graphs.padding = preset.graph_padding;
+  if (!given.has("cuda_graph_padding")) s.graphs.padding = preset.graph_padding;
+  s.graphs.largest = graph_largest;
+  s.graphs.sizes = graph_sizes(preset, graph_largest, s.graphs.padding);
   s.graphs.decode_only = preset.graph_decode_only;
   if (!given.has("custom_allreduce")) s.custom_allreduce = preset.custom_allreduce;
 }
@@ -355,8 +357,8 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   EngineGiven given;
   if (auto e = r.opt_child("engine")) {
     given.preset = read_string(*e, F("/engine/preset"));
-    for (const char* key :
-         {"scheduler", "max_batch", "max_tokens", "chunked_prefill", "kv_fraction", "block_size", "custom_allreduce"})
+    for (const char* key : {"scheduler", "max_batch", "max_tokens", "chunked_prefill", "kv_fraction", "block_size",
+                            "custom_allreduce", "cuda_graph_max_batch", "cuda_graph_padding"})
       if (e->has(key)) given.keys.emplace_back(key);
     const auto scheduler = read_string(*e, F("/engine/scheduler"));
     s.scheduler = scheduler == "static"          ? Scheduler::kStatic
@@ -372,6 +374,15 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.router = read_string(*e, F("/engine/router")) == "least_loaded" ? Router::kLeastLoaded : Router::kRoundRobin;
     s.cuda_graphs = read_bool(*e, F("/engine/cuda_graphs"));
     s.custom_allreduce = read_bool(*e, F("/engine/custom_allreduce"));
+    // The captured sizes come from an engine's generator: without a preset there is none.
+    for (const char* key : {"cuda_graph_max_batch", "cuda_graph_padding"}) {
+      if (e->has(key) && given.preset.empty())
+        throw InputError(doc.path, std::string("/engine/") + key,
+                         "needs engine.preset (vllm, sglang or trtllm): the captured CUDA-graph sizes follow that "
+                         "engine's own generator");
+    }
+    if (e->has("cuda_graph_max_batch")) s.graphs.largest = read_int(*e, F("/engine/cuda_graph_max_batch"));
+    if (e->has("cuda_graph_padding")) s.graphs.padding = read_bool(*e, F("/engine/cuda_graph_padding"));
     e->finish();
   }
   std::string trace_file;

@@ -122,7 +122,11 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
                  {"kv_fraction", r.limits.kv_fraction},
                  {"block_size", r.limits.block_size},
                  {"custom_allreduce", r.limits.custom_allreduce}};
-  if (!r.engine.empty()) j["engine"]["cuda_graph_steps"] = {{"graphed", r.graphed_steps}, {"eager", r.eager_steps}};
+  if (!r.engine.empty()) {
+    j["engine"]["cuda_graph_steps"] = {{"graphed", r.graphed_steps}, {"eager", r.eager_steps}};
+    j["engine"]["cuda_graph_max_batch"] = r.graph_largest;
+    j["engine"]["cuda_graph_padding"] = r.graph_padding;
+  }
   j["fits"] = r.fits;
   j["memory_per_gpu"] = {{"weights", r.memory.weights}, {"activations", r.memory.activations},
                          {"other", r.memory.other},     {"kv_cache", r.memory.kv_cache},
@@ -246,7 +250,8 @@ std::string serving_table(const ServingResults& r) {
                                                 "the profile: NCCL's times)"));
   if (!r.engine.empty()) {
     row("CUDA graphs", std::to_string(r.graphed_steps) + " of " + std::to_string(r.graphed_steps + r.eager_steps) +
-                           " steps as graphs (the engine's captured sizes), the rest eager");
+                           " steps as graphs (the engine's captured sizes up to " + std::to_string(r.graph_largest) +
+                           (r.graph_padding ? ", batches padded up" : ", exact sizes only") + "), the rest eager");
   }
   row("KV cache utilisation",
       fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");

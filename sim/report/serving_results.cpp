@@ -63,6 +63,8 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log) {
   r.steps = log.steps;
   r.preemptions = log.preemptions;
   r.graphed_steps = log.graphed_steps;
+  r.graph_largest = s.graphs.sizes.empty() ? 0 : s.graphs.sizes.back();
+  r.graph_padding = s.graphs.padding;
   r.eager_steps = log.eager_steps;
   r.memory = log.memory;
   r.kv_blocks = log.kv_blocks;

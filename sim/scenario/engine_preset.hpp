@@ -15,9 +15,10 @@ struct EngineTier {
   std::int64_t max_tokens = 8192, max_batch = 256, chunked_prefill = 0, graph_largest = 0;
 };
 
-/// A range of captured CUDA-graph batch sizes: from, from + step, ... up to `to`.
+/// A range of captured CUDA-graph batch sizes: from, from + step, ... up to `to`; or with `times`
+/// > 1, from, from x times, ... (TensorRT-LLM's powers of two).
 struct GraphRange {
-  std::int64_t from = 1, to = 1, step = 1;
+  std::int64_t from = 1, to = 1, step = 1, times = 1;
 };
 
 /// SGLang's reserved memory (MiB), from which mem_fraction_static follows.
@@ -40,6 +41,11 @@ struct EnginePreset {
   ReservedMemoryRule reserved;  ///< kv_rule kOfFreeBeforeWeights: how the fraction is computed
   std::int64_t block_size = 16;
   std::vector<GraphRange> graph_ranges;
+  /// The sizes when padding is on, where the engine's generator makes another list (TensorRT-LLM);
+  /// empty: `graph_ranges` either way.
+  std::vector<GraphRange> graph_padded_ranges;
+  /// The largest size is captured too when the ranges miss it (TensorRT-LLM appends its max).
+  bool graph_with_largest = false;
   bool graph_padding = true, graph_decode_only = true;
   /// TP all-reduces within a node as the tables' custom all-reduce (TensorRT-LLM's own kernels).
   bool custom_allreduce = false;

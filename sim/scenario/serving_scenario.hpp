@@ -28,6 +28,7 @@ enum class KvMemoryRule { kOfFree, kOfTotal, kOfFreeBeforeWeights };
 /// decode-only steps run as graphs. A step no graph takes runs eagerly.
 struct CudaGraphPolicy {
   std::vector<std::int64_t> sizes;  ///< ascending; empty: every step as `cuda_graphs` says, unpadded
+  std::int64_t largest = 0;         ///< the largest captured batch the sizes were generated up to
   bool padding = true;
   bool decode_only = true;
 };

@@ -101,6 +101,9 @@ struct ServingResults {
   std::string engine;
   /// Steps run as CUDA graphs and eagerly (the graph policy of the engine: ServingScenario::graphs).
   std::int64_t graphed_steps = 0, eager_steps = 0;
+  /// The engine's captured graphs: the largest batch and whether batches are padded up to a size.
+  std::int64_t graph_largest = 0;
+  bool graph_padding = false;
   bool fits = true;
   ServingMemory memory;
   double kv_utilisation_mean = 0, kv_utilisation_max = 0;

@@ -75,18 +75,55 @@ TEST_CASE("engine presets: each engine's tier for an H100, an A100 and an H200, 
 
 TEST_CASE("engine presets: captured CUDA-graph sizes count as the engines' generators do") {
   // vLLM: 1, 2, 4, 8-248 step 8, 256-512 step 16: 51 sizes up to 512 (the reference's count).
-  const auto v = config::graph_sizes(preset("vllm"), 512);
+  const auto v = config::graph_sizes(preset("vllm"), 512, true);
   CHECK(v.size() == 51);
   CHECK(v.front() == 1);
   CHECK(v[2] == 4);
   CHECK(v.back() == 512);
   // SGLang: 36 sizes at 256, 52 at 512.
-  CHECK(config::graph_sizes(preset("sglang"), 256).size() == 36);
-  CHECK(config::graph_sizes(preset("sglang"), 512).size() == 52);
+  CHECK(config::graph_sizes(preset("sglang"), 256, true).size() == 36);
+  CHECK(config::graph_sizes(preset("sglang"), 512, true).size() == 52);
   // TensorRT-LLM (no padding): 1-31, 32, 64, 128.
-  const auto t = config::graph_sizes(preset("trtllm"), 128);
+  const auto t = config::graph_sizes(preset("trtllm"), 128, false);
   CHECK(t.size() == 34);
   CHECK(t.back() == 128);
+  // Larger maxima (cuda_graph_max_batch): TensorRT-LLM adds powers of two from 256 below the max,
+  // then the max itself (8192: 256-4096 and 8192; 1000: 256, 512 and 1000); with padding its list is
+  // 1, 2, 4, 8-128 step 8 before them. vLLM and SGLang go on in their last steps.
+  const auto t8k = config::graph_sizes(preset("trtllm"), 8192, false);
+  CHECK(t8k.size() == 34 + 6);
+  CHECK(std::vector<std::int64_t>(t8k.end() - 6, t8k.end()) ==
+        std::vector<std::int64_t>{256, 512, 1024, 2048, 4096, 8192});
+  CHECK(config::graph_sizes(preset("trtllm"), 1000, false).back() == 1000);
+  CHECK(config::graph_sizes(preset("trtllm"), 1000, false).size() == 34 + 3);
+  const auto padded = config::graph_sizes(preset("trtllm"), 128, true);
+  CHECK(padded ==
+        std::vector<std::int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128});
+  CHECK(config::graph_sizes(preset("vllm"), 1024, true).back() == 1024);
+  CHECK(config::graph_sizes(preset("vllm"), 1024, true).size() == 51 + 32);
+  CHECK(config::graph_sizes(preset("sglang"), 1024, true).back() == 1024);
+}
+
+TEST_CASE("engine presets: cuda_graph_max_batch and cuda_graph_padding override the preset's graphs") {
+  const auto dflt = served("trtllm");
+  CHECK(dflt.graphs.largest == 128);
+  CHECK_FALSE(dflt.graphs.padding);
+  const auto big = served("trtllm", R"(, "cuda_graph_max_batch": 8192, "cuda_graph_padding": true)");
+  CHECK(big.graphs.largest == 8192);
+  CHECK(big.graphs.padding);
+  CHECK(big.graphs.sizes == config::graph_sizes(preset("trtllm"), 8192, true));
+  // SGLang's memory reserve counts the largest graph batch (2 MiB each): a larger one leaves less KV.
+  const auto g = served("sglang"), g1k = served("sglang", R"(, "cuda_graph_max_batch": 1024)");
+  CHECK(g1k.kv_fraction < g.kv_fraction);
+  // The sizes come from an engine's generator: without a preset the fields are refused.
+  CHECK_THROWS_WITH_AS(served("", R"("cuda_graph_max_batch": 512)"), doctest::Contains("/engine/cuda_graph_max_batch"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(served("", R"("cuda_graph_padding": true)"), doctest::Contains("needs engine.preset"),
+                       InputError);
+  // A run with every decode batch under a captured size runs its decode steps as graphs.
+  const auto eager = test::serve(served("trtllm"));
+  const auto graphed = test::serve(served("trtllm", R"(, "cuda_graph_max_batch": 4096, "cuda_graph_padding": true)"));
+  CHECK(graphed.graphed_steps > eager.graphed_steps);
 }
 
 TEST_CASE("engine presets: SGLang's static memory fraction matches the reference's worked examples") {
