@@ -135,6 +135,20 @@ EnginePreset parse_engine(const JsonDoc& doc, const std::string& id) {
     (void)a->req_string("source");
     a->finish();
   }
+  // Optional too (a preset written before prefix caching): whether it is on, and its granularity.
+  if (auto p = r.opt_child("prefix_caching")) {
+    e.prefix_reuse.enabled = p->req_bool("enabled");
+    const auto g = p->req_string("granularity");
+    if (g != "block" && g != "token") {
+      p->fail_at("granularity",
+                 "expected \"block\" (whole blocks only, as vLLM hashes them) or \"token\" (to the prefix's last "
+                 "token: SGLang's radix cache, TensorRT-LLM's partial block reuse); got \"" +
+                     g + "\"");
+    }
+    e.prefix_reuse.per_token = g == "token";
+    (void)p->req_string("source");
+    p->finish();
+  }
   r.finish();
   problems.throw_if_any();
   return e;

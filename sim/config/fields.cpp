@@ -869,11 +869,22 @@ std::vector<Field> serving_fields() {
       {.kind = kI,
        .path = "/engine/router",
        .type = kEnum,
-       .choices = {"round_robin", "least_loaded"},
+       .choices = {"round_robin", "least_loaded", "prefix_aware"},
        .fallback = "round_robin",
        .default_text = "round_robin",
        .flag = "--router",
-       .meaning = "how requests are spread over replicas"},
+       .meaning = "how requests are spread over replicas: in turn, to the fewest requests, or (prefix_aware, as "
+                  "SGLang's cache-aware router) a shared prefix to the least loaded replica it was sent to before "
+                  "unless the replicas' loads are out of balance"},
+      {.kind = kI,
+       .path = "/engine/prefix_caching",
+       .type = kBool,
+       .fallback = true,
+       .default_text = "true (or the preset's: on in all three engines)",
+       .meaning = "a shared prompt prefix, once computed, stays in the replica's KV cache and later requests "
+                  "starting with it skip computing it (vLLM's prefix caching in whole blocks; SGLang's radix "
+                  "cache and TensorRT-LLM's block reuse to the last token); unpinned prefixes count as free and "
+                  "are evicted least recently used first"},
       {.kind = kI,
        .path = "/engine/cuda_graphs",
        .type = kBool,
@@ -956,6 +967,27 @@ std::vector<Field> serving_fields() {
        .flag = "--rate",
        .meaning = "Poisson arrivals at this rate, or \"inf\": all queued at once (one of rate, concurrency, "
                   "trace_file)"},
+      {.kind = kI,
+       .path = "/workload/shared_prefix/tokens",
+       .type = kInt,
+       .unit = "tokens",
+       .min = 1,
+       .max = 1e7,
+       .required = true,
+       .default_text = "none (no shared prefix)",
+       .flag = "--shared-prefix",
+       .meaning = "every prompt starts with one of `groups` shared prefixes of this many tokens (a system prompt, "
+                  "a few-shot preamble); shorter than the shortest prompt"},
+      {.kind = kI,
+       .path = "/workload/shared_prefix/groups",
+       .type = kInt,
+       .min = 1,
+       .max = 1e6,
+       .fallback = 1,
+       .default_text = "1",
+       .flag = "--prefix-groups",
+       .meaning = "distinct shared prefixes; each request's drawn uniformly with the workload's seed (a stream "
+                  "of its own: the lengths drawn stay as without prefixes)"},
       {.kind = kI,
        .path = "/workload/seed",
        .type = kInt,

@@ -112,6 +112,8 @@ void apply_engine(const serving::EnginePreset& preset, const EngineGiven& given,
   s.graphs.sizes = graph_sizes(preset, graph_largest, s.graphs.padding);
   s.graphs.decode_only = preset.graph_decode_only;
   if (!given.has("custom_allreduce")) s.custom_allreduce = preset.custom_allreduce;
+  if (!given.has("prefix_caching")) s.prefix_reuse.enabled = preset.prefix_reuse.enabled;
+  s.prefix_reuse.per_token = preset.prefix_reuse.per_token;
 }
 
 }  // namespace
@@ -128,7 +130,9 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
   std::vector<std::string> header;
   std::vector<InputProblem> problems;
   const std::string max_tokens = std::to_string(kMaxRequestTokens);
-  auto check = [&](double arrival, double in, double outn, const std::string& where) {
+  // A row's shared prefix (both cells or neither): its group and its tokens, fewer than the input.
+  using PrefixCells = std::optional<std::pair<double, double>>;
+  auto check = [&](double arrival, double in, double outn, const PrefixCells& prefix, const std::string& where) {
     const std::size_t before = problems.size();
     if (!(arrival >= 0 && arrival < kMaxSimSeconds)) {
       problems.push_back({where, "/arrival_s",
@@ -148,7 +152,24 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
                               " output tokens exceed the model's context of " + std::to_string(context) + " tokens"});
       return;
     }
-    out.push_back({arrival, input, output});
+    RequestSpec spec{arrival, input, output};
+    if (prefix) {
+      const auto [group, tokens] = *prefix;
+      if (!(group >= 0 && group <= 2147483647.0) || group != std::floor(group)) {
+        problems.push_back(
+            {where, "/prefix_group", "expected an integer from 0 to 2147483647; got " + shortest(group)});
+        return;
+      }
+      if (!(tokens >= 1 && tokens < static_cast<double>(input)) || tokens != std::floor(tokens)) {
+        problems.push_back({where, "/prefix_tokens",
+                            "expected a positive integer below the row's " + std::to_string(input) +
+                                " input tokens (the prompt's last token is its own); got " + shortest(tokens)});
+        return;
+      }
+      spec.prefix_group = static_cast<int>(group);
+      spec.prefix_tokens = static_cast<std::int64_t>(tokens);
+    }
+    out.push_back(spec);
   };
   while (std::getline(f, line) && problems.size() < 20) {
     ++lineno;
@@ -174,8 +195,20 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
           ok = false;
         }
       }
+      PrefixCells prefix;
+      if (j.contains("prefix_group") || j.contains("prefix_tokens")) {
+        for (const char* k : {"prefix_group", "prefix_tokens"}) {
+          if (!j.contains(k) || !j[k].is_number()) {
+            problems.push_back({where, std::string("/") + k,
+                                "missing or not a number (a shared prefix gives both its group and tokens)"});
+            ok = false;
+          }
+        }
+        if (ok) prefix = std::pair{j["prefix_group"].get<double>(), j["prefix_tokens"].get<double>()};
+      }
       if (ok)
-        check(j["arrival_s"].get<double>(), j["input_tokens"].get<double>(), j["output_tokens"].get<double>(), where);
+        check(j["arrival_s"].get<double>(), j["input_tokens"].get<double>(), j["output_tokens"].get<double>(), prefix,
+              where);
       continue;
     }
     std::vector<std::string> cells;
@@ -196,11 +229,20 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
       if (!problems.empty()) break;
       continue;
     }
-    double vals[3] = {0, 0, 0};
+    double vals[5] = {0, 0, 0, 0, 0};
     bool ok = true;
-    const char* keys[3] = {"arrival_s", "input_tokens", "output_tokens"};
-    for (int k = 0; k < 3; ++k) {
-      const auto col = static_cast<std::size_t>(std::find(header.begin(), header.end(), keys[k]) - header.begin());
+    const char* keys[5] = {"arrival_s", "input_tokens", "output_tokens", "prefix_group", "prefix_tokens"};
+    const auto column = [&](int k) {
+      return static_cast<std::size_t>(std::find(header.begin(), header.end(), keys[k]) - header.begin());
+    };
+    // The prefix columns are optional, and so are their cells (a request without a shared prefix).
+    const bool has_prefix = [&] {
+      for (int k : {3, 4})
+        if (column(k) < cells.size() && !cells[column(k)].empty()) return true;
+      return false;
+    }();
+    for (int k = 0; k < (has_prefix ? 5 : 3); ++k) {
+      const auto col = column(k);
       double v = 0;
       const auto parsed = col < cells.size()
                               ? std::from_chars(cells[col].data(), cells[col].data() + cells[col].size(), v)
@@ -212,7 +254,7 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
       }
       vals[k] = v;
     }
-    if (ok) check(vals[0], vals[1], vals[2], where);
+    if (ok) check(vals[0], vals[1], vals[2], has_prefix ? PrefixCells{{vals[3], vals[4]}} : std::nullopt, where);
   }
   if (!problems.empty()) throw InputError(problems);
   if (out.empty()) throw InputError(path, "", "no requests in this trace");
@@ -358,7 +400,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   if (auto e = r.opt_child("engine")) {
     given.preset = read_string(*e, F("/engine/preset"));
     for (const char* key : {"scheduler", "max_batch", "max_tokens", "chunked_prefill", "kv_fraction", "block_size",
-                            "custom_allreduce", "cuda_graph_max_batch", "cuda_graph_padding"})
+                            "custom_allreduce", "cuda_graph_max_batch", "cuda_graph_padding", "prefix_caching"})
       if (e->has(key)) given.keys.emplace_back(key);
     const auto scheduler = read_string(*e, F("/engine/scheduler"));
     s.scheduler = scheduler == "static"          ? Scheduler::kStatic
@@ -371,7 +413,11 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.mtp_acceptance = read_number(*e, F("/engine/mtp_acceptance"));
     s.kv_fraction = read_number(*e, F("/engine/kv_fraction"));
     s.block_size = read_int(*e, F("/engine/block_size"));
-    s.router = read_string(*e, F("/engine/router")) == "least_loaded" ? Router::kLeastLoaded : Router::kRoundRobin;
+    const auto router = read_string(*e, F("/engine/router"));
+    s.router = router == "least_loaded"   ? Router::kLeastLoaded
+               : router == "prefix_aware" ? Router::kPrefixAware
+                                          : Router::kRoundRobin;
+    s.prefix_reuse.enabled = read_bool(*e, F("/engine/prefix_caching"));
     s.cuda_graphs = read_bool(*e, F("/engine/cuda_graphs"));
     s.custom_allreduce = read_bool(*e, F("/engine/custom_allreduce"));
     // The captured sizes come from an engine's generator: without a preset there is none.
@@ -418,6 +464,12 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
       }
     }
     s.seed = static_cast<std::uint64_t>(read_int(w, F("/workload/seed")));
+    if (auto p = w.opt_child("shared_prefix")) {
+      if (has_trace) p->fail("a trace gives each request's prefix itself (prefix_group, prefix_tokens columns)");
+      s.shared_prefix.tokens = read_int(*p, F("/workload/shared_prefix/tokens"));
+      s.shared_prefix.groups = read_int(*p, F("/workload/shared_prefix/groups"));
+      p->finish();
+    }
     w.finish();
   }
   if (auto slo = r.opt_child("slo")) {
@@ -480,6 +532,12 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                      "requests of up to " + std::to_string(s.input.hi) + " input + " + std::to_string(s.output.hi) +
                          " output tokens exceed the context of " + s.model.id + " (" +
                          std::to_string(s.model.max_positions) + " tokens)");
+  }
+  if (s.shared_prefix.tokens > 0 && s.shared_prefix.tokens >= s.input.lo) {
+    throw InputError(doc.path, "/workload/shared_prefix/tokens",
+                     "a shared prefix of " + std::to_string(s.shared_prefix.tokens) +
+                         " tokens leaves no token of its own to the shortest prompt (" + std::to_string(s.input.lo) +
+                         " input tokens): it must be shorter than workload.input_len");
   }
   if (s.arrivals == Arrivals::kPoisson && static_cast<double>(s.requests) / s.rate >= 0.5 * kMaxSimSeconds) {
     throw InputError(doc.path, "/workload/rate",

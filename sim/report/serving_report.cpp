@@ -141,6 +141,16 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   } else {
     j["moe"] = nullptr;
   }
+  if (const auto& pc = r.prefix_cache) {
+    j["prefix_cache"] = {{"enabled", pc->enabled},
+                         {"granularity", pc->per_token ? "token" : "block"},
+                         {"reused_tokens", pc->reused_tokens},
+                         {"computed_tokens", pc->computed_tokens},
+                         {"hit_rate", pc->hit_rate()},
+                         {"evictions", pc->evictions}};
+  } else {
+    j["prefix_cache"] = nullptr;  // no request shares a prefix
+  }
   j["collectives_s"] = nlohmann::ordered_json::object();
   for (const auto& [label, seconds] : r.collectives_s) j["collectives_s"][label] = seconds;
   auto sources = nlohmann::ordered_json::object();
@@ -255,6 +265,17 @@ std::string serving_table(const ServingResults& r) {
   }
   row("KV cache utilisation",
       fixed(100 * r.kv_utilisation_mean, 1) + "% mean, " + fixed(100 * r.kv_utilisation_max, 1) + "% max");
+  if (const auto& pc = r.prefix_cache) {
+    row("prefix cache",
+        !pc->enabled ? "off: every prompt computed whole (" +
+                           std::string(r.scheduler == "static" ? "static batches reuse no prefix"
+                                                               : "engine.prefix_caching false") +
+                           ")"
+                     : fixed(100 * pc->hit_rate(), 1) + "% of prompt tokens served from cached prefixes (" +
+                           std::to_string(pc->reused_tokens) + " reused, " + std::to_string(pc->computed_tokens) +
+                           " computed; " + (pc->per_token ? "to the last token" : "whole blocks") + ", " +
+                           std::to_string(pc->evictions) + " prefixes evicted)");
+  }
   if (r.moe && (r.moe->routing != "balanced" || r.moe->ep > 1)) {  // the default says nothing new
     row("MoE routing",
         r.moe->routing + (r.moe->ep > 1

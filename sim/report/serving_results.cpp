@@ -69,6 +69,15 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log) {
   r.memory = log.memory;
   r.kv_blocks = log.kv_blocks;
   r.fits = log.kv_blocks > 0 && !log.oom;
+  if (std::any_of(log.requests.begin(), log.requests.end(), [](const auto& q) { return q.prefix_tokens > 0; })) {
+    ServingResults::PrefixCache pc;
+    pc.enabled = s.reuses_prefixes().enabled;
+    pc.per_token = s.prefix_reuse.per_token;
+    for (const auto& q : log.requests) pc.reused_tokens += q.reused;
+    pc.computed_tokens = log.prefill_tokens;
+    pc.evictions = log.prefix_evictions;
+    r.prefix_cache = pc;
+  }
   request_metrics(log, s.slo_ttft_s, s.slo_tpot_s, log.spans, r);
   r.wall_s = log.wall_s;
   const double span = std::max(r.makespan_s, 1e-12);

@@ -49,6 +49,8 @@ struct EnginePreset {
   bool graph_padding = true, graph_decode_only = true;
   /// TP all-reduces within a node as the tables' custom all-reduce (TensorRT-LLM's own kernels).
   bool custom_allreduce = false;
+  /// Prefix caching as the engine ships it (off for a preset that does not say).
+  PrefixReuse prefix_reuse{false, false};
 };
 
 }  // namespace cs::serving

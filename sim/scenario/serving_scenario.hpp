@@ -33,6 +33,22 @@ struct CudaGraphPolicy {
   bool decode_only = true;
 };
 
+/// How a replica's KV pool reuses the KV of shared prompt prefixes (the engines' prefix caching:
+/// vLLM's hashed blocks, SGLang's radix cache, TensorRT-LLM's block reuse; KvCache).
+struct PrefixReuse {
+  bool enabled = true;
+  /// Whether a prefix is reused to its last token (SGLang's one-token pages, TensorRT-LLM's partial
+  /// block reuse) or only in whole blocks (vLLM hashes full blocks).
+  bool per_token = false;
+};
+
+/// Requests whose prompts start with one of `groups` shared prefixes of `tokens` tokens (a system
+/// prompt, a few-shot preamble), each request's drawn uniformly with the scenario's seed.
+struct SharedPrefix {
+  std::int64_t tokens = 0;  ///< 0: no shared prefix
+  std::int64_t groups = 1;
+};
+
 /// SGLang's admission estimate: a prefill is admitted when the KV pool holds its prompt plus, for
 /// every running request and itself, min(tokens still to generate, clip) x ratio; the ratio starts
 /// at `initial` and falls linearly to `floor` over `decay_steps` decode steps.
@@ -40,7 +56,7 @@ struct NewTokenRatio {
   double initial = 0.7, floor = 0.098;
   std::int64_t decay_steps = 600, clip = 4096;
 };
-enum class Router { kRoundRobin, kLeastLoaded };
+enum class Router { kRoundRobin, kLeastLoaded, kPrefixAware };
 enum class Arrivals { kQueued, kClosedLoop, kPoisson, kTrace };
 
 /// A length: fixed, or drawn uniformly from [lo, hi] with the scenario's seed.
@@ -54,6 +70,8 @@ struct RequestSpec {
   double arrival_s = 0;
   std::int64_t input = 0;
   std::int64_t output = 0;
+  int prefix_group = -1;  ///< the shared prefix its prompt starts with (-1: none)
+  std::int64_t prefix_tokens = 0;
 };
 
 /// A second box kind beside the scenario's own, for a mixed fleet: colocated, its replicas serve
@@ -109,6 +127,13 @@ struct ServingScenario {
   double kv_fraction = 0.9;
   KvMemoryRule kv_rule = KvMemoryRule::kOfFree;
   std::int64_t block_size = 16;
+  /// Prefix caching (`engine.prefix_caching`, on in all three engines by default).
+  PrefixReuse prefix_reuse;
+  /// Prefix caching as the replicas' KV pools run it: static batches (TensorRT-LLM 0.9's
+  /// gptSession) reuse none.
+  [[nodiscard]] PrefixReuse reuses_prefixes() const {
+    return {prefix_reuse.enabled && scheduler != Scheduler::kStatic, prefix_reuse.per_token};
+  }
   /// The engine preset the limits came from (scenarios/engines/<id>.json; "": clustersim's own).
   std::string engine;
   /// Continuous batching: whether waiting requests are admitted in a step that preempted (vLLM: no).
@@ -129,6 +154,7 @@ struct ServingScenario {
   std::int64_t concurrency = 0;
   std::int64_t requests = 0;
   LengthDist input, output;
+  SharedPrefix shared_prefix;  ///< drawn workloads' shared prompt prefixes (`workload.shared_prefix`)
   std::uint64_t seed = 1;
   std::vector<RequestSpec> trace;
   std::optional<double> slo_ttft_s, slo_tpot_s;

@@ -36,11 +36,11 @@ void ContinuousScheduler::plan(ReplicaQueue& q, std::vector<Request>& reqs, Step
   while (!q.waiting.empty() && static_cast<std::int64_t>(q.running.size()) < limits_.max_batch && budget > 0) {
     auto& r = reqs[static_cast<std::size_t>(q.waiting.front())];
     const bool has_kv = r.prompt_cached();  // arrived from a prefill replica
-    const std::int64_t need = q.kv.blocks_for(has_kv ? r.input + r.generated : r.prompt);
-    if (!q.kv.has(need)) break;
-    if (!has_kv && limits_.chunked_prefill == 0 && r.prompt - r.prefilled > budget) break;
+    const std::int64_t tokens = has_kv ? r.input + r.generated : r.prompt;
+    if (!q.kv.has(q.kv.admit_cost(r, tokens))) break;
+    if (!has_kv && limits_.chunked_prefill == 0 && r.prompt - r.prefilled - q.kv.reusable(r) > budget) break;
     q.waiting.pop_front();
-    q.kv.admit(r, need);
+    q.kv.admit_for(r, tokens);  // a cached prefix counts as prefilled
     q.running.push_back(r.id);
     if (has_kv) {
       // KV arrived from a prefill replica: decode straight away.

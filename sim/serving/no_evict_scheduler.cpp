@@ -11,10 +11,11 @@ void NoEvictScheduler::plan(ReplicaQueue& q, std::vector<Request>& reqs, StepBui
   while (!q.waiting.empty() && static_cast<std::int64_t>(q.running.size()) < limits_.max_batch) {
     auto& r = reqs[static_cast<std::size_t>(q.waiting.front())];
     // At most the whole pool: the extra token is an estimate, and the longest request fits whole.
-    const std::int64_t need = std::min(q.kv.blocks_for(r.input + r.output + 1), q.kv.total());
+    const std::int64_t tokens = r.input + r.output + 1;
+    const std::int64_t need = std::min(q.kv.admit_cost(r, tokens), q.kv.total());
     if (!q.kv.has(need)) break;
     q.waiting.pop_front();
-    q.kv.admit(r, need);
+    q.kv.admit_for(r, tokens, q.kv.total());  // a cached prefix is reused (block reuse), not reserved again
     q.running.push_back(r.id);
   }
   // The micro-batch: admitted requests in order until the token budget or the batch cap.

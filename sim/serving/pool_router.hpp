@@ -16,8 +16,8 @@ class PoolRouter {
   /// `kind_weights`: a mixed fleet's weight per box kind (ServingRunOptions::kind_weights; fewer
   /// than two: every replica weighs 1).
   PoolRouter(const ServingScenario& s, std::vector<double> kind_weights);
-  /// The replica of the colocated (or prefill) pool, or of the decode pool, that takes a request.
-  [[nodiscard]] int pick(const std::vector<Replica>& replicas, bool decode_pool);
+  /// The replica of the colocated (or prefill) pool, or of the decode pool, that takes request `r`.
+  [[nodiscard]] int pick(const std::vector<Replica>& replicas, bool decode_pool, const Request& r);
 
  private:
   [[nodiscard]] double weight_of(const Replica& rep) const;

@@ -39,12 +39,13 @@ void PrefillFirstScheduler::plan_prefill(ReplicaQueue& q, std::vector<Request>& 
   while (!q.waiting.empty() && static_cast<std::int64_t>(q.running.size()) < limits_.max_batch && budget > 0) {
     auto& r = reqs[static_cast<std::size_t>(q.waiting.front())];
     const bool has_kv = r.prompt_cached();  // arrived from a prefill replica: joins the decodes
-    const std::int64_t need = q.kv.blocks_for(has_kv ? r.input + r.generated : r.prompt);
+    const std::int64_t tokens = has_kv ? r.input + r.generated : r.prompt;
+    const std::int64_t need = q.kv.admit_cost(r, tokens);  // less a prefix the radix cache holds
     const std::int64_t own = reserved_blocks(q, r);
     // Alone, a request needs only its prompt's blocks (it fits whole: simulate_serving checked).
     if (!q.kv.has(need) || (!q.running.empty() && !q.kv.has(need + reserved + own))) break;
     q.waiting.pop_front();
-    q.kv.admit(r, need);
+    q.kv.admit_for(r, tokens);
     q.running.push_back(r.id);
     reserved += own;
     if (has_kv) continue;

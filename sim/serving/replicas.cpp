@@ -49,7 +49,7 @@ Replicas make_replicas(const ServingScenario& s, std::int64_t oom_longest_blocks
       blocks = oom_longest_blocks * s.max_batch * pools;
       out.oom = true;
     }
-    r.queue.kv = KvCache(blocks, s.block_size, sliding_share, s.model.sliding_window);
+    r.queue.kv = KvCache(blocks, s.block_size, sliding_share, s.model.sliding_window, s.reuses_prefixes());
     r.scheduler = make_scheduler(mine);
     int first_layer = 0;
     for (int k = 0; k < mine.pp; ++k) {
@@ -104,7 +104,10 @@ void fleet_into(const ServingScenario& s, const Replicas& fleet, ServingLog& log
     };
     log.pools = ServingResults::Pools{pool(s.prefill_replicas, 0), pool(s.decode_replicas, s.prefill_replicas)};
   }
-  for (const auto& rep : replicas) log.preemptions += rep.scheduler->preemptions();
+  for (const auto& rep : replicas) {
+    log.preemptions += rep.scheduler->preemptions();
+    log.prefix_evictions += rep.queue.kv.evictions();
+  }
   log.memory = fleet.memory;
   log.kv_blocks = fleet.blocks;
   log.oom = fleet.oom;

@@ -17,7 +17,13 @@ struct Request {
   std::int64_t prompt = 0;     ///< tokens to prefill (the input; more after a recompute preemption)
   std::int64_t prefilled = 0;  ///< prompt tokens whose KV is cached
   std::int64_t generated = 0;  ///< output tokens sampled so far
-  std::int64_t blocks = 0;     ///< KV blocks it holds
+  std::int64_t blocks = 0;     ///< KV blocks it holds (its own)
+  /// A shared prompt prefix (a system prompt, a few-shot preamble): its group (-1: none) and its
+  /// tokens, the first of the input. Requests of one group share them (KvCache's prefix reuse).
+  int prefix_group = -1;
+  std::int64_t prefix_tokens = 0;
+  std::int64_t shared_blocks = 0;  ///< blocks of a cached prefix it reads (the pool's, not its own)
+  std::int64_t reused = 0;         ///< prompt tokens a cached prefix spared it (every admission)
   SimTime first_token = kNever, finish = kNever;
   int replica = -1;
   int kv_parts_left = 0;   ///< disaggregated: KV transfers (one per GPU pair) still moving

@@ -22,11 +22,20 @@ Request make(int id, SimTime arrival, std::int64_t input, std::int64_t output) {
   return r;
 }
 
+Request make(int id, const RequestSpec& t) {
+  Request r = make(id, SimTime::from_seconds(t.arrival_s), t.input, t.output);
+  r.prefix_group = t.prefix_group;
+  r.prefix_tokens = t.prefix_tokens;
+  return r;
+}
+
 }  // namespace
 
 double unit_draw(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-RequestSource::RequestSource(const ServingScenario& s) : s_(s), rng_(s.seed) {}
+// The prefix groups come from a stream apart from the lengths' and arrivals', so a workload keeps
+// its lengths whether or not it shares prefixes.
+RequestSource::RequestSource(const ServingScenario& s) : s_(s), rng_(s.seed), prefix_rng_(s.seed ^ 0x707265666978u) {}
 
 Request RequestSource::drawn(int id, SimTime arrival) {
   // The output length is drawn before the input: the order every run so far has used (the two
@@ -34,7 +43,12 @@ Request RequestSource::drawn(int id, SimTime arrival) {
   // lengths.
   const std::int64_t output = draw(s_.output, rng_);
   const std::int64_t input = draw(s_.input, rng_);
-  return make(id, arrival, input, output);
+  Request r = make(id, arrival, input, output);
+  if (s_.shared_prefix.tokens > 0) {
+    r.prefix_tokens = s_.shared_prefix.tokens;
+    r.prefix_group = static_cast<int>(draw(LengthDist{0, s_.shared_prefix.groups - 1}, prefix_rng_));
+  }
+  return r;
 }
 
 std::vector<Request> RequestSource::initial() {
@@ -42,8 +56,7 @@ std::vector<Request> RequestSource::initial() {
   const auto next_id = [&] { return static_cast<int>(out.size()); };
   switch (s_.arrivals) {
     case Arrivals::kTrace:
-      for (const auto& t : s_.trace)
-        out.push_back(make(next_id(), SimTime::from_seconds(t.arrival_s), t.input, t.output));
+      for (const auto& t : s_.trace) out.push_back(make(next_id(), t));
       break;
     case Arrivals::kQueued:
       for (std::int64_t i = 0; i < s_.requests; ++i) out.push_back(drawn(next_id(), SimTime{}));

@@ -13,7 +13,8 @@ namespace cs::serving {
 [[nodiscard]] double unit_draw(std::mt19937_64& rng);
 
 /// The workload's requests: a trace, a queue all there at once, Poisson arrivals or a closed loop,
-/// with lengths drawn from the scenario's seeded stream. It knows nothing of replicas.
+/// with lengths (and shared prefixes) drawn from the scenario's seeded streams. It knows nothing of
+/// replicas.
 class RequestSource {
  public:
   explicit RequestSource(const ServingScenario& s);
@@ -30,6 +31,7 @@ class RequestSource {
   [[nodiscard]] Request drawn(int id, SimTime arrival);
   const ServingScenario& s_;
   std::mt19937_64 rng_;
+  std::mt19937_64 prefix_rng_;  ///< each request's shared prefix group
 };
 
 /// Request ids sorted by arrival, ties in id order.

@@ -6,7 +6,7 @@
 
 namespace cs::serving {
 
-int RoundRobinRouter::pick(std::span<const ReplicaLoad> pool) {
+int RoundRobinRouter::pick(std::span<const ReplicaLoad> pool, const Request& /*r*/) {
   CS_ASSERT(!pool.empty(), "a router picks from a pool of replicas");
   const bool alike =
       std::all_of(pool.begin(), pool.end(), [&](const ReplicaLoad& r) { return r.weight == pool.front().weight; });
@@ -23,7 +23,9 @@ int RoundRobinRouter::pick(std::span<const ReplicaLoad> pool) {
   return pool[best].replica;
 }
 
-int LeastLoadedRouter::pick(std::span<const ReplicaLoad> pool) {
+int LeastLoadedRouter::pick(std::span<const ReplicaLoad> pool, const Request& /*r*/) { return least_loaded(pool); }
+
+int LeastLoadedRouter::least_loaded(std::span<const ReplicaLoad> pool) {
   CS_ASSERT(!pool.empty(), "a router picks from a pool of replicas");
   const ReplicaLoad* best = &pool.front();
   // (load + 1) / weight compared without division: exact, and the plain fewest-requests order
@@ -34,8 +36,33 @@ int LeastLoadedRouter::pick(std::span<const ReplicaLoad> pool) {
   return best->replica;
 }
 
+int PrefixAwareRouter::pick(std::span<const ReplicaLoad> pool, const Request& r) {
+  const int least = LeastLoadedRouter::least_loaded(pool);
+  if (r.prefix_group < 0 || r.prefix_tokens <= 0) return least;
+  const auto [lo, hi] = std::minmax_element(pool.begin(), pool.end(),
+                                            [](const ReplicaLoad& a, const ReplicaLoad& b) { return a.load < b.load; });
+  const auto min_load = static_cast<double>(lo->load), max_load = static_cast<double>(hi->load);
+  const bool imbalanced = max_load - min_load > kBalanceAbs && max_load > kBalanceRel * min_load;
+  auto& holders = holders_[r.prefix_group];
+  int chosen = least;
+  if (!imbalanced) {
+    // The least loaded replica that was sent this prefix before (ties to the first), if any.
+    const ReplicaLoad* best = nullptr;
+    for (const auto& c : pool) {
+      if (holders.count(c.replica) == 0) continue;
+      if (best == nullptr ||
+          (static_cast<double>(c.load) + 1) * best->weight < (static_cast<double>(best->load) + 1) * c.weight)
+        best = &c;
+    }
+    if (best != nullptr) chosen = best->replica;
+  }
+  holders.insert(chosen);
+  return chosen;
+}
+
 std::unique_ptr<RequestRouter> make_router(Router kind) {
   if (kind == Router::kLeastLoaded) return std::make_unique<LeastLoadedRouter>();
+  if (kind == Router::kPrefixAware) return std::make_unique<PrefixAwareRouter>();
   return std::make_unique<RoundRobinRouter>();
 }
 

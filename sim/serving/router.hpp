@@ -1,11 +1,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <vector>
 
 #include "sim/scenario/serving_scenario.hpp"
+#include "sim/serving/request.hpp"
 
 namespace cs::serving {
 
@@ -23,8 +26,8 @@ struct ReplicaLoad {
 class RequestRouter {
  public:
   virtual ~RequestRouter() = default;
-  /// The chosen replica of `pool` (not empty; in replica order).
-  [[nodiscard]] virtual int pick(std::span<const ReplicaLoad> pool) = 0;
+  /// The chosen replica of `pool` (not empty; in replica order) for request `r`.
+  [[nodiscard]] virtual int pick(std::span<const ReplicaLoad> pool, const Request& r) = 0;
 };
 
 /// Each replica in turn; replicas of unequal weights in proportion to them, interleaved (smooth
@@ -32,7 +35,7 @@ class RequestRouter {
 /// largest credit, ties to the first, which then pays the total back).
 class RoundRobinRouter final : public RequestRouter {
  public:
-  [[nodiscard]] int pick(std::span<const ReplicaLoad> pool) override;
+  [[nodiscard]] int pick(std::span<const ReplicaLoad> pool, const Request& r) override;
 
  private:
   std::uint64_t next_ = 0;
@@ -43,7 +46,27 @@ class RoundRobinRouter final : public RequestRouter {
 /// replica goes first); ties to the first.
 class LeastLoadedRouter final : public RequestRouter {
  public:
-  [[nodiscard]] int pick(std::span<const ReplicaLoad> pool) override;
+  [[nodiscard]] int pick(std::span<const ReplicaLoad> pool, const Request& r) override;
+  /// The least loaded of `pool` (what pick does, for the routers built on it).
+  [[nodiscard]] static int least_loaded(std::span<const ReplicaLoad> pool);
+};
+
+/// Cache-aware routing as SGLang's router does it: a request whose prompt starts with a shared
+/// prefix goes to the least loaded replica this router has sent that prefix to before (whose
+/// cache likely holds it), a new prefix to the least loaded replica; when the pool is out of
+/// balance (the most loaded replica has more than `kBalanceAbs` requests more than the least and
+/// more than `kBalanceRel` times as many) every request goes to the least loaded. Requests
+/// without a prefix go to the least loaded. The router keeps its own record of where each prefix
+/// went, not the replicas' caches (SGLang's router keeps an approximate tree the same way).
+class PrefixAwareRouter final : public RequestRouter {
+ public:
+  /// SGLang router's balance thresholds (sgl-router `--balance-abs-threshold` 64,
+  /// `--balance-rel-threshold` 1.5; defaults as documented in its README, not re-read at a commit).
+  static constexpr double kBalanceAbs = 64, kBalanceRel = 1.5;
+  [[nodiscard]] int pick(std::span<const ReplicaLoad> pool, const Request& r) override;
+
+ private:
+  std::map<int, std::set<int>> holders_;  ///< prefix group -> replicas it was sent to
 };
 
 [[nodiscard]] std::unique_ptr<RequestRouter> make_router(Router kind);

@@ -25,6 +25,8 @@ struct ServingLog {
   int replicas = 1;
   std::optional<ServingResults::Pools> pools;  ///< disaggregated: each pool's replicas and shape
   std::int64_t steps = 0, preemptions = 0, graphed_steps = 0, eager_steps = 0;
+  /// Prompt tokens the steps computed (a cached prefix's are not), and cached prefixes evicted.
+  std::int64_t prefill_tokens = 0, prefix_evictions = 0;
   ServingMemory memory;        ///< the (decode) pool's GPU
   std::int64_t kv_blocks = 0;  ///< its own count (also under allow_oom)
   bool oom = false;            ///< a pool was given the KV blocks its memory lacks (allow_oom)

@@ -120,7 +120,7 @@ class ServingRun final : public workload::TaskSource {
     const SimTime now = g_->now();
     while (const auto id = clock_.pop_due(now, reqs_)) {
       auto& r = reqs_[static_cast<std::size_t>(*id)];
-      auto& rep = replica(router_.pick(fleet_.replicas, false));
+      auto& rep = replica(router_.pick(fleet_.replicas, false, r));
       r.replica = rep.index;
       rep.queue.waiting.push_back(r.id);
       steps_.start(*g_, rep, reqs_);
@@ -155,7 +155,7 @@ class ServingRun final : public workload::TaskSource {
 
   /// Disaggregated: the prompt's KV cache moves to a decode replica (add_kv_transfer).
   void send_kv(const Replica& from, Request& r) {
-    auto& to = replica(router_.pick(fleet_.replicas, true));
+    auto& to = replica(router_.pick(fleet_.replicas, true, r));
     r.replica = to.index;
     ++to.incoming;
     r.kv_parts_left = from.shape.dp_attention ? 1 : kv_pairs_;

@@ -104,6 +104,19 @@ struct ServingResults {
   /// The engine's captured graphs: the largest batch and whether batches are padded up to a size.
   std::int64_t graph_largest = 0;
   bool graph_padding = false;
+  /// When requests share prompt prefixes: the prompt tokens a cached prefix spared (every
+  /// admission, re-admissions after preemption too) and those the steps computed, the cached
+  /// prefixes evicted, and how the engine reuses them (ServingScenario::prefix_reuse).
+  struct PrefixCache {
+    bool enabled = true, per_token = false;
+    std::int64_t reused_tokens = 0, computed_tokens = 0, evictions = 0;
+    /// The share of the prompt tokens admitted that the cache served.
+    [[nodiscard]] double hit_rate() const {
+      const auto all = reused_tokens + computed_tokens;
+      return all > 0 ? static_cast<double>(reused_tokens) / static_cast<double>(all) : 0.0;
+    }
+  };
+  std::optional<PrefixCache> prefix_cache;
   bool fits = true;
   ServingMemory memory;
   double kv_utilisation_mean = 0, kv_utilisation_max = 0;

@@ -31,7 +31,15 @@ void StepRunner::start(workload::OpenGraph& g, Replica& rep, std::vector<Request
     rep.scheduler->plan(rep.queue, reqs, step_);
     if (step_.empty()) return;  // idle until an arrival or a batch leaves the pipeline
     ++rep.inflight;
-    for (const auto& p : step_.plan) reqs[static_cast<std::size_t>(p.req)].in_flight = true;
+    for (const auto& p : step_.plan) {
+      auto& r = reqs[static_cast<std::size_t>(p.req)];
+      r.in_flight = true;
+      if (p.chunk == 0) continue;
+      prefill_tokens_ += p.chunk;
+      // Its blocks are filled by this step: a shared prefix now computed is cached for the next
+      // requests (vLLM caches a block when the step computing it is scheduled).
+      rep.queue.kv.publish(r, r.prefilled + p.chunk);
+    }
     const std::uint64_t b = batches_.acquire();
     Batch& batch = batches_.at(b);
     batch.replica = rep.index;
@@ -111,6 +119,7 @@ void StepRunner::into(ServingLog& log) {
   programs_.count_into(log);
   if (mixed_programs_) mixed_programs_->count_into(log);
   log.collectives_s = tasks_.collectives_s();
+  log.prefill_tokens = prefill_tokens_;
 }
 
 }  // namespace cs::serving

@@ -65,11 +65,12 @@ class StepRunner {
   std::optional<StepProgramBuilder> mixed_programs_;
   StepBuilder step_;  ///< the batch being planned
   std::mt19937_64 mtp_rng_;
-  BatchTracker batches_;  ///< batches in flight, and why each task is followed
-  StageTasks tasks_;      ///< stage programs onto the executor, collective times remembered
-  StageProgram program_;  ///< add_batch's scratch
-  StepSettled settled_;   ///< the last batch's settlement
-  RunRecord record_;      ///< steps, KV use, tokens out, spans
+  BatchTracker batches_;             ///< batches in flight, and why each task is followed
+  StageTasks tasks_;                 ///< stage programs onto the executor, collective times remembered
+  StageProgram program_;             ///< add_batch's scratch
+  StepSettled settled_;              ///< the last batch's settlement
+  RunRecord record_;                 ///< steps, KV use, tokens out, spans
+  std::int64_t prefill_tokens_ = 0;  ///< prompt tokens put through the model (cached prefixes not)
 };
 
 }  // namespace cs::serving

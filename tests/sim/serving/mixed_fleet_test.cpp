@@ -133,19 +133,19 @@ TEST_CASE("mixed fleet: a weighted round robin interleaves by weight, least load
   serving::RoundRobinRouter rr;
   const serving::ReplicaLoad pool[] = {{0, 0, 2.0}, {1, 0, 1.0}};
   std::string turns;
-  for (int k = 0; k < 6; ++k) turns += std::to_string(rr.pick(pool));
+  for (int k = 0; k < 6; ++k) turns += std::to_string(rr.pick(pool, serving::Request{}));
   CHECK(turns == "010010");
   serving::RoundRobinRouter plain;
   const serving::ReplicaLoad alike[] = {{0, 5, 1.0}, {1, 0, 1.0}, {2, 9, 1.0}};
   turns.clear();
-  for (int k = 0; k < 4; ++k) turns += std::to_string(plain.pick(alike));
+  for (int k = 0; k < 4; ++k) turns += std::to_string(plain.pick(alike, serving::Request{}));
   CHECK(turns == "0120");
   serving::LeastLoadedRouter ll;
   // (3 + 1) / 4 = 1 against (1 + 1) / 1 = 2: the fast replica despite more requests.
   const serving::ReplicaLoad loaded[] = {{0, 3, 4.0}, {1, 1, 1.0}};
-  CHECK(ll.pick(loaded) == 0);
+  CHECK(ll.pick(loaded, serving::Request{}) == 0);
   const serving::ReplicaLoad equal[] = {{0, 3, 1.0}, {1, 1, 1.0}};
-  CHECK(ll.pick(equal) == 1);
+  CHECK(ll.pick(equal, serving::Request{}) == 1);
 }
 
 namespace {

@@ -37,6 +37,9 @@ namespace {
 
 using Lengths = std::vector<std::pair<std::int64_t, std::int64_t>>;
 
+/// A request without a shared prefix (what the routers see when prefixes play no part).
+const serving::Request kNoPrefix{};
+
 /// Puts `r` in the running set as a decoding sequence: its prompt cached, `generated` tokens out.
 void running(serving::ReplicaQueue& q, serving::Request& r, std::int64_t generated, std::int64_t blocks) {
   r.prefilled = r.prompt;
@@ -114,23 +117,23 @@ TEST_CASE("serving seams: sliding-window layers keep only their window's blocks"
 TEST_CASE("serving seams: round robin keeps its turn, least loaded takes the first of the lightest") {
   serving::RoundRobinRouter rr;
   const std::vector<serving::ReplicaLoad> pool{{3, 5}, {7, 0}, {9, 2}};
-  for (int want : {3, 7, 9, 3}) CHECK(rr.pick(pool) == want);
+  for (int want : {3, 7, 9, 3}) CHECK(rr.pick(pool, kNoPrefix) == want);
   // Loads do not move the turn.
   const std::vector<serving::ReplicaLoad> other{{3, 0}, {7, 9}, {9, 9}};
-  CHECK(rr.pick(other) == 7);
+  CHECK(rr.pick(other, kNoPrefix) == 7);
 
   serving::LeastLoadedRouter ll;
   const std::vector<serving::ReplicaLoad> tied{{0, 4}, {1, 2}, {2, 2}, {3, 5}};
-  CHECK(ll.pick(tied) == 1);
-  CHECK(ll.pick(other) == 3);
+  CHECK(ll.pick(tied, kNoPrefix) == 1);
+  CHECK(ll.pick(other, kNoPrefix) == 3);
 
   const std::vector<serving::ReplicaLoad> two{{0, 5}, {1, 1}};
   auto least = serving::make_router(serving::Router::kLeastLoaded);
-  CHECK(least->pick(two) == 1);
-  CHECK(least->pick(two) == 1);
+  CHECK(least->pick(two, kNoPrefix) == 1);
+  CHECK(least->pick(two, kNoPrefix) == 1);
   auto turn = serving::make_router(serving::Router::kRoundRobin);
-  CHECK(turn->pick(two) == 0);
-  CHECK(turn->pick(two) == 1);
+  CHECK(turn->pick(two, kNoPrefix) == 0);
+  CHECK(turn->pick(two, kNoPrefix) == 1);
 }
 
 TEST_CASE("serving seams: the pool router picks within its pool by requests waiting, running and incoming") {
@@ -148,11 +151,11 @@ TEST_CASE("serving seams: the pool router picks within its pool by requests wait
   reps[1].incoming = 1;  // two requests' worth: one waiting, one whose KV is on its way
   reps[2].queue.running = {2};
   serving::PoolRouter router(s, {});
-  CHECK(router.pick(reps, false) == 0);  // the prefill pool has one replica, however loaded
-  CHECK(router.pick(reps, true) == 2);
+  CHECK(router.pick(reps, false, kNoPrefix) == 0);  // the prefill pool has one replica, however loaded
+  CHECK(router.pick(reps, true, kNoPrefix) == 2);
   reps[2].queue.running.push_back(3);
   reps[2].queue.waiting.push_back(4);
-  CHECK(router.pick(reps, true) == 1);
+  CHECK(router.pick(reps, true, kNoPrefix) == 1);
 
   // A mixed fleet's second kind weighs kind_weights[1]: three times as fast, it takes the request
   // while it holds fewer than three times the requests per replica.
@@ -166,13 +169,13 @@ TEST_CASE("serving seams: the pool router picks within its pool by requests wait
   fleet[0].queue.running = {1};
   fleet[1].queue.running = {2, 3, 4};
   serving::PoolRouter weighted(m, {1.0, 3.0});
-  CHECK(weighted.pick(fleet, false) == 1);  // (3 + 1) / 3 < (1 + 1) / 1
+  CHECK(weighted.pick(fleet, false, kNoPrefix) == 1);  // (3 + 1) / 3 < (1 + 1) / 1
   fleet[1].queue.running.push_back(5);
   fleet[1].queue.running.push_back(6);
-  CHECK(weighted.pick(fleet, false) == 0);  // (5 + 1) / 3 = (1 + 1) / 1: ties to the first
+  CHECK(weighted.pick(fleet, false, kNoPrefix) == 0);  // (5 + 1) / 3 = (1 + 1) / 1: ties to the first
   serving::PoolRouter alike(m, {});
   fleet[1].queue.running = {2};
-  CHECK(alike.pick(fleet, false) == 0);
+  CHECK(alike.pick(fleet, false, kNoPrefix) == 0);
 }
 
 TEST_CASE("serving seams: a queued workload arrives at once with exact or drawn lengths") {
