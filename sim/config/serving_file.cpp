@@ -537,7 +537,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     throw InputError(doc.path, "/workload/shared_prefix/tokens",
                      "a shared prefix of " + std::to_string(s.shared_prefix.tokens) +
                          " tokens leaves no token of its own to the shortest prompt (" + std::to_string(s.input.lo) +
-                         " input tokens): it must be shorter than workload.input_len");
+                         " input tokens): it must be shorter than /workload/input_len");
   }
   if (s.arrivals == Arrivals::kPoisson && static_cast<double>(s.requests) / s.rate >= 0.5 * kMaxSimSeconds) {
     throw InputError(doc.path, "/workload/rate",

@@ -19,7 +19,9 @@ KvCache::KvCache(std::int64_t blocks, std::int64_t block_size, double sliding_sh
 }
 
 std::int64_t KvCache::blocks_for(std::int64_t tokens) const {
-  return (models::kv_held_tokens(tokens, sliding_share_, window_) + block_size_ - 1) / block_size_;
+  // Asked for every decoding sequence every step: without sliding windows every token is held.
+  const std::int64_t held = sliding_share_ > 0 ? models::kv_held_tokens(tokens, sliding_share_, window_) : tokens;
+  return (held + block_size_ - 1) / block_size_;
 }
 
 double KvCache::used() const {
@@ -91,6 +93,7 @@ void KvCache::admit(Request& r, std::int64_t blocks) {
 
 void KvCache::grow(Request& r, std::int64_t tokens) {
   const std::int64_t more = more_for(r, tokens);
+  if (more == 0) return;
   take(more);
   r.blocks += more;
 }

@@ -1,5 +1,7 @@
 #include "sim/serving/stage_tasks.hpp"
 
+#include <bit>
+#include <cstdint>
 #include <limits>
 
 #include "sim/core/check.hpp"
@@ -9,6 +11,16 @@ namespace cs::serving {
 using workload::Category;
 using workload::Stream;
 using workload::TaskId;
+
+std::size_t StageTasks::MemoKeyHash::operator()(const MemoKey& k) const {
+  const auto& [group, op, bytes, copies, shares, returning] = k;
+  std::uint64_t h = (static_cast<std::uint64_t>(group) << 9) ^ (static_cast<std::uint64_t>(op) << 1) ^
+                    static_cast<std::uint64_t>(returning);
+  for (const std::uint64_t v : {std::bit_cast<std::uint64_t>(bytes), std::bit_cast<std::uint64_t>(copies),
+                                static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(shares))})
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return static_cast<std::size_t>(h);
+}
 
 StageTasks::MemoKey StageTasks::key_of(const Stage& st, const Segment& seg) {
   return MemoKey{st.group, static_cast<int>(seg.op), seg.bytes, seg.node_copies, seg.dest_share, seg.returning};
@@ -29,38 +41,25 @@ std::optional<SimTime> StageTasks::memo(const Stage& st, const Segment& seg) con
   return it->second;
 }
 
-/// Adds `times` runs of the collectives in `segs` (their times known) to the breakdown.
-void StageTasks::count_known(const Stage& st, const std::vector<Segment>& segs, std::int64_t times) {
-  for (const auto& seg : segs) {
-    if (!seg.collective) continue;
-    const auto m = memo(st, seg);
-    CS_ASSERT(m.has_value(), "a known program's collectives have known times");
-    comm_time_[seg.kind] += SimTime{m->ps * times};
-  }
+void StageTasks::count_known(const CommTimes& comm, std::int64_t times) {
+  for (std::size_t k = 0; k < comm.size(); ++k) comm_time_[k] += SimTime{comm[k].ps * times};
 }
 
-/// The time of `segs` run back to back when every collective's time is known, else nothing.
-std::optional<SimTime> StageTasks::known_time(const Stage& st, const std::vector<Segment>& segs) const {
+std::optional<SimTime> StageTasks::known_time(const Stage& st, const std::vector<Segment>& segs,
+                                              CommTimes& comm) const {
+  comm = CommTimes{};
   SimTime t{};
   for (const auto& seg : segs) {
     if (!seg.collective) {
       t += seg.compute;
     } else if (auto m = memo(st, seg)) {
       t += *m;
+      comm[seg.kind] += *m;
     } else {
       return std::nullopt;
     }
   }
   return t;
-}
-
-/// The stage's time when every collective's time is known (fast path), else nothing. Integer
-/// sums: the same as the tasks' chain.
-std::optional<SimTime> StageTasks::known_time(const Stage& st, const StageProgram& prog) const {
-  const auto layer = known_time(st, prog.layer);
-  const auto head = known_time(st, prog.head);
-  if (!layer || !head) return std::nullopt;
-  return prog.overhead + SimTime{layer->ps * prog.layers} + *head;
 }
 
 SimTime compute_from(const StageProgram& prog, std::size_t next) {
@@ -112,10 +111,14 @@ TaskId StageTasks::add_collective(workload::OpenGraph& g, const Stage& st, const
 std::pair<TaskId, TaskId> StageTasks::add_stage(workload::OpenGraph& g, const Stage& st, const StageProgram& prog) {
   const int gpu = st.ranks.front();
   if (st.isolated || st.ranks.size() == 1) {
-    if (auto t = known_time(st, prog)) {
-      count_known(st, prog.layer, prog.layers);
-      count_known(st, prog.head, 1);
-      const auto id = g.add_compute(gpu, Stream::kCompute, Category::kForward, "serving.stage", *t);
+    CommTimes layer_comm, head_comm;
+    const auto layer = known_time(st, prog.layer, layer_comm);
+    const auto head = layer ? known_time(st, prog.head, head_comm) : std::nullopt;
+    if (layer && head) {
+      count_known(layer_comm, prog.layers);
+      count_known(head_comm, 1);
+      const SimTime t = prog.overhead + SimTime{layer->ps * prog.layers} + *head;
+      const auto id = g.add_compute(gpu, Stream::kCompute, Category::kForward, "serving.stage", t);
       return {id, id};
     }
   }
@@ -162,12 +165,13 @@ StageTasks::Added StageTasks::resume(workload::OpenGraph& g, const Stage& st, co
     if (alone && next >= 1 && next < body_end && (next - 1) % per_layer == 0) {
       // At a layer's start: the remaining layers at once when the layer's time is known (as many
       // as end within the window).
-      if (auto layer = known_time(st, prog.layer)) {
+      CommTimes comm;
+      if (auto layer = known_time(st, prog.layer, comm)) {
         auto fold = static_cast<std::int64_t>((body_end - next) / per_layer);
         if (!solo && layer->ps > 0) fold = std::min(fold, (window - known).ps / layer->ps);
         if (fold > 0) {
           known += SimTime{layer->ps * fold};
-          count_known(st, prog.layer, fold);
+          count_known(comm, fold);
           next += static_cast<std::size_t>(fold) * per_layer;
           any = true;
           continue;

@@ -1,10 +1,10 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -76,6 +76,10 @@ class StageTasks {
   /// An isolated collective: group, op, bytes, node copies, shares (the builder's routing memo,
   /// so the same shares are the same pointer) and direction.
   using MemoKey = std::tuple<std::uint32_t, int, double, double, const std::vector<double>*, bool>;
+  /// Looked up twice per collective per step: hashed, not ordered (nothing iterates the memo).
+  struct MemoKeyHash {
+    std::size_t operator()(const MemoKey& k) const;
+  };
   /// What a collective task is, for its end.
   struct Tag {
     bool memo = false;          ///< an isolated stage's: its time is remembered
@@ -86,13 +90,18 @@ class StageTasks {
   };
   [[nodiscard]] static MemoKey key_of(const Stage& st, const Segment& seg);
   [[nodiscard]] std::optional<SimTime> memo(const Stage& st, const Segment& seg) const;
-  void count_known(const Stage& st, const std::vector<Segment>& segs, std::int64_t times);
-  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const std::vector<Segment>& segs) const;
-  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const StageProgram& prog) const;
+  /// Each collective kind's time over one run of a segment list (comm_time_'s order).
+  using CommTimes = std::array<SimTime, kCollectiveLabels.size()>;
+  /// Adds `times` runs of `comm` to the breakdown.
+  void count_known(const CommTimes& comm, std::int64_t times);
+  /// The time of `segs` run back to back when every collective's time is known, else nothing; one
+  /// run's collective times go into `comm` (one memo lookup per collective serves both).
+  [[nodiscard]] std::optional<SimTime> known_time(const Stage& st, const std::vector<Segment>& segs,
+                                                  CommTimes& comm) const;
   workload::TaskId add_collective(workload::OpenGraph& g, const Stage& st, const Segment& seg, bool alone);
 
   std::vector<Tag> tags_;  ///< by task index
-  std::map<MemoKey, SimTime> memo_;
+  std::unordered_map<MemoKey, SimTime, MemoKeyHash> memo_;
   std::array<SimTime, kCollectiveLabels.size()> comm_time_{};  ///< per kind, summed over the run
   TransferWatch watch_;
 };
