@@ -315,6 +315,42 @@ TEST_CASE("plan serve --engine: candidates sized by the engine's KV-cache rule, 
   CHECK(has(unknown.err, "no engine 'tgi'"));
 }
 
+TEST_CASE("plan serve --shared-prefix: prompts sharing system prompts need fewer boxes, as infer runs them") {
+  const std::string base =
+      "plan --model llama3.1-8b --job serve:40:3000:128 --slo-ttft 1s --slo-tpot 40ms --offers hk-2x-h100-nvlink "
+      "--engine sglang --top 1 --json";
+  const auto plain = run_cli(base);
+  const auto shared = run_cli(base + " --shared-prefix 2800 --prefix-groups 4 --router prefix_aware");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(shared.exit_code == 0);
+  const auto a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(shared.out);
+  CHECK(a["job"]["shared_prefix"].is_null());
+  CHECK(b["job"]["shared_prefix"]["tokens"] == 2800);
+  CHECK(b["job"]["router"] == "prefix_aware");
+  const auto& best = b["candidates"][0];
+  // 2,800 of each 3,000-token prompt computed once per replica: fewer boxes keep up.
+  CHECK(best["nodes"].get<int>() < a["candidates"][0]["nodes"].get<int>());
+  // The candidate as infer runs it with the same prompts: the same p90s.
+  const int nodes = best["nodes"], tp = best["parallel"]["tp"], replicas = best["parallel"]["replicas_per_box"];
+  const auto [ttft, tpot] = infer_p90("pcie-h100x2-nvlink", tp, replicas, 40.0 / nodes,
+                                      best["parallel"]["pp"].get<int>(), best["parallel"]["max_batch"].get<int>(),
+                                      "--engine sglang --shared-prefix 2800 --prefix-groups 4 --router prefix_aware",
+                                      3000, 128, best["requests_simulated"].get<long>());
+  CHECK(ttft == doctest::Approx(best["ttft_p90_s"].get<double>()));
+  CHECK(tpot == doctest::Approx(best["tpot_p90_s"].get<double>()));
+  // A prefix as long as the prompt, groups without a prefix, and the flags on a training job are refused.
+  const auto whole = run_cli(base + " --shared-prefix 3000");
+  CHECK(whole.exit_code == 2);
+  CHECK(has(whole.err, "--shared-prefix"));
+  const auto groups = run_cli(base + " --prefix-groups 4");
+  CHECK(groups.exit_code == 2);
+  CHECK(has(groups.err, "--prefix-groups"));
+  const auto train =
+      run_cli("plan --model megatron-gpt-1.7b --offers cn-8x-h100-sxm --job train:2B --shared-prefix 100");
+  CHECK(train.exit_code == 2);
+  CHECK(has(train.err, "--shared-prefix"));
+}
+
 TEST_CASE("plan serve: the fewest boxes that meet the objectives, as infer simulates them, priced per hour") {
   const auto r = run_cli(
       "plan --model llama3.1-8b --job serve:50:1024:256 --slo-ttft 1s --slo-tpot 40ms --offers hk-2x-h100-nvlink "

@@ -43,6 +43,9 @@ struct PlanOpts {
   std::string weights;             ///< serve: the weights' format (empty: bf16)
   std::string engine;              ///< serve: the serving engine's preset (empty: clustersim's defaults)
   std::string mix_link;            ///< serve: the fabric between two offers' prefill and decode pools (empty: eth-100g)
+  std::string router;              ///< serve: how requests are spread over replicas (empty: round_robin)
+  std::int64_t shared_prefix = 0;  ///< serve: tokens of the shared prompt prefixes (0: none)
+  std::int64_t prefix_groups = 1;  ///< serve: how many distinct shared prefixes
   double memory_headroom = -1;     ///< train/finetune: the allocator's share above a plan's modelled memory (<0: 0.07)
   int max_gpus = 64;
   int top = 5;
@@ -310,6 +313,11 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
     }
     if (!o.weights.empty()) set("/quantization/weights", o.weights);
     if (!o.engine.empty()) set("/engine/preset", o.engine);
+    if (!o.router.empty()) set("/engine/router", o.router);
+    if (o.shared_prefix > 0) {
+      set("/workload/shared_prefix/tokens", std::to_string(o.shared_prefix));
+      set("/workload/shared_prefix/groups", std::to_string(o.prefix_groups));
+    }
     set("/workload/rate", shortest(rate));
     set("/workload/requests", std::to_string(requests));
     set("/workload/input_len", std::to_string(job.isl));
@@ -431,6 +439,10 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                 {"rate", job.rate},
                 {"isl", job.isl},
                 {"osl", job.osl},
+                {"shared_prefix", o.shared_prefix > 0
+                                      ? nlohmann::ordered_json{{"tokens", o.shared_prefix}, {"groups", o.prefix_groups}}
+                                      : nlohmann::ordered_json(nullptr)},
+                {"router", o.router.empty() ? "round_robin" : o.router},
                 {"slo_ttft_s", sj.slo_ttft_s},
                 {"slo_tpot_s", sj.slo_tpot_s > 0 ? nlohmann::ordered_json(sj.slo_tpot_s) : nullptr},
                 {"slo_ttft_percentile", sj.slo_ttft_percentile},
@@ -537,7 +549,14 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
                                  "'s scheduler, KV-cache rule, blocks and CUDA graphs as it ships "
                                  "(scenarios/engines/" +
                                  o.engine + ".json)")
-      << ". Plans with \"prefill + decode\" run disaggregated pools (the KV cache sent over the box's links). "
+      << ". "
+      << (o.shared_prefix > 0 ? "Every prompt starts with one of " + std::to_string(o.prefix_groups) +
+                                    " shared prefixes of " + std::to_string(o.shared_prefix) +
+                                    " tokens, computed once per replica and reused by prefix caching (requests "
+                                    "routed " +
+                                    (o.router.empty() ? std::string("round_robin") : o.router) + "). "
+                              : std::string())
+      << "Plans with \"prefill + decode\" run disaggregated pools (the KV cache sent over the box's links). "
       << (r.mixed_found > 0
               ? "A fleet of two offers (\"A + B\") puts both kinds' replicas behind one router, each kind "
                 "weighted by what one of its replicas serves alone, and is simulated whole at the job's rate. "
@@ -609,6 +628,19 @@ Action add_plan(CLI::App& app, const Globals& g) {
                   "(the caching allocator reserves more than it hands out; 0.07: the largest excess measured in "
                   "Megatron-LM runs, docs/plan.md) (default: 0.07); serve plans size the KV cache by the engine's "
                   "rule instead");
+  const auto& router = config::field(config::ScenarioKind::kInfer, "/engine/router");
+  cmd->add_option("--router", o->router,
+                  "serve: how requests are spread over a plan's replicas (as infer --router: round_robin, "
+                  "least_loaded or prefix_aware; default round_robin)")
+      ->check(CLI::IsMember(router.choices));
+  cmd->add_option("--shared-prefix", o->shared_prefix,
+                  "serve: every prompt starts with one of --prefix-groups shared prefixes of this many tokens (a "
+                  "system prompt), which the engines' prefix caching computes once per replica (docs/serving.md); "
+                  "fewer than the job's ISL")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{10000000}));
+  cmd->add_option("--prefix-groups", o->prefix_groups,
+                  "serve: distinct shared prefixes (default 1; needs --shared-prefix)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
   cmd->add_option("--mix-link", o->mix_link,
                   "serve: the fabric joining a prefill pool's box on one offer and its decode pool's boxes on "
                   "another (default: eth-100g, two rentals over their Ethernet); none: no such pools are searched");
@@ -746,6 +778,12 @@ Action add_plan(CLI::App& app, const Globals& g) {
                   o->job + "')");
       }
     }
+    if (job.kind == "serve" && o->shared_prefix >= job.isl)
+      bad("--shared-prefix", "a shared prefix of " + std::to_string(o->shared_prefix) +
+                                 " tokens leaves no token of its own to a prompt of " + std::to_string(job.isl) +
+                                 " (the job's ISL): it must be shorter");
+    if (o->prefix_groups != 1 && o->shared_prefix == 0)
+      bad("--prefix-groups", "counts the shared prefixes of --shared-prefix, which is not given");
     if (job.kind == "serve" && headroom_given)
       bad("--memory-headroom",
           "sets a training plan's allocator headroom; a serve job's memory is the engine's KV-cache rule (--engine)");
@@ -754,6 +792,10 @@ Action add_plan(CLI::App& app, const Globals& g) {
     if (!o->weights.empty())
       bad("--weights", "sets the served weights' format; this is a training job ('" + o->job + "')");
     if (!o->engine.empty()) bad("--engine", "sets the serving engine; this is a training job ('" + o->job + "')");
+    if (!o->router.empty())
+      bad("--router", "spreads a serve job's requests; this is a training job ('" + o->job + "')");
+    if (o->shared_prefix > 0)
+      bad("--shared-prefix", "shapes a serve job's prompts; this is a training job ('" + o->job + "')");
     for (const auto& [flag, given] : {std::pair{"--slo-ttft", &o->slo_ttft}, std::pair{"--slo-tpot", &o->slo_tpot}}) {
       if (!given->empty())
         bad(flag, std::string("sets a serve job's latency objective; this is a training job ('") + o->job +
