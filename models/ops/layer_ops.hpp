@@ -65,6 +65,10 @@ struct Op {
   /// activation is quantised by a kernel of its own in this op list: a measured table's latency,
   /// which includes quantising the input inside the timed call, is charged without that part.
   bool input_cast_separately = false;
+  /// An FP8 GEMM whose input is quantised with a static (calibrated) per-tensor scale, as FP8
+  /// checkpoints serve (TensorRT Model Optimizer's, with an input_scale per linear layer): the
+  /// dynamic scale's amax pass that a measured table's latency includes does not run.
+  bool input_static_scale = false;
   AttentionKey attention = {};  ///< kAttentionForward/kAttentionBackward: the shape a table is keyed by
   bool operator==(const Op&) const = default;
 };

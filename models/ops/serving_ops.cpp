@@ -67,6 +67,7 @@ void gemm(std::vector<Item>& out, std::string_view name, double m, double n, dou
   const double ab = quantised_input(out, m, k, s);
   Item it{Op{name, OpKind::kGemm, m, n, k, 2.0 * m * n * k, m * k * ab + m * n * 2.0 + k * n * wb}};
   it.op.input_cast_separately = s.fp4_gemms();  // fp4_quantize above
+  it.op.input_static_scale = s.weights == WeightFormat::kFp8 && s.static_fp8_scales;
   out.push_back(it);
   if (s.weight_only()) {
     const double tiles = std::ceil(m / 128.0);

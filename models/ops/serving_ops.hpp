@@ -61,6 +61,9 @@ struct ServingShape {
   /// The GPU has FP4 tensor cores (its profile has an fp4 matrix peak): fp4/mxfp4 weights run there
   /// (W4A4, activations quantised on the fly); without them they are weight-only, as int4.
   bool fp4_tensor_cores = false;
+  /// FP8 weights served with static per-tensor activation scales, calibrated into the checkpoint
+  /// (else computed per step: the measured tables' FP8 GEMMs as they were timed).
+  bool static_fp8_scales = false;
   double kv_bytes = 2;  ///< bytes per cached K or V element (bf16 2, fp8 1)
   /// Attention data parallelism (SGLang's DP attention): each of the TP GPUs runs attention with
   /// every head over its own sequences (1/TP of the batch) and holds their KV cache alone; before

@@ -777,6 +777,17 @@ std::vector<Field> serving_fields() {
                   "bytes/param), on the FP4 tensor cores where the GPU has them (activations quantised "
                   "to FP4), else weight-only like int4"},
       {.kind = kI,
+       .path = "/quantization/activation_scales",
+       .type = kEnum,
+       .choices = {"dynamic", "static"},
+       .fallback = "dynamic",
+       .default_text = "dynamic",
+       .flag = "--activation-scales",
+       .meaning = "fp8 weights: how each GEMM's input is quantised: dynamic (a per-tensor scale computed every "
+                  "call, as the kernel tables time FP8 GEMMs, and as online quantisation runs) or static (the "
+                  "scales calibrated into the checkpoint, as TensorRT Model Optimizer's FP8 checkpoints such as "
+                  "nvidia/Llama-3.1-8B-Instruct-FP8 hold them: no amax pass, the table's time less it)"},
+      {.kind = kI,
        .path = "/quantization/kv_dtype",
        .type = kEnum,
        .choices = {"bf16", "fp8"},

@@ -394,6 +394,11 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
                 : w == "mxfp4" ? models::WeightFormat::kMxfp4
                                : models::WeightFormat::kBf16;
     s.kv_bytes = read_string(*q, F("/quantization/kv_dtype")) == "fp8" ? 1.0 : 2.0;
+    if (q->has("activation_scales") && s.weights != models::WeightFormat::kFp8) {
+      q->fail_at("activation_scales",
+                 "sets how fp8 weights' GEMMs quantise their input; the weights are " + w + ", not fp8");
+    }
+    s.static_fp8_scales = read_string(*q, F("/quantization/activation_scales")) == "static";
     q->finish();
   }
   EngineGiven given;

@@ -85,6 +85,8 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
     j["disaggregate"] = nullptr;
   }
   j["weights"] = r.weights;
+  j["activation_scales"] =
+      r.activation_scales.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.activation_scales);
   j["kv_dtype"] = r.kv_dtype;
   j["scheduler"] = r.scheduler;
   j["requests"] = r.requests;
@@ -195,7 +197,8 @@ std::string serving_table(const ServingResults& r) {
     o << "TP " << r.tp << (r.dp_attention ? " with attention-DP" : "");
   }
   o << ", " << (r.mtp_acceptance > 0 ? "MTP drafts accepted at " + fixed(r.mtp_acceptance * 100, 0) + "%, " : "")
-    << r.replicas << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights << " weights, " << r.kv_dtype
+    << r.replicas << " replica" << (r.replicas > 1 ? "s" : "") << ", " << r.weights
+    << (r.activation_scales == "static" ? " weights (static activation scales), " : " weights, ") << r.kv_dtype
     << " KV, " << (r.engine.empty() ? "" : r.engine + " engine, ") << r.scheduler << " batching)\n\n";
   auto row = [&](const std::string& k, const std::string& v) { o << std::left << std::setw(30) << k << v << "\n"; };
   if (r.mix && r.pools) {

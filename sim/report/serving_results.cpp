@@ -36,6 +36,7 @@ void describe(const ServingScenario& s, const ServingLog& log, ServingResults& r
   r.profile = s.profile.id;
   r.profile_origin = calib::provenance_name(s.profile.origin);
   r.weights = models::weight_format_name(s.weights);
+  r.activation_scales = s.weights == models::WeightFormat::kFp8 ? (s.static_fp8_scales ? "static" : "dynamic") : "";
   r.kv_dtype = s.kv_bytes == 1.0 ? "fp8" : "bf16";
   r.scheduler = serving::scheduler_name(s.scheduler);
   r.engine = s.engine;

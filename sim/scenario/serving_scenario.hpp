@@ -116,6 +116,9 @@ struct ServingScenario {
   scenario::MoeRouting routing;
   models::WeightFormat weights = models::WeightFormat::kBf16;
   double kv_bytes = 2;  ///< bf16 2, fp8 1
+  /// FP8 weights: activations quantised with the checkpoint's static per-tensor scales
+  /// (`quantization.activation_scales` "static"), not dynamic ones.
+  bool static_fp8_scales = false;
   Scheduler scheduler = Scheduler::kContinuous;
   Router router = Router::kRoundRobin;
   std::int64_t max_batch = 256;

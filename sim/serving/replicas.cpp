@@ -19,6 +19,7 @@ models::ServingShape shape_of(const ServingScenario& s, const ServingScenario& m
   }
   shape.expert_slots = expert_slots(mine);
   shape.weights = s.weights;
+  shape.static_fp8_scales = s.static_fp8_scales;
   shape.fp4_tensor_cores = mine.profile.matrix_peak.count(calib::Dtype::kFp4) > 0;
   shape.kv_bytes = s.kv_bytes;
   return shape;

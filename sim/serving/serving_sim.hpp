@@ -44,6 +44,8 @@ struct RequestSpan {
 /// Everything `infer` reports.
 struct ServingResults {
   std::string name, model, cluster, profile, profile_origin, weights, kv_dtype, scheduler;
+  /// fp8 weights: "static" or "dynamic" activation scales ("" for other formats).
+  std::string activation_scales;
   int gpus = 0, tp = 1, replicas = 1;
   bool dp_attention = false;  ///< attention data-parallel over each replica's TP GPUs
   double mtp_acceptance = 0;  ///< MTP speculative decoding's draft acceptance (0: off)
