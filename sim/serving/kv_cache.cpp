@@ -112,13 +112,30 @@ void KvCache::take(std::int64_t n) {
 }
 
 void KvCache::publish(Request& r, std::int64_t computed) {
-  if (r.shared_blocks > 0 || prefixes_.count(r.prefix_group) > 0) return;
   const auto [tokens, blocks] = prefix_size(r);
   if (blocks == 0 || computed < tokens) return;
-  CS_ASSERT(r.blocks >= blocks, "a request holds the blocks of the prompt it has computed");
-  r.blocks -= blocks;
-  r.shared_blocks = blocks;
-  prefixes_[r.prefix_group] = Prefix{tokens, blocks, 1, ++clock_};
+  const auto it = prefixes_.find(r.prefix_group);
+  if (it == prefixes_.end()) {
+    CS_ASSERT(r.shared_blocks == 0, "a cached prefix a request reads is pinned, never evicted");
+    CS_ASSERT(r.blocks >= blocks, "a request holds the blocks of the prompt it has computed");
+    r.blocks -= blocks;
+    r.shared_blocks = blocks;
+    prefixes_[r.prefix_group] = Prefix{tokens, blocks, 1, ++clock_};
+    return;
+  }
+  // A longer prefix of a cached group (a conversation's next turn: its history grew) computed by
+  // a request that reads the cached part: the group's prefix grows to it, the new blocks moving
+  // from the request to the pool. A request that computed its prefix beside the cache keeps its
+  // own blocks (both were scheduled before either was cached).
+  Prefix& e = it->second;
+  if (r.shared_blocks == 0 || tokens <= e.tokens) return;
+  const std::int64_t more = blocks - e.blocks;
+  CS_ASSERT(more >= 0 && r.blocks >= more, "a request holds the blocks of the prompt it has computed");
+  r.blocks -= more;
+  r.shared_blocks += more;
+  e.blocks = blocks;
+  e.tokens = tokens;
+  e.last_use = ++clock_;
 }
 
 void KvCache::release(Request& r) {

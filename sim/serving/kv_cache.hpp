@@ -52,7 +52,8 @@ class KvCache {
   void grow(Request& r, std::int64_t tokens);
   /// `r` has been scheduled up to `computed` tokens of its prompt: once those cover its shared
   /// prefix and the pool has none of that group cached, the prefix's blocks move from `r` to the
-  /// pool's cache (shared by the requests that follow, pinned by `r`).
+  /// pool's cache (shared by the requests that follow, pinned by `r`); when `r` read a shorter
+  /// cached prefix of its group (a conversation's earlier turn), the cached prefix grows to `r`'s.
   void publish(Request& r, std::int64_t computed);
   /// Frees every block `r` holds, and unpins its cached prefix.
   void release(Request& r);

@@ -155,6 +155,28 @@ TEST_CASE("prefix cache: unpinned prefixes are evicted least recently used first
   CHECK(kv.reusable(asking(7, 80, 3, 64)) == 64);
 }
 
+TEST_CASE("prefix cache: a conversation's next turn reads its history and the cached prefix grows to it") {
+  serving::KvCache kv(100, 16, 0, 0, kBlocks);
+  auto turn1 = asking(0, 300, 9, 200);  // a system prompt and the first question: 200 shared tokens
+  computed(kv, turn1);
+  CHECK(turn1.shared_blocks == 12);     // 192 tokens in whole blocks
+  auto turn2 = asking(1, 700, 9, 600);  // the history so far (600 tokens) and a new question
+  kv.admit_for(turn2, 700);
+  CHECK(turn2.reused == 192);
+  kv.publish(turn2, 700);
+  CHECK(turn2.shared_blocks == 37);  // 592 tokens: the cached prefix grew by 25 blocks of its own
+  CHECK(turn2.blocks == 44 - 37);
+  auto turn3 = asking(2, 1000, 9, 900);
+  CHECK(kv.reusable(turn3) == 592);
+  // Every block is held once: turn 1's own 7, turn 2's own 7, the group's 37.
+  CHECK(kv.free() == 100 - 7 - 7 - 37);
+  kv.release(turn1);
+  kv.release(turn2);
+  CHECK(kv.free() == 100);
+  // A request of the group with a shorter prefix reads only its own.
+  CHECK(kv.reusable(asking(3, 300, 9, 100)) == 96);
+}
+
 TEST_CASE("prefix cache: the continuous scheduler admits a request with its cached prefix as prefilled") {
   auto reqs = std::vector<serving::Request>{asking(0, 300, 4, 256), asking(1, 300, 4, 256)};
   serving::ReplicaQueue q;
