@@ -249,7 +249,11 @@ std::string serving_table(const ServingResults& r) {
       std::to_string(r.max_concurrency) + " sequences (" + std::to_string(r.kv_blocks) + " KV blocks per replica; " +
           (r.kv_concurrency > r.max_concurrency
                ? "bound by max batch, the KV cache would hold " + std::to_string(r.kv_concurrency) + ")"
-               : "bound by the KV cache)"));
+               : "bound by the KV cache)") +
+          (r.prefix_cache && r.prefix_cache->enabled
+               ? ", each sequence holding its whole length (a cached prefix shared "
+                 "by several is held once, so more run)"
+               : ""));
   const bool ran_tp_allreduce = std::any_of(r.collectives_s.begin(), r.collectives_s.end(),
                                             [](const auto& c) { return c.first == "tp.allreduce" && c.second > 0; });
   row("engine limits",
