@@ -46,15 +46,11 @@ int PrefixAwareRouter::pick(std::span<const ReplicaLoad> pool, const Request& r)
   auto& holders = holders_[r.prefix_group];
   int chosen = least;
   if (!imbalanced) {
-    // The least loaded replica that was sent this prefix before (ties to the first), if any.
-    const ReplicaLoad* best = nullptr;
-    for (const auto& c : pool) {
-      if (holders.count(c.replica) == 0) continue;
-      if (best == nullptr ||
-          (static_cast<double>(c.load) + 1) * best->weight < (static_cast<double>(best->load) + 1) * c.weight)
-        best = &c;
-    }
-    if (best != nullptr) chosen = best->replica;
+    // The least loaded of the replicas this prefix was sent to before, if any.
+    held_.clear();
+    for (const auto& c : pool)
+      if (holders.count(c.replica) > 0) held_.push_back(c);
+    if (!held_.empty()) chosen = LeastLoadedRouter::least_loaded(held_);
   }
   holders.insert(chosen);
   return chosen;

@@ -61,12 +61,14 @@ class LeastLoadedRouter final : public RequestRouter {
 class PrefixAwareRouter final : public RequestRouter {
  public:
   /// SGLang router's balance thresholds (sgl-router `--balance-abs-threshold` 64,
-  /// `--balance-rel-threshold` 1.5; defaults as documented in its README, not re-read at a commit).
+  /// `--balance-rel-threshold` 1.5): its defaults as recalled, unconfirmed (not in
+  /// shared/reference/engines-2026.md, and not read from its source at a commit).
   static constexpr double kBalanceAbs = 64, kBalanceRel = 1.5;
   [[nodiscard]] int pick(std::span<const ReplicaLoad> pool, const Request& r) override;
 
  private:
   std::map<int, std::set<int>> holders_;  ///< prefix group -> replicas it was sent to
+  std::vector<ReplicaLoad> held_;         ///< pick's scratch: the pool's replicas holding the prefix
 };
 
 [[nodiscard]] std::unique_ptr<RequestRouter> make_router(Router kind);

@@ -118,23 +118,25 @@ std::optional<calib::KernelTime> ComputeModel::table_gemm(const models::Op& op) 
     if (!op.core_attention && profile_.grouped_gemm_ratio) t->seconds *= profile_.grouped_gemm_ratio->value;
     t->seconds = std::max(t->seconds, op.groups * op.n * op.k * wb / hbm_);
   }
+  // The table's low-precision rows quantise the bf16 input inside the timed call (PROVENANCE.md:
+  // FP8 dynamically per tensor, an amax pass and a cast pass: read 2 + 2 bytes, write 1; NVFP4 in
+  // one pass: read 2, write 4.5 bits). What this op does not run of that is taken out, estimated at
+  // the achieved HBM rate with each pass's in-graph launch, and never more than half of the
+  // measured latency: all of it when the input is cast by a kernel of its own; the amax pass (read
+  // 2 bytes) when the FP8 scale is static.
   const auto* from = profile_.kernel_tables.source_of(calib::KernelTable::kGemm);
-  if (op.input_cast_separately && from && from->gemm_quantizes_input &&
-      (d == calib::Dtype::kFp8 || d == calib::Dtype::kFp4)) {
-    // The table's low-precision rows quantise the bf16 input inside the timed call (PROVENANCE.md:
-    // FP8 dynamically per tensor, an amax pass and a cast pass: read 2 + 2 bytes, write 1; NVFP4 in
-    // one pass: read 2, write 4.5 bits). This op's input is cast by a kernel of its own, so that
-    // part is taken out, estimated at the achieved HBM rate with each pass's in-graph launch, and
-    // never more than half of the measured latency.
-    const double bytes = d == calib::Dtype::kFp8 ? 5.0 : 2.0 + 4.5 / 8;
-    const double passes = d == calib::Dtype::kFp8 ? 2.0 : 1.0;
+  if (!from || !from->gemm_quantizes_input) return t;
+  double bytes = 0, passes = 0;
+  if (op.input_cast_separately && (d == calib::Dtype::kFp8 || d == calib::Dtype::kFp4)) {
+    bytes = d == calib::Dtype::kFp8 ? 5.0 : 2.0 + 4.5 / 8;
+    passes = d == calib::Dtype::kFp8 ? 2.0 : 1.0;
+  } else if (op.input_static_scale && d == calib::Dtype::kFp8) {
+    bytes = 2.0;
+    passes = 1.0;
+  }
+  if (passes > 0) {
     const double quant = rows * op.k * bytes / hbm_ + passes * profile_.graph_kernel_overhead.value;
     t->seconds = std::max(t->seconds - quant, 0.5 * t->seconds);
-  } else if (op.input_static_scale && from && from->gemm_quantizes_input && d == calib::Dtype::kFp8) {
-    // A static scale: the cast pass runs as in the table, its amax pass (read the bf16 input, one
-    // in-graph launch) does not.
-    const double amax = rows * op.k * 2.0 / hbm_ + profile_.graph_kernel_overhead.value;
-    t->seconds = std::max(t->seconds - amax, 0.5 * t->seconds);
   }
   return t;
 }
