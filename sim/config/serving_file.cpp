@@ -73,17 +73,8 @@ const Field& F(const std::string& path) { return field(ScenarioKind::kInfer, pat
   throw InfeasibleError(file + ": infeasible plan: " + msg);
 }
 
-/// The engine fields a scenario gives (which override its preset's).
-struct EngineGiven {
-  std::string preset;
-  std::vector<std::string> keys;
-  [[nodiscard]] bool has(const std::string& key) const {
-    return std::find(keys.begin(), keys.end(), key) != keys.end();
-  }
-};
-
 /// Sets the engine fields the scenario leaves out as `preset` ships them for its GPU and TP.
-void apply_engine(const serving::EnginePreset& preset, const EngineGiven& given, ServingScenario& s) {
+void apply_engine(const serving::EnginePreset& preset, const ServingSpec::Engine& given, ServingScenario& s) {
   const double gib = 1073741824.0;
   const auto& tier = engine_tier(preset, s.profile.hbm_capacity.value / gib, s.profile.id, s.tp);
   s.engine = preset.id;
@@ -266,9 +257,8 @@ std::vector<RequestSpec> read_trace(std::istream& f, const std::string& path, bo
 namespace {
 
 /// The second box kind of a mixed fleet, resolved and checked against the scenario's own.
-template <class Given>
 serving::MixedKind resolve_mix(const config::Catalog& catalog, const std::string& file, const std::string& model,
-                               const Given& given, ServingScenario& s) {
+                               const ServingSpec::Mix& given, ServingScenario& s) {
   if (s.deepep) {
     throw InputError(file, "/mix", "a mixed fleet with DeepEP's exchange (moe_a2a deepep) is not modelled");
   }
@@ -351,38 +341,37 @@ serving::MixedKind resolve_mix(const config::Catalog& catalog, const std::string
 
 }  // namespace
 
-ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog& catalog) {
+ServingSpec read_serving(const config::JsonDoc& doc) {
   config::Problems problems;
   auto r = config::Reader::root(doc, problems);
   problems.throw_if_any();
-  ServingScenario s;
+  ServingSpec spec;
+  spec.origin = doc.path;
+  ServingScenario& s = spec.values;
   (void)read_string(r, F("/kind"));
   s.name = read_string(r, F("/name"));
   (void)read_string(r, F("/description"));
-  const std::string model = read_string(r, F("/model"));
-  const std::string cluster = read_string(r, F("/cluster"));
-  const int gpus = static_cast<int>(read_int(r, F("/gpus")));
+  spec.model = read_string(r, F("/model"));
+  spec.cluster = read_string(r, F("/cluster"));
+  spec.gpus = static_cast<int>(read_int(r, F("/gpus")));
   s.nodes = static_cast<int>(read_int(r, F("/nodes")));
-  const std::string fabric = read_string(r, F("/fabric"));
-  const std::string profile = read_string(r, F("/profile"));
-  const std::string offer = read_string(r, F("/offer"));
-  int& pp = s.pp;
+  spec.fabric = read_string(r, F("/fabric"));
+  spec.profile = read_string(r, F("/profile"));
+  spec.offer = read_string(r, F("/offer"));
   {
     auto p = r.child("parallel");
     s.tp = static_cast<int>(read_int(p, F("/parallel/tp")));
-    pp = static_cast<int>(read_int(p, F("/parallel/pp")));
+    s.pp = static_cast<int>(read_int(p, F("/parallel/pp")));
     s.replicas = static_cast<int>(read_int(p, F("/parallel/replicas")));
     s.ep = static_cast<int>(read_int(p, F("/parallel/ep")));
     s.dp_attention = read_bool(p, F("/parallel/dp_attention"));
     s.deepep = read_string(p, F("/parallel/moe_a2a")) == "deepep";
     p.finish();
   }
-  std::string routing = "balanced";
-  std::int64_t routing_seed = 1, redundant = 0;
   if (auto moe = r.opt_child("moe")) {
-    routing = read_string(*moe, F("/moe/routing"));
-    redundant = read_int(*moe, F("/moe/redundant_experts"));
-    routing_seed = read_int(*moe, F("/moe/seed"));
+    spec.routing = read_string(*moe, F("/moe/routing"));
+    spec.redundant_experts = read_int(*moe, F("/moe/redundant_experts"));
+    spec.routing_seed = read_int(*moe, F("/moe/seed"));
     moe->finish();
   }
   if (auto q = r.opt_child("quantization")) {
@@ -401,7 +390,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.static_fp8_scales = read_string(*q, F("/quantization/activation_scales")) == "static";
     q->finish();
   }
-  EngineGiven given;
+  auto& given = spec.engine;
   if (auto e = r.opt_child("engine")) {
     given.preset = read_string(*e, F("/engine/preset"));
     for (const char* key : {"scheduler", "max_batch", "max_tokens", "chunked_prefill", "kv_fraction", "block_size",
@@ -436,7 +425,6 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     if (e->has("cuda_graph_padding")) s.graphs.padding = read_bool(*e, F("/engine/cuda_graph_padding"));
     e->finish();
   }
-  std::string trace_file;
   {
     auto w = r.child("workload");
     const bool has_trace = w.has("trace_file"), has_conc = w.has("concurrency"), has_rate = w.has("rate");
@@ -446,7 +434,7 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
           "(a closed loop) or 'trace_file'");
     }
     if (has_trace) {
-      trace_file = w.req_string(F("/workload/trace_file").key());
+      spec.trace_file = w.req_string(F("/workload/trace_file").key());
       s.arrivals = Arrivals::kTrace;
     } else {
       s.input = read_length(w, F("/workload/input_len").key());
@@ -496,56 +484,63 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     s.decode_ep = static_cast<int>(read_int(*d, F("/disaggregate/decode_ep")));
     d->finish();
   }
-  struct MixGiven {
-    std::string cluster, profile, offer, link;
-    int replicas = 0, tp = 0;
-  };
-  std::optional<MixGiven> mix;
   if (auto m = r.opt_child("mix")) {
-    mix.emplace();
-    mix->cluster = read_string(*m, F("/mix/cluster"));
-    mix->replicas = static_cast<int>(read_int(*m, F("/mix/replicas")));
-    mix->tp = static_cast<int>(read_int(*m, F("/mix/tp")));
-    mix->profile = read_string(*m, F("/mix/profile"));
-    mix->offer = read_string(*m, F("/mix/offer"));
-    mix->link = read_string(*m, F("/mix/link"));
+    auto& mix = spec.mix.emplace();
+    mix.cluster = read_string(*m, F("/mix/cluster"));
+    mix.replicas = static_cast<int>(read_int(*m, F("/mix/replicas")));
+    mix.tp = static_cast<int>(read_int(*m, F("/mix/tp")));
+    mix.profile = read_string(*m, F("/mix/profile"));
+    mix.offer = read_string(*m, F("/mix/offer"));
+    mix.link = read_string(*m, F("/mix/link"));
     m->finish();
   }
   s.allow_oom = read_bool(r, F("/allow_oom"));
   r.finish();
   problems.throw_if_any();
+  return spec;
+}
 
+ServingScenario resolve_serving(ServingSpec spec, const config::Catalog& catalog) {
+  ServingScenario s = std::move(spec.values);
+  const std::string& file = spec.origin;  // where problems point
+  const auto& [model, cluster, gpus, fabric, profile, offer] =
+      std::tie(spec.model, spec.cluster, spec.gpus, spec.fabric, spec.profile, spec.offer);
+  const auto& given = spec.engine;
+  const auto& mix = spec.mix;
+  const auto& routing = spec.routing;
+  const auto redundant = spec.redundant_experts;
+  const int pp = s.pp;
   // Resolve ids (stage 3).
   {
-    auto m = resolve_machine(catalog, doc.path, model, cluster, profile, offer);
+    auto m = resolve_machine(catalog, file, model, cluster, profile, offer);
     s.model = std::move(m.model);
     s.cluster = std::move(m.cluster);
     s.profile = std::move(m.profile);
     s.offer = std::move(m.offer);
   }
-  s.fabric = resolve_fabric(catalog, doc.path, s.nodes, fabric);
-  if (mix) s.mix = resolve_mix(catalog, doc.path, model, *mix, s);
+  s.fabric = resolve_fabric(catalog, file, s.nodes, fabric);
+  if (mix) s.mix = resolve_mix(catalog, file, model, *mix, s);
   if (!given.preset.empty()) {
-    const auto file = catalog.locate(CatalogKind::kEngine, given.preset, doc.path, "/engine/preset");
-    apply_engine(parse_engine(load(file), given.preset), given, s);
+    const auto engine_file = catalog.locate(CatalogKind::kEngine, given.preset, file, "/engine/preset");
+    apply_engine(parse_engine(load(engine_file), given.preset), given, s);
   }
   if (s.nodes <= 1 && !fabric.empty())
     s.warnings.push_back("fabric '" + fabric + "' not used: one node has no fabric (set nodes to join several)");
-  if (!trace_file.empty()) s.trace = read_trace(trace_file, s.model.max_positions);
+  if (!spec.trace_file.empty()) s.trace = read_trace(spec.trace_file, s.model.max_positions);
   if (s.arrivals != Arrivals::kTrace && s.model.max_positions > 0 && s.input.hi + s.output.hi > s.model.max_positions) {
-    throw InputError(doc.path, "/workload/input_len",
+    throw InputError(file, "/workload/input_len",
                      "requests of up to " + std::to_string(s.input.hi) + " input + " + std::to_string(s.output.hi) +
                          " output tokens exceed the context of " + s.model.id + " (" +
                          std::to_string(s.model.max_positions) + " tokens)");
   }
   if (s.shared_prefix.tokens > 0 && s.shared_prefix.tokens >= s.input.lo) {
-    throw InputError(doc.path, "/workload/shared_prefix/tokens",
+    throw InputError(file, "/workload/shared_prefix/tokens",
                      "a shared prefix of " + std::to_string(s.shared_prefix.tokens) +
                          " tokens leaves no token of its own to the shortest prompt (" + std::to_string(s.input.lo) +
                          " input tokens): it must be shorter than /workload/input_len");
   }
   if (s.arrivals == Arrivals::kPoisson && static_cast<double>(s.requests) / s.rate >= 0.5 * kMaxSimSeconds) {
-    throw InputError(doc.path, "/workload/rate",
+    throw InputError(file, "/workload/rate",
                      std::to_string(s.requests) + " requests at " + shortest(s.rate) +
                          " requests/s arrive over about " + shortest(static_cast<double>(s.requests) / s.rate) +
                          " s; the simulator's clock ends at " + fixed(kMaxSimSeconds, 0) +
@@ -562,65 +557,63 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   s.gpus = gpus == 0 ? needed : gpus;
   const int available = s.cluster.gpus * s.nodes;
   if (s.gpus > available) {
-    throw InputError(doc.path, "/gpus",
+    throw InputError(file, "/gpus",
                      (s.nodes > 1 ? std::to_string(s.nodes) + " nodes of cluster '" + s.cluster.id + "' have "
                                   : "cluster '" + s.cluster.id + "' has ") +
                          std::to_string(available) + " GPUs; this plan needs " + std::to_string(s.gpus) +
                          (s.nodes > 1 ? "" : " (more nodes: --nodes N --fabric F)"));
   }
   if (s.nodes > 1 && s.gpus != available) {
-    infeasible(doc.path, "a multi-node run uses every GPU of its nodes: " + std::to_string(s.nodes) + " x " +
-                             std::to_string(s.cluster.gpus) + " = " + std::to_string(available) +
-                             " GPUs, but the plan uses " + std::to_string(s.gpus) +
-                             " (more replicas, or a larger TP or PP)");
+    infeasible(file, "a multi-node run uses every GPU of its nodes: " + std::to_string(s.nodes) + " x " +
+                         std::to_string(s.cluster.gpus) + " = " + std::to_string(available) +
+                         " GPUs, but the plan uses " + std::to_string(s.gpus) +
+                         " (more replicas, or a larger TP or PP)");
   }
   if (s.gpus != needed) {
-    infeasible(doc.path, "TP " + std::to_string(s.tp) + " x PP " + std::to_string(s.pp) + " x " +
-                             std::to_string(pools) + " replicas = " + std::to_string(needed) + " GPUs, but " +
-                             std::to_string(s.gpus) + " are selected");
+    infeasible(file, "TP " + std::to_string(s.tp) + " x PP " + std::to_string(s.pp) + " x " + std::to_string(pools) +
+                         " replicas = " + std::to_string(needed) + " GPUs, but " + std::to_string(s.gpus) +
+                         " are selected");
   }
   if (pp > s.model.layers) {
-    infeasible(doc.path,
-               "PP " + std::to_string(pp) + " is larger than the " + std::to_string(s.model.layers) + " layers");
+    infeasible(file, "PP " + std::to_string(pp) + " is larger than the " + std::to_string(s.model.layers) + " layers");
   }
   if (pp > 1 && s.scheduler == Scheduler::kStatic) {
-    infeasible(doc.path, "static batching with PP > 1 is not modelled; use continuous batching");
+    infeasible(file, "static batching with PP > 1 is not modelled; use continuous batching");
   }
   if (s.mtp_acceptance > 0 && s.model.mtp_layers == 0) {
-    throw InputError(doc.path, "/engine/mtp_acceptance",
+    throw InputError(file, "/engine/mtp_acceptance",
                      s.model.id + " has no multi-token-prediction module (num_nextn_predict_layers 0); expected 0");
   }
   if (s.mtp_acceptance > 0 && s.scheduler == Scheduler::kStatic)
-    infeasible(doc.path, "MTP speculative decoding with static batching is not modelled; use continuous batching");
+    infeasible(file, "MTP speculative decoding with static batching is not modelled; use continuous batching");
   if (s.ep > 1 && !s.model.is_moe())
-    throw InputError(doc.path, "/parallel/ep", s.model.id + " is a dense model (no experts to spread); expected 1");
+    throw InputError(file, "/parallel/ep", s.model.id + " is a dense model (no experts to spread); expected 1");
   for (const auto& [path, own] :
        {std::pair{"/disaggregate/prefill_ep", s.prefill_ep}, std::pair{"/disaggregate/decode_ep", s.decode_ep}}) {
     if (own > 1 && !s.model.is_moe())
-      throw InputError(doc.path, path, s.model.id + " is a dense model (no experts to spread); expected 1");
+      throw InputError(file, path, s.model.id + " is a dense model (no experts to spread); expected 1");
   }
   if (s.ep > 1 && s.ep != s.tp) {
-    infeasible(doc.path, "EP " + std::to_string(s.ep) + " spreads experts over a replica's TP GPUs; it must equal TP " +
-                             std::to_string(s.tp) +
-                             " (with --dp-attention too; disaggregated pools of another TP spread theirs over their "
-                             "own TP GPUs)");
+    infeasible(file, "EP " + std::to_string(s.ep) + " spreads experts over a replica's TP GPUs; it must equal TP " +
+                         std::to_string(s.tp) +
+                         " (with --dp-attention too; disaggregated pools of another TP spread theirs over their "
+                         "own TP GPUs)");
   }
   // Each replica's EP: 1, or whole experts over its own TP GPUs (a pool's EP given apart).
   for (const auto& [path, own, pool_tp] :
        {std::tuple{"/disaggregate/prefill_ep", s.prefill_ep, s.replica_tp(0)},
         std::tuple{"/disaggregate/decode_ep", s.decode_ep, s.replica_tp(pools - 1)}}) {
     if (own > 1 && own != pool_tp) {
-      infeasible(doc.path, std::string(path) + ": EP " + std::to_string(own) +
-                               " spreads experts over a replica's TP GPUs; it must be 1 or the pool's TP " +
-                               std::to_string(pool_tp));
+      infeasible(file, std::string(path) + ": EP " + std::to_string(own) +
+                           " spreads experts over a replica's TP GPUs; it must be 1 or the pool's TP " +
+                           std::to_string(pool_tp));
     }
   }
   if (routing != "balanced" && !s.model.is_moe())
-    throw InputError(doc.path, "/moe/routing",
-                     s.model.id + " is a dense model (no experts to route); expected balanced");
+    throw InputError(file, "/moe/routing", s.model.id + " is a dense model (no experts to route); expected balanced");
   if (s.model.is_moe()) {
-    s.routing = parse_routing(routing, s.model, doc.path, "/moe/routing");
-    s.routing.seed = static_cast<std::uint64_t>(routing_seed);
+    s.routing = parse_routing(routing, s.model, file, "/moe/routing");
+    s.routing.seed = static_cast<std::uint64_t>(spec.routing_seed);
     s.routing.redundant_experts = static_cast<int>(redundant);
   }
   // The EPs the replicas run (one, or the two pools').
@@ -630,18 +623,18 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   const int least_ep = *std::min_element(eps.begin(), eps.end());
   if (redundant > 0 && (!s.model.is_moe() || least_ep < 2)) {
-    throw InputError(doc.path, "/moe/redundant_experts",
+    throw InputError(file, "/moe/redundant_experts",
                      "redundant experts balance the GPUs of expert parallelism; expected 0, or EP > 1 on a MoE model "
                      "(in every pool when disaggregated)");
   }
   for (int ep : eps) {
     if (redundant > 0 && (s.model.moe.experts + redundant) % ep != 0) {
-      infeasible(doc.path, "EP " + std::to_string(ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
-                               " routed experts + " + std::to_string(redundant) + " redundant");
+      infeasible(file, "EP " + std::to_string(ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
+                           " routed experts + " + std::to_string(redundant) + " redundant");
     }
   }
   if (s.deepep && (!s.dp_attention || least_ep < 2 || !s.model.is_moe())) {
-    throw InputError(doc.path, "/parallel/moe_a2a",
+    throw InputError(file, "/parallel/moe_a2a",
                      "deepep is the MoE exchange under attention-DP with whole experts spread over the replica's "
                      "GPUs; expected allgather, or --dp-attention with EP = TP > 1 on a MoE model (in every pool when "
                      "disaggregated)");
@@ -655,17 +648,17 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
       for (int k = 0; k < s.replica_pp(i); ++k, first += tp) {
         const int boxes = (first + tp - 1) / per_box - first / per_box + 1;
         if (boxes > 1 && (first % per_box != 0 || tp % per_box != 0)) {
-          infeasible(doc.path, "with --moe-a2a deepep across boxes each stage's GPUs must fill whole boxes of " +
-                                   std::to_string(per_box) + " (DeepEP forwards a token once per box over NVLink); " +
-                                   "replica " + std::to_string(i) + " takes GPUs " + std::to_string(first) + "-" +
-                                   std::to_string(first + tp - 1) + ", split unevenly over " + std::to_string(boxes) +
-                                   " boxes");
+          infeasible(file, "with --moe-a2a deepep across boxes each stage's GPUs must fill whole boxes of " +
+                               std::to_string(per_box) + " (DeepEP forwards a token once per box over NVLink); " +
+                               "replica " + std::to_string(i) + " takes GPUs " + std::to_string(first) + "-" +
+                               std::to_string(first + tp - 1) + ", split unevenly over " + std::to_string(boxes) +
+                               " boxes");
         }
       }
     }
   }
   if (s.deepep && (!s.profile.deepep_ll_dispatch_floor || !s.profile.deepep_ll_combine_floor)) {
-    throw InputError(doc.path, "/parallel/moe_a2a",
+    throw InputError(file, "/parallel/moe_a2a",
                      "deepep runs decode steps on DeepEP's low-latency kernels, whose fixed floor the GPU's profile "
                      "gives (achieved.deepep_ll_dispatch_floor and deepep_ll_combine_floor); profile '" +
                          s.profile.id +
@@ -674,28 +667,28 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
   }
   for (int ep : eps) {
     if (s.model.is_moe() && redundant == 0 && s.model.moe.experts % ep != 0) {
-      infeasible(doc.path, "EP " + std::to_string(ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
-                               " experts (redundant experts, --redundant-experts K, can make up the difference)");
+      infeasible(file, "EP " + std::to_string(ep) + " does not divide the " + std::to_string(s.model.moe.experts) +
+                           " experts (redundant experts, --redundant-experts K, can make up the difference)");
     }
   }
   // Under attention-DP every GPU runs attention with all the heads, so TP need not divide them.
   for (int i = 0; i < pools && !s.dp_attention; ++i) {
     const int t = s.replica_tp(i);
     if (s.model.heads % t != 0) {
-      infeasible(doc.path, "TP " + std::to_string(t) + " does not divide the " + std::to_string(s.model.heads) +
-                               " attention heads (attention data parallelism, --dp-attention, runs every head on "
-                               "each GPU)");
+      infeasible(file, "TP " + std::to_string(t) + " does not divide the " + std::to_string(s.model.heads) +
+                           " attention heads (attention data parallelism, --dp-attention, runs every head on "
+                           "each GPU)");
     }
   }
   // An offer rents a box: a multi-node run rents one per node (and pays for each).
   const int per_box = s.nodes > 1 ? s.cluster.gpus : s.gpus;
   if (s.offer && s.offer->gpus < per_box) {
-    throw InputError(doc.path, "/offer",
+    throw InputError(file, "/offer",
                      "offer '" + s.offer->id + "' rents " + std::to_string(s.offer->gpus) +
                          " GPUs per box; this run uses " + std::to_string(per_box) + (s.nodes > 1 ? " per node" : ""));
   }
   if (s.offer && s.offer->max_nodes > 0 && s.nodes > s.offer->max_nodes) {
-    throw InputError(doc.path, "/nodes",
+    throw InputError(file, "/nodes",
                      "offer '" + s.offer->id + "' rents at most " + std::to_string(s.offer->max_nodes) +
                          " boxes; this run uses " + std::to_string(s.nodes));
   }
@@ -705,10 +698,14 @@ ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog&
     return m;
   }();
   if (s.chunked_prefill == 0 && longest_prompt > s.max_tokens) {
-    infeasible(doc.path, "a prompt of " + std::to_string(longest_prompt) + " tokens exceeds max_tokens " +
-                             std::to_string(s.max_tokens) + " per step; raise max_tokens or enable chunked prefill");
+    infeasible(file, "a prompt of " + std::to_string(longest_prompt) + " tokens exceeds max_tokens " +
+                         std::to_string(s.max_tokens) + " per step; raise max_tokens or enable chunked prefill");
   }
   return s;
+}
+
+ServingScenario parse_serving(const config::JsonDoc& doc, const config::Catalog& catalog) {
+  return resolve_serving(read_serving(doc), catalog);
 }
 
 }  // namespace cs::config

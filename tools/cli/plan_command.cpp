@@ -274,43 +274,19 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
   if (mix_link != "none") (void)catalog.locate(config::CatalogKind::kFabric, mix_link, kCommandLine, "--mix-link");
   const std::string ttft_p = "p" + std::to_string(sj.slo_ttft_percentile);
   const std::string tpot_p = "p" + std::to_string(sj.slo_tpot_percentile);
-  const sizing::MakeServing make = [&](std::size_t oi, const sizing::ServingChoice& c, double rate,
-                                       std::int64_t requests) {
+  // The job's own fields, read once as a scenario file gives them (so a bad --engine, --router or
+  // --weights is named as its field); each candidate sets its shape on a copy, and resolve_serving
+  // applies the engine preset for its GPU and TP and checks it, as for a file.
+  const auto base = [&] {
     nlohmann::json j = nlohmann::json::object();
     const auto set = [&](const std::string& path, const std::string& text) {
       config::set_field_text(j, path, text, "plan");
     };
     j["kind"] = "infer";
+    j["engine"] = nlohmann::json::object();  // its fields' defaults read, as a candidate sets max_batch
     set("/model", o.model);
-    set("/cluster", spaces[oi].offer.cluster);
-    // Pools on two kinds: this kind's box holds the prefill replicas alone.
-    const int own_replicas = c.second && c.prefill_replicas > 0 ? c.prefill_replicas : c.replicas;
-    set("/gpus", std::to_string(c.tp * c.pp * own_replicas));
-    set("/parallel/tp", std::to_string(c.tp));
-    set("/parallel/pp", std::to_string(c.pp));
-    set("/parallel/ep", std::to_string(c.ep));
-    set("/parallel/dp_attention", c.dp_attention ? "true" : "false");
-    if (c.deepep) set("/parallel/moe_a2a", "deepep");
-    set("/engine/max_batch", std::to_string(c.max_batch));
-    set("/parallel/replicas", std::to_string(c.replicas));
-    if (c.prefill_replicas > 0) {
-      set("/disaggregate/prefill", std::to_string(c.prefill_replicas));
-      set("/disaggregate/decode", std::to_string(c.replicas - c.prefill_replicas));
-    }
-    if (c.max_tokens > 0) {
-      set("/engine/max_tokens", std::to_string(c.max_tokens));
-      set("/engine/chunked_prefill", std::to_string(c.max_tokens));
-    }
-    if (c.span > 1) {  // one unit: `span` boxes joined by the offer's fabric
-      set("/nodes", std::to_string(c.span));
-      set("/fabric", offer_fabric[oi]->id);
-    }
-    if (c.second) {  // a mixed fleet: the second offer's boxes beside these (priced by the search)
-      set("/mix/cluster", spaces[c.second->offer].offer.cluster);
-      set("/mix/replicas", std::to_string(c.second->replicas));
-      set("/mix/tp", std::to_string(c.second->tp));
-      if (c.prefill_replicas > 0) set("/mix/link", mix_link);
-    }
+    set("/cluster", "(each candidate's)");  // required by the reader; every candidate sets its own
+    set("/parallel/tp", "1");
     if (!o.weights.empty()) set("/quantization/weights", o.weights);
     if (!o.engine.empty()) set("/engine/preset", o.engine);
     if (!o.router.empty()) set("/engine/router", o.router);
@@ -318,11 +294,52 @@ int plan_serving(const std::vector<sizing::OfferSpace>& spaces,
       set("/workload/shared_prefix/tokens", std::to_string(o.shared_prefix));
       set("/workload/shared_prefix/groups", std::to_string(o.prefix_groups));
     }
-    set("/workload/rate", shortest(rate));
-    set("/workload/requests", std::to_string(requests));
+    set("/workload/rate", shortest(job.rate));
+    set("/workload/requests", "1");
     set("/workload/input_len", std::to_string(job.isl));
     set("/workload/output_len", std::to_string(job.osl));
-    auto s = config::parse_serving(config::JsonDoc{kCommandLine, j}, catalog);
+    return config::read_serving(config::JsonDoc{kCommandLine, j});
+  }();
+  const sizing::MakeServing make = [&](std::size_t oi, const sizing::ServingChoice& c, double rate,
+                                       std::int64_t requests) {
+    auto spec = base;
+    auto& v = spec.values;
+    spec.cluster = spaces[oi].offer.cluster;
+    // Pools on two kinds: this kind's box holds the prefill replicas alone.
+    const int own_replicas = c.second && c.prefill_replicas > 0 ? c.prefill_replicas : c.replicas;
+    spec.gpus = c.tp * c.pp * own_replicas;
+    v.tp = c.tp;
+    v.pp = c.pp;
+    v.ep = c.ep;
+    v.dp_attention = c.dp_attention;
+    v.deepep = c.deepep;
+    v.replicas = c.replicas;
+    v.max_batch = c.max_batch;
+    spec.engine.give("max_batch");
+    if (c.prefill_replicas > 0) {
+      v.prefill_replicas = c.prefill_replicas;
+      v.decode_replicas = c.replicas - c.prefill_replicas;
+    }
+    if (c.max_tokens > 0) {
+      v.max_tokens = c.max_tokens;
+      v.chunked_prefill = c.max_tokens;
+      spec.engine.give("max_tokens");
+      spec.engine.give("chunked_prefill");
+    }
+    if (c.span > 1) {  // one unit: `span` boxes joined by the offer's fabric
+      v.nodes = c.span;
+      spec.fabric = offer_fabric[oi]->id;
+    }
+    if (c.second) {  // a mixed fleet: the second offer's boxes beside these (priced by the search)
+      auto& mix = spec.mix.emplace();
+      mix.cluster = spaces[c.second->offer].offer.cluster;
+      mix.replicas = c.second->replicas;
+      mix.tp = c.second->tp;
+      if (c.prefill_replicas > 0) mix.link = mix_link;
+    }
+    v.rate = rate;
+    v.requests = requests;
+    auto s = config::resolve_serving(std::move(spec), catalog);
     check_serving_work(s, spaces[oi].offer.id + " " + sizing::serving_plan_text(c), g);
     return s;
   };

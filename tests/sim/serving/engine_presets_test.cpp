@@ -374,3 +374,36 @@ TEST_CASE("quantization.activation_scales: static FP8 scales speed the FP8 GEMMs
     CHECK(e.problems().front().pointer == "/quantization/activation_scales");
   }
 }
+
+TEST_CASE("resolve_serving: a read scenario given another shape resolves as the file with that shape") {
+  // plan reads its job once and sets each candidate's shape on the read values: the preset's tiers
+  // (SGLang's by TP) and the memory rule must follow the shape set, not the one read.
+  const auto text = [](int tp, int max_batch) {
+    return R"({"kind": "infer", "model": "llama3.1-8b", "cluster": "hgx-h100", "parallel": {"tp": )" +
+           std::to_string(tp) + R"(}, "engine": {"preset": "sglang", "max_batch": )" + std::to_string(max_batch) +
+           R"(}, "workload": {"input_len": 2000, "output_len": 200, "rate": 4, "requests": 50}})";
+  };
+  auto spec = config::read_serving(config::parse_text(text(1, 64), "test.json"));
+  CHECK(spec.model == "llama3.1-8b");
+  CHECK(spec.engine.has("max_batch"));
+  CHECK_FALSE(spec.engine.has("chunked_prefill"));
+  spec.values.tp = 8;
+  spec.values.max_batch = 96;
+  spec.values.requests = 80;
+  const auto from_spec = config::resolve_serving(spec, test::catalog());
+  auto file_text = text(8, 96);
+  file_text.replace(file_text.find("\"requests\": 50"), 14, "\"requests\": 80");
+  const auto from_file = config::parse_serving(config::parse_text(file_text, "test.json"), test::catalog());
+  CHECK(from_spec.tp == 8);
+  CHECK(from_spec.max_batch == 96);
+  CHECK(from_spec.graphs.largest == from_file.graphs.largest);
+  CHECK(from_spec.graphs.largest !=
+        config::resolve_serving(config::read_serving(config::parse_text(text(1, 64), "t")), test::catalog())
+            .graphs.largest);
+  CHECK(from_spec.kv_fraction == doctest::Approx(from_file.kv_fraction));
+  CHECK(from_spec.chunked_prefill == from_file.chunked_prefill);
+  CHECK(test::serve(from_spec).output_tokens_per_s == test::serve(from_file).output_tokens_per_s);
+  // Checks of the whole still run on a read scenario given a shape that cannot run.
+  spec.values.tp = 3;
+  CHECK_THROWS_AS((void)config::resolve_serving(spec, test::catalog()), InfeasibleError);
+}
