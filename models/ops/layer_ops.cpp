@@ -7,6 +7,30 @@
 
 namespace cs::models {
 
+const char* kernel_class_name(KernelClass c) {
+  switch (c) {
+    case KernelClass::kGemm: return "gemm";
+    case KernelClass::kExpertGemm: return "expert_gemm";
+    case KernelClass::kAttention: return "attention";
+    case KernelClass::kElementwise: return "elementwise";
+    case KernelClass::kHostBound: return "host_bound";
+    case KernelClass::kExchangeFloor: return "deepep_floor";
+  }
+  return "?";
+}
+
+KernelClass kernel_class(const Op& op) {
+  if (op.fixed_s > 0) return KernelClass::kExchangeFloor;
+  switch (op.kind) {
+    case OpKind::kGemm: return op.expert ? KernelClass::kExpertGemm : KernelClass::kGemm;
+    case OpKind::kAttentionForward:
+    case OpKind::kAttentionBackward: return KernelClass::kAttention;
+    case OpKind::kMemoryBound:
+    case OpKind::kVectorFlops: return KernelClass::kElementwise;
+  }
+  return KernelClass::kElementwise;
+}
+
 std::int64_t q_heads_per_rank(const ModelArch& m, int tp) { return m.heads / tp; }
 
 Item tp_comm(CollectiveOp op, double bytes) {
@@ -456,6 +480,7 @@ Item grouped_gemm(std::string_view name, const MoeDims& d, double n, double k, c
   Op op{name, OpKind::kGemm, rows / d.local_experts, n, k, 2.0 * rows * n * k, bytes};
   op.groups = d.local_experts;
   op.routed = true;
+  op.expert = true;
   return {op};
 }
 

@@ -12,6 +12,16 @@ namespace cs::models {
 /// kVectorFlops: work on CUDA cores (not tensor cores), at the profile's fp32 rate.
 enum class OpKind { kGemm, kAttentionForward, kAttentionBackward, kMemoryBound, kVectorFlops };
 
+/// What a stretch of compute time was spent on, for the results' "compute by kernel" shares: dense
+/// GEMMs (linear layers, LM head, router, shared experts), routed experts' grouped GEMMs, core
+/// attention (forward and backward), elementwise and reduction kernels (norms, activations, casts,
+/// RoPE, loss, optimizer), the wait for the host to issue kernels beyond their own time (eager
+/// training), and DeepEP's low-latency fixed work (serving's decode exchange).
+enum class KernelClass { kGemm, kExpertGemm, kAttention, kElementwise, kHostBound, kExchangeFloor };
+inline constexpr int kKernelClasses = 6;
+/// "gemm", "expert_gemm", "attention", "elementwise", "host_bound", "deepep_floor".
+[[nodiscard]] const char* kernel_class_name(KernelClass c);
+
 /// Core attention's shape, so a measured attention table can time it: whole sequences of `seq`
 /// tokens, causal (queries = keys), on one GPU's heads (or, serving, decode steps). `share` is the part of that whole
 /// attention this op computes (context parallelism: 1/CP per rank, a ring step 1/CP of that).
@@ -53,6 +63,8 @@ struct Op {
   double groups = 1;
   /// The groups are experts fed by the router: each one's rows (m) vary around their mean.
   bool routed = false;
+  /// A routed experts' GEMM (forward, dgrad or wgrad): counted apart in "compute by kernel".
+  bool expert = false;
   /// A weight-gradient GEMM (x^T dy): nothing after it in the layer needs its output.
   bool weight_gradient = false;
   /// The share of the SMs the kernel runs on: below 1 when an overlapped collective's kernels hold
@@ -72,6 +84,9 @@ struct Op {
   AttentionKey attention = {};  ///< kAttentionForward/kAttentionBackward: the shape a table is keyed by
   bool operator==(const Op&) const = default;
 };
+
+/// The class an op's time counts under (a fixed-time op is DeepEP's floor).
+[[nodiscard]] KernelClass kernel_class(const Op& op);
 
 /// A collective between blocks of ops: what it does, over which process group (the plan resolves
 /// the kind to the ranks), its size in the nccl-tests convention (all-reduce = the buffer,

@@ -316,6 +316,7 @@ void serving_experts(std::vector<Item>& out, const ModelArch& m, const StepMix& 
     Op op{name, OpKind::kGemm, rows, n, kk, flops, pairs * (kk * ab + n * 2.0) + local * n * kk * wb};
     op.groups = local;  // one grouped kernel over this GPU's share of the hit experts
     op.routed = true;
+    op.expert = true;
     out.push_back({op});
     if (s.weight_only()) out.push_back({Op{"dequantize", OpKind::kVectorFlops, 0, 0, 0, 4.0 * local * n * kk, 0}});
   };

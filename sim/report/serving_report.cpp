@@ -159,6 +159,7 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   for (std::size_t k = 0; k < r.compute_sources.size(); ++k)
     sources[calib::kernel_source_name(static_cast<calib::KernelSource>(k))] = r.compute_sources[k];
   j["compute_sources"] = sources;
+  j["compute_by_kernel"] = compute_classes_json(r.compute_classes);
   j["steps"] = r.steps;
   j["preemptions"] = r.preemptions;
   if (r.cost) {
@@ -307,6 +308,7 @@ std::string serving_table(const ServingResults& r) {
   }
   row("profile", r.profile + " (" + r.profile_origin + ")");
   row("kernel times from", compute_sources_text(r.compute_sources));
+  row("compute spent on", compute_classes_text(r.compute_classes));
   for (const auto& w : r.warnings) o << "warning: " << w << "\n";
   return o.str();
 }

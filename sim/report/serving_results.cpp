@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "sim/report/serving_results.hpp"
+#include "sim/workload/compute_model.hpp"
 
 namespace cs::report {
 
@@ -116,6 +117,7 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log) {
   for (double x : log.sources) sourced += x;
   for (std::size_t k = 0; k < log.sources.size(); ++k)
     r.compute_sources[k] = sourced > 0 ? log.sources[k] / sourced : 0.0;
+  r.compute_classes = workload::shares_of(log.classes);
   r.collectives_s = std::move(log.collectives_s);
   if (s.offer) {
     const auto out = static_cast<double>(r.output_tokens);

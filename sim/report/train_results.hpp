@@ -74,6 +74,10 @@ struct TrainResults {
   /// Shares of the step's compute time by where each kernel's time came from (calib::KernelSource
   /// order: measured table hit, interpolated, extrapolated, analytic); they sum to 1.
   std::array<double, calib::kKernelSources> compute_sources{};
+  /// Shares of the step's compute time by what each kernel does (models::KernelClass order: dense
+  /// GEMMs, routed experts' GEMMs, attention, elementwise, waits on the host's launches, DeepEP's
+  /// floor); they sum to 1.
+  std::array<double, models::kKernelClasses> compute_classes{};
   models::MemoryBreakdown memory;
   bool fits = false;
   double single_gpu_step_time_s = 0;

@@ -53,6 +53,7 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
   for (std::size_t k = 0; k < r.compute_sources.size(); ++k)
     sources[calib::kernel_source_name(static_cast<calib::KernelSource>(k))] = r.compute_sources[k];
   j["compute_sources"] = sources;
+  j["compute_by_kernel"] = compute_classes_json(r.compute_classes);
   j["memory_per_gpu"] = {{"weights", r.memory.weights},     {"gradients", r.memory.gradients},
                          {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
                          {"other", r.memory.other},         {"total", r.memory.total},
@@ -166,6 +167,7 @@ std::string format_table(const std::vector<TrainResults>& results, const std::ve
     return secs(r.breakdown.compute) + " (" + pct(r.breakdown.compute / r.step_time_s) + ")";
   });
   row("  kernel times from", [](const TrainResults& r) { return compute_sources_text(r.compute_sources); });
+  row("  spent on", [](const TrainResults& r) { return compute_classes_text(r.compute_classes); });
   row("exposed communication", [](const TrainResults& r) {
     return secs(r.breakdown.exposed_comm) + " (" + pct(r.breakdown.exposed_comm / r.step_time_s) + ")";
   });
@@ -284,6 +286,24 @@ std::string compute_sources_text(const std::array<double, 4>& s) {
   if (table <= 0) return "analytic model only";
   return fixed(table * 100, 0) + "% tables (" + fixed(s[0] * 100, 0) + " hit, " + fixed(s[1] * 100, 0) + " interp, " +
          fixed(s[2] * 100, 0) + " extrap), " + fixed(s[3] * 100, 0) + "% analytic";
+}
+
+std::string compute_classes_text(const std::array<double, models::kKernelClasses>& shares) {
+  static constexpr std::array<const char*, models::kKernelClasses> kText = {
+      "GEMM", "expert GEMMs", "attention", "elementwise", "host-bound", "DeepEP floor"};
+  std::string out;
+  for (std::size_t k = 0; k < shares.size(); ++k) {
+    if (shares[k] < 0.005) continue;
+    out += (out.empty() ? "" : ", ") + std::string(kText[k]) + " " + fixed(shares[k] * 100, 0) + "%";
+  }
+  return out.empty() ? "no kernels" : out;
+}
+
+nlohmann::ordered_json compute_classes_json(const std::array<double, models::kKernelClasses>& shares) {
+  auto j = nlohmann::ordered_json::object();
+  for (std::size_t k = 0; k < shares.size(); ++k)
+    j[models::kernel_class_name(static_cast<models::KernelClass>(k))] = shares[k];
+  return j;
 }
 
 }  // namespace cs::report

@@ -19,5 +19,10 @@ namespace cs::report {
 /// run's compute time rests on measured kernels (a table hit, between hits, scaled beyond them) and
 /// how much on the analytic model's assumptions (shares in calib::KernelSource order).
 [[nodiscard]] std::string compute_sources_text(const std::array<double, 4>& shares);
+/// "GEMM 61%, attention 24%, elementwise 12%, host-bound 3%": what a run's compute time was spent
+/// on (shares in models::KernelClass order; classes under half a percent left out).
+[[nodiscard]] std::string compute_classes_text(const std::array<double, models::kKernelClasses>& shares);
+/// The JSON object of those shares, every class by its name (`compute_by_kernel`).
+[[nodiscard]] nlohmann::ordered_json compute_classes_json(const std::array<double, models::kKernelClasses>& shares);
 
 }  // namespace cs::report

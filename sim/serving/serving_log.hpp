@@ -37,6 +37,7 @@ struct ServingLog {
   double load_sum = 0, load_max = 0;
   std::int64_t load_steps = 0;
   std::array<double, 4> sources{};                            ///< compute seconds by calib::KernelSource
+  std::array<double, models::kKernelClasses> classes{};       ///< and by models::KernelClass
   std::vector<std::pair<std::string, double>> collectives_s;  ///< seconds per stage-collective label
   std::uint64_t events = 0;
   std::vector<StepSpan> step_spans;

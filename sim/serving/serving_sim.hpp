@@ -138,6 +138,8 @@ struct ServingResults {
   /// order: measured table hit, interpolated, extrapolated, analytic), over every layer each step
   /// ran; they sum to 1.
   std::array<double, 4> compute_sources{};
+  /// Shares of the same time by what each kernel does (models::KernelClass order); they sum to 1.
+  std::array<double, models::kKernelClasses> compute_classes{};
   /// The run's price on the scenario's offer over its makespan.
   using Cost = scenario::RunCost;
   std::optional<Cost> cost;

@@ -94,7 +94,10 @@ void StepProgramBuilder::to_segments(const std::vector<models::Item>& items, std
       seg.kind = collective_kind(seg.op, it.comm->returning);
       out.push_back(seg);
     } else if (it.op.fixed_s > 0) {
-      compute += it.op.fixed_s;  // DeepEP's low-latency floor: fixed work, no kernel of its own
+      // DeepEP's low-latency floor: fixed work, no kernel of its own; a profile figure (analytic).
+      compute += it.op.fixed_s;
+      sources_[static_cast<std::size_t>(calib::KernelSource::kAnalytic)] += it.op.fixed_s * runs;
+      classes_[static_cast<std::size_t>(models::KernelClass::kExchangeFloor)] += it.op.fixed_s * runs;
       pending = true;
     } else {
       const auto t =
@@ -102,6 +105,7 @@ void StepProgramBuilder::to_segments(const std::vector<models::Item>& items, std
       compute += t.seconds;
       // Each layer built here runs `runs` times in the step (its kind's layers).
       sources_[static_cast<std::size_t>(t.source)] += t.seconds * runs;
+      classes_[static_cast<std::size_t>(models::kernel_class(it.op))] += t.seconds * runs;
       pending = true;
     }
   }
@@ -255,6 +259,7 @@ void StepProgramBuilder::count_into(ServingLog& log) const {
   log.load_max = std::max(log.load_max, load_max_);
   log.load_steps += load_steps_;
   for (std::size_t k = 0; k < log.sources.size(); ++k) log.sources[k] += sources_[k];
+  for (std::size_t k = 0; k < log.classes.size(); ++k) log.classes[k] += classes_[k];
 }
 
 }  // namespace cs::serving

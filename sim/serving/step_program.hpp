@@ -93,7 +93,7 @@ class StepProgramBuilder {
   [[nodiscard]] double load_sum() const { return load_sum_; }
   [[nodiscard]] double load_max() const { return load_max_; }
   [[nodiscard]] std::int64_t load_steps() const { return load_steps_; }
-  /// Adds these counters (CUDA graphs, MoE load, compute sources) to a run's log: a mixed fleet's
+  /// Adds these counters (CUDA graphs, MoE load, compute sources and classes) to a run's log: a mixed fleet's
   /// two builders add theirs to one log.
   void count_into(ServingLog& log) const;
 
@@ -117,6 +117,7 @@ class StepProgramBuilder {
   std::int64_t graphed_steps_ = 0, eager_steps_ = 0;
   SimTime step_overhead_;
   workload::SourceSeconds sources_{};
+  workload::ClassSeconds classes_{};
   std::vector<Segment> layer_, head_;
   std::map<models::LayerKind, std::vector<Segment>> kind_layer_;  ///< per layer kind (models with several)
   /// A GEMM op's shape, bytes and dtype flags (its FLOPs follow from the shape).

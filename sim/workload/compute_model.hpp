@@ -9,6 +9,18 @@ namespace cs::workload {
 
 /// Compute time by where it came from (calib::KernelSource order), in seconds.
 using SourceSeconds = std::array<double, calib::kKernelSources>;
+/// Compute time by what it was spent on (models::KernelClass order), in seconds.
+using ClassSeconds = std::array<double, models::kKernelClasses>;
+
+/// Each entry's share of their sum (all 0 when the sum is 0).
+template <std::size_t N>
+[[nodiscard]] std::array<double, N> shares_of(const std::array<double, N>& seconds) {
+  double sum = 0;
+  for (double x : seconds) sum += x;
+  std::array<double, N> out{};
+  for (std::size_t k = 0; k < N; ++k) out[k] = sum > 0 ? seconds[k] / sum : 0.0;
+  return out;
+}
 
 /// Time of one kernel. With measured kernel tables attached to the profile (calibration/kernels/):
 /// a GEMM is its shape's latency in the table of its dtype (interpolated between measured shapes,

@@ -69,6 +69,7 @@ void append(std::vector<ProgramItem>& prog, const std::vector<models::Item>& ite
     const auto t = compute.timed(it.op);
     prog.back().seconds += t.seconds * compute_scale;
     prog.back().sources[static_cast<std::size_t>(t.source)] += t.seconds * compute_scale;
+    prog.back().classes[static_cast<std::size_t>(models::kernel_class(it.op))] += t.seconds * compute_scale;
     // A wait marker (no FLOPs, no bytes) launches nothing.
     if (it.op.flops > 0 || it.op.bytes > 0) prog.back().kernels += 1;
   }
@@ -85,6 +86,7 @@ void bound_by_host(std::vector<ProgramItem>& prog, double host_s) {
     const double host = p.kernels * host_s;
     if (host <= p.seconds) continue;
     p.sources[static_cast<std::size_t>(calib::KernelSource::kAnalytic)] += host - p.seconds;
+    p.classes[static_cast<std::size_t>(models::KernelClass::kHostBound)] += host - p.seconds;
     p.seconds = host;
   }
 }

@@ -24,6 +24,7 @@ struct ProgramItem {
   int layer = -1;
   double seconds = 0;       ///< compute
   SourceSeconds sources{};  ///< compute: `seconds` by where each kernel's time came from
+  ClassSeconds classes{};   ///< compute: `seconds` by what each kernel does
   int kernels = 0;          ///< compute: the kernels merged into it (what the host launches)
   coll::CollectiveOp op = coll::CollectiveOp::kAllReduce;
   double bytes = 0;  ///< comm

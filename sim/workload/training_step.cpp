@@ -832,20 +832,23 @@ TrainingStep build_training_step(const scenario::Scenario& s, const ComputeModel
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       for (const auto& item : block_program(L, programs, st, blocks, b)) {
         for (std::size_t k = 0; k < item.sources.size(); ++k) step.compute_sources[k] += item.sources[k];
+        for (std::size_t k = 0; k < item.classes.size(); ++k) step.compute_classes[k] += item.classes[k];
       }
     }
   }
   reserve_tasks(L, programs, step.graph);
   const auto blocks = instantiate_stages(L, programs, step.graph);
   add_pipeline_transfers(L, blocks, step.graph);
-  // The optimizer is a memory-bound kernel: analytic.
-  auto& optimizer_s = step.compute_sources[static_cast<std::size_t>(calib::KernelSource::kAnalytic)];
+  // The optimizer is a memory-bound kernel: analytic, elementwise.
+  double optimizer_s = 0;
   if (L.dual) {
     add_dualpipe_optimizer(L, programs, blocks, compute, step.graph, optimizer_s);
-    return step;
+  } else {
+    const auto zero3 = add_zero3(L, blocks, step.stage_layers[0], step.graph);
+    add_optimizer(L, programs, blocks, zero3, compute, step.graph, optimizer_s);
   }
-  const auto zero3 = add_zero3(L, blocks, step.stage_layers[0], step.graph);
-  add_optimizer(L, programs, blocks, zero3, compute, step.graph, optimizer_s);
+  step.compute_sources[static_cast<std::size_t>(calib::KernelSource::kAnalytic)] += optimizer_s;
+  step.compute_classes[static_cast<std::size_t>(models::KernelClass::kElementwise)] += optimizer_s;
   return step;
 }
 

@@ -17,6 +17,8 @@ struct TrainingStep {
   /// Compute time of the step's kernels by where each one's time came from (measured table,
   /// interpolated, extrapolated, analytic), summed over one GPU of each pipeline stage.
   SourceSeconds compute_sources{};
+  /// The same time by what each kernel does (GEMM, experts, attention, elementwise, host-bound).
+  ClassSeconds compute_classes{};
 };
 
 /// Builds one step (stage 4). Each pipeline stage runs its micro-batches' forward (F) and backward

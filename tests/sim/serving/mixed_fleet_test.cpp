@@ -33,7 +33,7 @@ serving::ServingScenario parse(const std::string& fields) {
 /// The figures without what names the run or measures the simulator (wall time, events).
 nlohmann::ordered_json figures(const serving::ServingResults& r) {
   auto j = report::serving_json(r);
-  for (const char* k : {"run_info", "events", "mix", "name", "compute_sources"}) j.erase(k);
+  for (const char* k : {"run_info", "events", "mix", "name", "compute_sources", "compute_by_kernel"}) j.erase(k);
   return j;
 }
 
