@@ -145,6 +145,28 @@ TEST_CASE("the shipped H100 tables give a 4096 x 8192 x 8192 bf16 GEMM its measu
   CHECK(rate > 0.5 * box.profile.peak(cs::calib::Dtype::kBf16).value);
 }
 
+TEST_CASE("the fused MoE table: a measured row exactly, and beyond its most tokens scaled with them, marked") {
+  const cs::config::Catalog catalog(CLUSTERSIM_DATA_DIR);
+  const auto box = cs::config::resolve_box(catalog, "test", {.cluster = "hgx-h100", .profile = "", .fabric = ""});
+  // Mixtral 8x7B's experts split TP 2, FP8 (h100_sxm/moe_perf: its largest row, 16,384 tokens,
+  // 4.42237 ms).
+  cs::calib::MoeQuery q{
+      .dtype = "fp8", .tokens = 16384, .hidden = 4096, .inter = 14336, .topk = 2, .experts = 8, .tp = 2};
+  const auto edge = cs::calib::table_moe(box.profile.kernel_tables, q);
+  REQUIRE(edge);
+  CHECK(edge->source == KernelSource::kMeasured);
+  CHECK(edge->seconds == doctest::Approx(4.42237e-3).epsilon(1e-9));
+  q.tokens = 4 * 16384;
+  const auto beyond = cs::calib::table_moe(box.profile.kernel_tables, q);
+  REQUIRE(beyond);
+  CHECK(beyond->source == KernelSource::kExtrapolated);
+  CHECK(beyond->seconds == doctest::Approx(4 * edge->seconds).epsilon(1e-9));
+  // A physical rate: 4 x the work never runs in the largest row's time (it read 4.42 ms here,
+  // 5.2 PFLOP/s of FP8, before the scaling).
+  const double flops = 2.0 * q.tokens * q.topk * 3.0 * q.hidden * q.inter / q.tp;
+  CHECK(flops / beyond->seconds < box.profile.peak(cs::calib::Dtype::kFp8).value);
+}
+
 TEST_CASE("an FP8 GEMM with static activation scales is the table's time less the dynamic scale's amax pass") {
   const cs::config::Catalog catalog(CLUSTERSIM_DATA_DIR);
   const auto box = cs::config::resolve_box(catalog, "test", {.cluster = "hgx-h100", .profile = "", .fabric = ""});
