@@ -8,6 +8,7 @@
 #include "sim/core/quantity.hpp"
 #include "sim/report/html_page.hpp"
 #include "sim/report/svg_chart.hpp"
+#include "sim/report/writers.hpp"
 
 namespace cs::report {
 
@@ -183,6 +184,35 @@ std::string train_report_html(const std::string& title, const std::string& subti
   page.figure(svg::stacked_bars(bd),
               "One bar per variant: compute + exposed communication + idle = the step time. Communication that "
               "overlaps a kernel is hidden and counts as compute here; the next chart has all of it.");
+  {
+    // What the compute was spent on, and how much of it rests on measured kernels.
+    svg::StackedBars kb;
+    kb.unit = "compute time per GPU per step (ms), by kernel";
+    // The classes some variant spent time on (a dense model has no experts' GEMMs).
+    const auto& labels = compute_class_labels();
+    std::vector<std::size_t> used;
+    for (std::size_t k = 0; k < labels.size(); ++k) {
+      if (std::any_of(items.begin(), items.end(),
+                      [&](const TrainReportItem& i) { return i.results.compute_classes[k] > 0; })) {
+        used.push_back(k);
+        kb.categories.emplace_back(labels[k]);
+      }
+    }
+    std::string sources;
+    for (const auto& i : items) {
+      kb.rows.push_back(i.name);
+      std::vector<double> v;
+      for (std::size_t k : used) v.push_back(i.results.breakdown.compute * i.results.compute_classes[k] * 1e3);
+      kb.values.push_back(std::move(v));
+      sources += (sources.empty() ? "" : "; ") + (named ? i.name + ": " : std::string()) +
+                 compute_sources_text(i.results.compute_sources);
+    }
+    page.figure(svg::stacked_bars(kb),
+                "The compute bar above split by what the kernels do: dense GEMMs, routed experts' GEMMs, core "
+                "attention, elementwise kernels (norms, activations, casts, the optimizer) and the wait for the "
+                "host to issue kernels. Kernel times from: " +
+                    sources + ".");
+  }
   // Communication by kind: every collective label any variant used.
   std::vector<std::string> kinds;
   for (const auto& i : items) {
@@ -251,6 +281,10 @@ std::string serving_report_html(const std::string& title, const std::vector<std:
   metric(rows, "cost per million output tokens", results, [](const ServingResults& r) {
     return r.cost ? fixed(r.cost->per_million_output_tokens, 2) + " " + r.cost->currency : "-";
   });
+  metric(rows, "compute spent on", results,
+         [](const ServingResults& r) { return compute_classes_text(r.compute_classes); });
+  metric(rows, "kernel times from", results,
+         [](const ServingResults& r) { return compute_sources_text(r.compute_sources); });
   std::vector<std::string> header{""};
   header.insert(header.end(), label.begin(), label.end());
   page.table(header, rows);

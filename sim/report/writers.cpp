@@ -288,9 +288,14 @@ std::string compute_sources_text(const std::array<double, 4>& s) {
          fixed(s[2] * 100, 0) + " extrap), " + fixed(s[3] * 100, 0) + "% analytic";
 }
 
-std::string compute_classes_text(const std::array<double, models::kKernelClasses>& shares) {
-  static constexpr std::array<const char*, models::kKernelClasses> kText = {
+const std::array<const char*, models::kKernelClasses>& compute_class_labels() {
+  static constexpr std::array<const char*, models::kKernelClasses> kLabels = {
       "GEMM", "expert GEMMs", "attention", "elementwise", "host-bound", "DeepEP floor"};
+  return kLabels;
+}
+
+std::string compute_classes_text(const std::array<double, models::kKernelClasses>& shares) {
+  const auto& kText = compute_class_labels();
   std::string out;
   for (std::size_t k = 0; k < shares.size(); ++k) {
     if (shares[k] < 0.005) continue;

@@ -22,6 +22,8 @@ namespace cs::report {
 /// "GEMM 61%, attention 24%, elementwise 12%, host-bound 3%": what a run's compute time was spent
 /// on (shares in models::KernelClass order; classes under half a percent left out).
 [[nodiscard]] std::string compute_classes_text(const std::array<double, models::kKernelClasses>& shares);
+/// The classes as the text and the HTML report name them ("GEMM", "expert GEMMs", ...).
+[[nodiscard]] const std::array<const char*, models::kKernelClasses>& compute_class_labels();
 /// The JSON object of those shares, every class by its name (`compute_by_kernel`).
 [[nodiscard]] nlohmann::ordered_json compute_classes_json(const std::array<double, models::kKernelClasses>& shares);
 
