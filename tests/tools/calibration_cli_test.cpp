@@ -120,3 +120,31 @@ TEST_CASE("import kernels makes a profile that takes its folder's tables first, 
   REQUIRE(k.exit_code == 0);
   CHECK(nlohmann::json::parse(k.out)["measured_s"].get<double>() == doctest::Approx(2.0e-3));
 }
+
+TEST_CASE("kernels layer: every kernel with its source and class, and each pass's compute by kernel") {
+  const auto r = run_cli("kernels layer --gpu h100-sxm --model mixtral-8x7b --seq 4096 --ep 8 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* pass : {"forward", "backward"}) {
+    double classed = 0, expert = 0;
+    for (const auto& op : j[pass]["ops"]) {
+      if (!op.contains("op")) continue;  // a collective
+      CHECK(op.contains("class"));
+      if (op["class"] == "expert_gemm") {
+        expert += op["seconds"].get<double>();
+        CHECK(op["op"].get<std::string>().rfind("experts_", 0) == 0);
+      }
+      classed += op["seconds"].get<double>();
+    }
+    CHECK(classed == doctest::Approx(j[pass]["seconds"].get<double>()));
+    const auto& k = j[pass]["compute_by_kernel"];
+    CHECK(k["expert_gemm"].get<double>() == doctest::Approx(expert / classed));
+    double sum = 0;
+    for (const auto& [name, share] : k.items()) sum += share.get<double>();
+    CHECK(sum == doctest::Approx(1.0));
+  }
+  const auto t = run_cli("kernels layer --gpu h100-sxm --model llama3.1-8b --seq 4096");
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("spent on") != std::string::npos);
+  CHECK(t.out.find("expert GEMMs") == std::string::npos);  // a dense layer has none
+}

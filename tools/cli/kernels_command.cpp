@@ -16,6 +16,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/quantity.hpp"
 #include "sim/network/topology.hpp"
+#include "sim/report/writers.hpp"
 #include "sim/study/machine_topology.hpp"
 #include "sim/workload/collective_timing.hpp"
 #include "sim/workload/compute_model.hpp"
@@ -229,6 +230,7 @@ Action add_kernels(CLI::App& app, const Globals& g) {
         const auto items = backward ? models::layer_backward(m, shape, kind) : models::layer_forward(m, shape, kind);
         double total = 0;
         workload::SourceSeconds by{};
+        workload::ClassSeconds classes{};
         auto rows = Json::array();
         if (!lo->json) std::cout << (backward ? "backward" : "forward") << "\n";
         for (const auto& it : items) {
@@ -242,21 +244,29 @@ Action add_kernels(CLI::App& app, const Globals& g) {
           const auto t = cm.timed(it.op);
           total += t.seconds;
           by[static_cast<std::size_t>(t.source)] += t.seconds;
+          const auto cls = models::kernel_class(it.op);
+          classes[static_cast<std::size_t>(cls)] += t.seconds;
           rows.push_back({{"op", std::string(it.op.name)},
                           {"seconds", t.seconds},
-                          {"source", calib::kernel_source_name(t.source)}});
+                          {"source", calib::kernel_source_name(t.source)},
+                          {"class", models::kernel_class_name(cls)}});
           if (!lo->json)
             std::cout << "  " << std::left << std::setw(28) << std::string(it.op.name) << std::right << std::setw(12)
-                      << ms(t.seconds) << "  " << calib::kernel_source_name(t.source) << "\n";
+                      << ms(t.seconds) << "  " << std::left << std::setw(13) << calib::kernel_source_name(t.source)
+                      << std::right << report::compute_class_labels()[static_cast<std::size_t>(cls)] << "\n";
         }
         if (!lo->json) {
           std::cout << "  " << std::left << std::setw(28) << "total" << std::right << std::setw(12) << ms(total);
           for (std::size_t k = 0; k < by.size(); ++k)
             std::cout << "  " << calib::kernel_source_name(static_cast<calib::KernelSource>(k)) << " "
                       << fixed(total > 0 ? 100 * by[k] / total : 0, 0) << "%";
-          std::cout << "\n";
+          std::cout << "\n  " << std::left << std::setw(28) << "spent on" << std::right << std::setw(12) << ""
+                    << "  " << report::compute_classes_text(workload::shares_of(classes)) << "\n";
         }
-        j[backward ? "backward" : "forward"] = {{"ops", rows}, {"seconds", total}};
+        j[backward ? "backward" : "forward"] = {
+            {"ops", rows},
+            {"seconds", total},
+            {"compute_by_kernel", report::compute_classes_json(workload::shares_of(classes))}};
       }
       if (lo->json) std::cout << j.dump(2) << "\n";
       return 0;
