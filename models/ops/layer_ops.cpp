@@ -21,6 +21,8 @@ const char* kernel_class_name(KernelClass c) {
 
 KernelClass kernel_class(const Op& op) {
   if (op.fixed_s > 0) return KernelClass::kExchangeFloor;
+  // Unfused core attention is batched GEMMs and softmax/dropout passes: attention all the same.
+  if (op.core_attention) return KernelClass::kAttention;
   switch (op.kind) {
     case OpKind::kGemm: return op.expert ? KernelClass::kExpertGemm : KernelClass::kGemm;
     case OpKind::kAttentionForward:

@@ -14,7 +14,7 @@ enum class OpKind { kGemm, kAttentionForward, kAttentionBackward, kMemoryBound, 
 
 /// What a stretch of compute time was spent on, for the results' "compute by kernel" shares: dense
 /// GEMMs (linear layers, LM head, router, shared experts), routed experts' grouped GEMMs, core
-/// attention (forward and backward), elementwise and reduction kernels (norms, activations, casts,
+/// attention (forward and backward, fused or not), elementwise and reduction kernels (norms, activations, casts,
 /// RoPE, loss, optimizer), the wait for the host to issue kernels beyond their own time (eager
 /// training), and DeepEP's low-latency fixed work (serving's decode exchange).
 enum class KernelClass { kGemm, kExpertGemm, kAttention, kElementwise, kHostBound, kExchangeFloor };

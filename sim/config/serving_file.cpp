@@ -500,7 +500,46 @@ ServingSpec read_serving(const config::JsonDoc& doc) {
   return spec;
 }
 
+namespace {
+
+/// The integer fields a program may set on a read spec (plan's candidate shapes), held to their
+/// ranges as the reader holds a file's: a shape outside them is refused here, as it would be there.
+void check_shape_ranges(const ServingSpec& spec) {
+  const auto& v = spec.values;
+  std::vector<std::pair<const char*, std::int64_t>> values = {{"/gpus", spec.gpus},
+                                                              {"/nodes", v.nodes},
+                                                              {"/parallel/tp", v.tp},
+                                                              {"/parallel/pp", v.pp},
+                                                              {"/parallel/ep", v.ep},
+                                                              {"/parallel/replicas", v.replicas},
+                                                              {"/engine/max_batch", v.max_batch},
+                                                              {"/engine/max_tokens", v.max_tokens},
+                                                              {"/engine/chunked_prefill", v.chunked_prefill},
+                                                              {"/disaggregate/prefill", v.prefill_replicas},
+                                                              {"/disaggregate/decode", v.decode_replicas}};
+  if (v.arrivals != Arrivals::kTrace) values.emplace_back("/workload/requests", v.requests);
+  if (spec.mix) {
+    values.emplace_back("/mix/replicas", spec.mix->replicas);
+    values.emplace_back("/mix/tp", spec.mix->tp);
+  }
+  for (const auto& [path, value] : values) {
+    if (std::string(path).rfind("/disaggregate/", 0) == 0 && v.prefill_replicas == 0) continue;
+    const auto& f = F(path);
+    const auto lo = static_cast<std::int64_t>(f.min), hi = static_cast<std::int64_t>(f.max);
+    const bool absent_default =
+        !f.required && f.fallback.is_number_integer() && value == f.fallback.get<std::int64_t>();
+    if ((value < lo || value > hi) && !absent_default) {
+      throw InputError(spec.origin, path,
+                       "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + "; got " +
+                           std::to_string(value));
+    }
+  }
+}
+
+}  // namespace
+
 ServingScenario resolve_serving(ServingSpec spec, const config::Catalog& catalog) {
+  check_shape_ranges(spec);
   ServingScenario s = std::move(spec.values);
   const std::string& file = spec.origin;  // where problems point
   const auto& [model, cluster, gpus, fabric, profile, offer] =

@@ -183,7 +183,7 @@ std::string train_report_html(const std::string& title, const std::string& subti
   }
   page.figure(svg::stacked_bars(bd),
               "One bar per variant: compute + exposed communication + idle = the step time. Communication that "
-              "overlaps a kernel is hidden and counts as compute here; the next chart has all of it.");
+              "overlaps a kernel is hidden and counts as compute here; the communication chart below has all of it.");
   {
     // What the compute was spent on, and how much of it rests on measured kernels.
     svg::StackedBars kb;
@@ -196,6 +196,7 @@ std::string train_report_html(const std::string& title, const std::string& subti
                       [&](const TrainReportItem& i) { return i.results.compute_classes[k] > 0; })) {
         used.push_back(k);
         kb.categories.emplace_back(labels[k]);
+        kb.colours.push_back(svg::palette(k));  // a class keeps its colour whichever others are shown
       }
     }
     std::string sources;

@@ -403,7 +403,12 @@ TEST_CASE("resolve_serving: a read scenario given another shape resolves as the 
   CHECK(from_spec.kv_fraction == doctest::Approx(from_file.kv_fraction));
   CHECK(from_spec.chunked_prefill == from_file.chunked_prefill);
   CHECK(test::serve(from_spec).output_tokens_per_s == test::serve(from_file).output_tokens_per_s);
-  // Checks of the whole still run on a read scenario given a shape that cannot run.
+  // Checks of the whole still run on a read scenario given a shape that cannot run, and a field
+  // set beyond its range is refused as the file's reader refuses it.
+  auto wide = spec;
+  wide.values.replicas = 65;
+  CHECK_THROWS_WITH_AS((void)config::resolve_serving(wide, test::catalog()),
+                       doctest::Contains("/parallel/replicas: expected an integer from 1 to 64; got 65"), InputError);
   spec.values.tp = 3;
   CHECK_THROWS_AS((void)config::resolve_serving(spec, test::catalog()), InfeasibleError);
 }

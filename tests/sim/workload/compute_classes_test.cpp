@@ -68,6 +68,20 @@ TEST_CASE("kernel classes: each layer op is counted as what it does") {
   CHECK(experts_fwd == 2);  // up (gate and up) and down
   CHECK(experts_bwd == 4);  // dgrad and wgrad of each
   CHECK(router == 1);
+  // Unfused attention (SC'21 Megatron-LM): its score and context GEMMs and the softmax and dropout
+  // passes over the scores are attention, not dense GEMMs or elementwise kernels.
+  models::StepShape unfused = s;
+  unfused.flash_attention = false;
+  const auto gpt = test::shipped_model("megatron-gpt-1.7b");
+  double core = 0;
+  for (const bool backward : {false, true}) {
+    for (const auto& it : backward ? models::layer_backward(gpt, unfused) : models::layer_forward(gpt, unfused)) {
+      if (it.comm || !it.op.core_attention) continue;
+      ++core;
+      CHECK(models::kernel_class(it.op) == KernelClass::kAttention);
+    }
+  }
+  CHECK(core >= 6);  // forward: two batched GEMMs, softmax, dropout; backward: more
   models::Op floor;
   floor.fixed_s = 1e-5;
   CHECK(models::kernel_class(floor) == KernelClass::kExchangeFloor);
