@@ -13,28 +13,35 @@ namespace cs::config {
 
 struct JsonDoc;
 
+/// The engine preset a serving scenario names, and the engine fields it gives (which override the
+/// preset's). At namespace scope, as is ServingMixGiven, so that ServingSpec's `std::optional` of
+/// it sees a complete type (clang evaluates a nested class's default member initialisers only at
+/// the end of the enclosing class, and then refuses `optional::emplace()`).
+struct ServingEngineGiven {
+  std::string preset;
+  std::vector<std::string> keys;
+  [[nodiscard]] bool has(const std::string& key) const {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  }
+  void give(const std::string& key) {
+    if (!has(key)) keys.push_back(key);
+  }
+};
+
+/// A mixed fleet's second box kind (`/mix`), unresolved.
+struct ServingMixGiven {
+  std::string cluster, profile, offer, link;
+  int replicas = 0, tp = 0;
+};
+
 /// An inference scenario as read, before anything is looked up: the plain values it gives (and
 /// the defaults of the fields it leaves out), and the names and choices resolve_serving turns into
 /// the machine, the engine preset's settings, the trace and the routing. A program that builds
 /// scenarios of its own (plan's candidates) reads its common part once and sets each one's shape
 /// here, so every scenario is resolved and checked by the one function, from a file or not.
 struct ServingSpec {
-  /// The engine preset named, and the engine fields given, which override the preset's.
-  struct Engine {
-    std::string preset;
-    std::vector<std::string> keys;
-    [[nodiscard]] bool has(const std::string& key) const {
-      return std::find(keys.begin(), keys.end(), key) != keys.end();
-    }
-    void give(const std::string& key) {
-      if (!has(key)) keys.push_back(key);
-    }
-  };
-  /// A mixed fleet's second box kind (`/mix`), unresolved.
-  struct Mix {
-    std::string cluster, profile, offer, link;
-    int replicas = 0, tp = 0;
-  };
+  using Engine = ServingEngineGiven;
+  using Mix = ServingMixGiven;
   std::string origin;               ///< the file (or "command line") problems point into
   serving::ServingScenario values;  ///< every plain value; the machine, preset and trace unset
   std::string model, cluster, fabric, profile, offer;
