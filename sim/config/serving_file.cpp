@@ -514,16 +514,17 @@ void check_shape_ranges(const ServingSpec& spec) {
                                                               {"/parallel/replicas", v.replicas},
                                                               {"/engine/max_batch", v.max_batch},
                                                               {"/engine/max_tokens", v.max_tokens},
-                                                              {"/engine/chunked_prefill", v.chunked_prefill},
-                                                              {"/disaggregate/prefill", v.prefill_replicas},
-                                                              {"/disaggregate/decode", v.decode_replicas}};
+                                                              {"/engine/chunked_prefill", v.chunked_prefill}};
+  if (v.prefill_replicas > 0) {
+    values.emplace_back("/disaggregate/prefill", v.prefill_replicas);
+    values.emplace_back("/disaggregate/decode", v.decode_replicas);
+  }
   if (v.arrivals != Arrivals::kTrace) values.emplace_back("/workload/requests", v.requests);
   if (spec.mix) {
     values.emplace_back("/mix/replicas", spec.mix->replicas);
     values.emplace_back("/mix/tp", spec.mix->tp);
   }
   for (const auto& [path, value] : values) {
-    if (std::string(path).rfind("/disaggregate/", 0) == 0 && v.prefill_replicas == 0) continue;
     const auto& f = F(path);
     const auto lo = static_cast<std::int64_t>(f.min), hi = static_cast<std::int64_t>(f.max);
     const bool absent_default =

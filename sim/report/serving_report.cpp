@@ -155,10 +155,7 @@ nlohmann::ordered_json serving_json(const ServingResults& r) {
   }
   j["collectives_s"] = nlohmann::ordered_json::object();
   for (const auto& [label, seconds] : r.collectives_s) j["collectives_s"][label] = seconds;
-  auto sources = nlohmann::ordered_json::object();
-  for (std::size_t k = 0; k < r.compute_sources.size(); ++k)
-    sources[calib::kernel_source_name(static_cast<calib::KernelSource>(k))] = r.compute_sources[k];
-  j["compute_sources"] = sources;
+  j["compute_sources"] = compute_sources_json(r.compute_sources);
   j["compute_by_kernel"] = compute_classes_json(r.compute_classes);
   j["steps"] = r.steps;
   j["preemptions"] = r.preemptions;

@@ -113,10 +113,7 @@ ServingResults serving_results(const ServingScenario& s, ServingLog&& log) {
     moe.load_imbalance_max = log.load_steps > 0 ? log.load_max : 1.0;
     r.moe = moe;
   }
-  double sourced = 0;
-  for (double x : log.sources) sourced += x;
-  for (std::size_t k = 0; k < log.sources.size(); ++k)
-    r.compute_sources[k] = sourced > 0 ? log.sources[k] / sourced : 0.0;
+  r.compute_sources = workload::shares_of(log.sources);
   r.compute_classes = workload::shares_of(log.classes);
   r.collectives_s = std::move(log.collectives_s);
   if (s.offer) {

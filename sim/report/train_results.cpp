@@ -129,10 +129,7 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
   r.hw_tflops_per_gpu = step.hardware_flops / r.step_time_s / s.gpus / 1e12;
   r.hfu = step.hardware_flops / (r.step_time_s * s.gpus * run.peak_flops);
   r.stage_layers = step.stage_layers;
-  double sourced = 0;
-  for (double x : step.compute_sources) sourced += x;
-  for (std::size_t k = 0; k < r.compute_sources.size(); ++k)
-    r.compute_sources[k] = sourced > 0 ? step.compute_sources[k] / sourced : 0.0;
+  r.compute_sources = workload::shares_of(step.compute_sources);
   r.compute_classes = workload::shares_of(step.compute_classes);
   // Eq. 3 describes GPT layers (4h MLP, GELU, full multi-head attention) only.
   if (s.model.activation == models::Activation::kGelu && s.model.ffn == 4 * s.model.hidden &&

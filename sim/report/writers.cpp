@@ -49,10 +49,7 @@ nlohmann::ordered_json to_json(const TrainResults& r, bool with_run_info) {
                       {"idle", r.breakdown.idle},
                       {"pipeline_bubble", r.breakdown.pipeline_bubble},
                       {"comm_total", r.breakdown.comm_total}};
-  auto sources = nlohmann::ordered_json::object();
-  for (std::size_t k = 0; k < r.compute_sources.size(); ++k)
-    sources[calib::kernel_source_name(static_cast<calib::KernelSource>(k))] = r.compute_sources[k];
-  j["compute_sources"] = sources;
+  j["compute_sources"] = compute_sources_json(r.compute_sources);
   j["compute_by_kernel"] = compute_classes_json(r.compute_classes);
   j["memory_per_gpu"] = {{"weights", r.memory.weights},     {"gradients", r.memory.gradients},
                          {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
@@ -302,6 +299,13 @@ std::string compute_classes_text(const std::array<double, models::kKernelClasses
     out += (out.empty() ? "" : ", ") + std::string(kText[k]) + " " + fixed(shares[k] * 100, 0) + "%";
   }
   return out.empty() ? "no kernels" : out;
+}
+
+nlohmann::ordered_json compute_sources_json(const std::array<double, calib::kKernelSources>& shares) {
+  auto j = nlohmann::ordered_json::object();
+  for (std::size_t k = 0; k < shares.size(); ++k)
+    j[calib::kernel_source_name(static_cast<calib::KernelSource>(k))] = shares[k];
+  return j;
 }
 
 nlohmann::ordered_json compute_classes_json(const std::array<double, models::kKernelClasses>& shares) {

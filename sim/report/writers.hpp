@@ -24,6 +24,8 @@ namespace cs::report {
 [[nodiscard]] std::string compute_classes_text(const std::array<double, models::kKernelClasses>& shares);
 /// The classes as the text and the HTML report name them ("GEMM", "expert GEMMs", ...).
 [[nodiscard]] const std::array<const char*, models::kKernelClasses>& compute_class_labels();
+/// The JSON object of compute-source shares, every source by its name (`compute_sources`).
+[[nodiscard]] nlohmann::ordered_json compute_sources_json(const std::array<double, calib::kKernelSources>& shares);
 /// The JSON object of those shares, every class by its name (`compute_by_kernel`).
 [[nodiscard]] nlohmann::ordered_json compute_classes_json(const std::array<double, models::kKernelClasses>& shares);
 
