@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "sim/core/check.hpp"
@@ -32,6 +33,8 @@ void LatencyTable::add(const std::string& key, std::span<const double> axes, dou
   d.push_back(std::log(seconds));
 }
 
+// What finish() leaves is what the parsed-table cache keeps: a change to its result must raise
+// kReaderVersion in sim/config/kernel_table_cache.cpp (calibration/kernels/README.md).
 void LatencyTable::finish() {
   CS_ASSERT(!finished_, "finish() once");
   const std::size_t n = axes(), stride = n + 1;
@@ -177,6 +180,100 @@ std::optional<KernelTime> LatencyTable::lookup(const std::string& key, std::span
   t.source = leaf.extrapolated   ? KernelSource::kExtrapolated
              : leaf.interpolated ? KernelSource::kInterpolated
                                  : KernelSource::kMeasured;
+  return t;
+}
+
+namespace {
+
+/// The packed form's first bytes and version; a change of layout changes the version, and an
+/// unpack of another version is refused (the cache then parses the CSV again).
+constexpr char kPackMagic[4] = {'C', 'S', 'L', 'T'};
+constexpr std::uint32_t kPackVersion = 1;
+
+void put_u64(std::string& out, std::uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put_text(std::string& out, const std::string& s) {
+  put_u64(out, s.size());
+  out += s;
+}
+
+/// Reads the packed form front to back; every read checks the bytes left, and a failed read
+/// leaves the reader failed.
+struct PackReader {
+  std::string_view in;
+  bool ok = true;
+  bool take(void* dst, std::size_t n) {
+    if (!ok || in.size() < n) return ok = false;
+    std::memcpy(dst, in.data(), n);
+    in.remove_prefix(n);
+    return true;
+  }
+  std::uint64_t u64() {
+    std::uint64_t v = 0;
+    take(&v, sizeof v);
+    return v;
+  }
+  std::string text() {
+    const std::uint64_t n = u64();
+    if (!ok || in.size() < n) {
+      ok = false;
+      return {};
+    }
+    std::string s(in.substr(0, n));
+    in.remove_prefix(n);
+    return s;
+  }
+};
+
+}  // namespace
+
+std::string LatencyTable::pack() const {
+  CS_ASSERT(finished_, "a table is packed after finish()");
+  std::string out(kPackMagic, sizeof kPackMagic);
+  const std::uint32_t version = kPackVersion;
+  out.append(reinterpret_cast<const char*>(&version), sizeof version);
+  put_u64(out, axis_names_.size());
+  for (const auto& a : axis_names_) put_text(out, a);
+  put_u64(out, blocks_.size());
+  for (const auto& [key, b] : blocks_) {
+    put_text(out, key);
+    put_u64(out, b.data.size());
+    out.append(reinterpret_cast<const char*>(b.data.data()), b.data.size() * sizeof(double));
+  }
+  return out;
+}
+
+std::optional<LatencyTable> LatencyTable::unpack(std::string_view bytes) {
+  PackReader r{bytes};
+  char magic[sizeof kPackMagic] = {};
+  std::uint32_t version = 0;
+  if (!r.take(magic, sizeof magic) || std::memcmp(magic, kPackMagic, sizeof magic) != 0) return std::nullopt;
+  if (!r.take(&version, sizeof version) || version != kPackVersion) return std::nullopt;
+  const std::uint64_t n = r.u64();
+  if (!r.ok || n == 0 || n > 16) return std::nullopt;
+  std::vector<std::string> names;
+  for (std::uint64_t i = 0; i < n && r.ok; ++i) names.push_back(r.text());
+  LatencyTable t(std::move(names));
+  const std::uint64_t blocks = r.u64();
+  const std::size_t stride = n + 1;
+  for (std::uint64_t i = 0; i < blocks && r.ok; ++i) {
+    std::string key = r.text();
+    const std::uint64_t count = r.u64();
+    if (!r.ok || count == 0 || count % stride != 0 || count > r.in.size() / sizeof(double)) return std::nullopt;
+    std::vector<double> data(count);
+    r.take(data.data(), count * sizeof(double));
+    // What finish() leaves: positive finite axes, finite log latencies, rows strictly in order.
+    for (std::size_t row = 0; row * stride < count; ++row) {
+      const double* v = data.data() + row * stride;
+      for (std::size_t a = 0; a < n; ++a) {
+        if (!(v[a] > 0) || !std::isfinite(v[a])) return std::nullopt;
+      }
+      if (!std::isfinite(v[n])) return std::nullopt;
+      if (row > 0 && !std::lexicographical_compare(v - stride, v - stride + n, v, v + n)) return std::nullopt;
+    }
+    if (!t.blocks_.emplace(std::move(key), Block{std::move(data)}).second) return std::nullopt;
+  }
+  if (!r.ok || !r.in.empty()) return std::nullopt;
+  t.finished_ = true;
   return t;
 }
 

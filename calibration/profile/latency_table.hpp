@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cs::calib {
@@ -62,6 +63,15 @@ class LatencyTable {
     std::size_t values = 0;
   };
   [[nodiscard]] Coverage coverage(const std::string& key, std::size_t axis) const;
+
+  /// The finished table as bytes, and back: the parsed form sim/config keeps in its cache of
+  /// parsed tables (kernel_table_cache.hpp), so a process need not parse 100,000 CSV rows again.
+  /// The bytes hold the very doubles the table holds (native byte order: a cache belongs to one
+  /// machine), so an unpacked table answers every lookup bit for bit as the packed one did.
+  /// `unpack` returns nullopt for bytes it does not recognise or that do not hold together (other
+  /// version, truncated, rows out of order); it never reads outside `bytes`.
+  [[nodiscard]] std::string pack() const;
+  [[nodiscard]] static std::optional<LatencyTable> unpack(std::string_view bytes);
 
  private:
   /// One key's rows, flattened: each row is `axes()` values then log(seconds), sorted by axes.

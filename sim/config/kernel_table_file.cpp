@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "sim/config/json_doc.hpp"
+#include "sim/config/kernel_table_cache.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/inflate.hpp"
 
@@ -38,7 +39,7 @@ std::string_view trim(std::string_view s) {
 /// A folder's tables, each parsed once on first use.
 class FolderSource : public calib::KernelTableSource {
  public:
-  explicit FolderSource(std::string dir) : dir_(std::move(dir)) {
+  explicit FolderSource(std::string dir) : dir_(std::move(dir)), cache_dir_(kernel_cache_dir()) {
     for (auto t : calib::all_kernel_tables()) paths_[static_cast<std::size_t>(t)] = kernel_table_path(dir_, t);
   }
   [[nodiscard]] bool has(calib::KernelTable t) const override { return !paths_[static_cast<std::size_t>(t)].empty(); }
@@ -47,12 +48,13 @@ class FolderSource : public calib::KernelTableSource {
     if (paths_[i].empty()) return nullptr;
     // A failed read (a malformed file) throws from call_once and leaves it to be tried again, so
     // every user of the table sees the same error.
-    std::call_once(once_[i], [&] { tables_[i] = read_kernel_table(paths_[i], t); });
+    std::call_once(once_[i], [&] { tables_[i] = load_kernel_table(paths_[i], t, cache_dir_); });
     return &tables_[i];
   }
 
  private:
   std::string dir_;
+  std::optional<std::string> cache_dir_;
   std::array<std::string, calib::kKernelTables> paths_;
   mutable std::array<std::once_flag, calib::kKernelTables> once_;
   mutable std::array<calib::LatencyTable, calib::kKernelTables> tables_;
@@ -68,8 +70,13 @@ std::string kernel_table_path(const std::string& dir, calib::KernelTable table) 
 }
 
 calib::LatencyTable read_kernel_table(const std::string& path, calib::KernelTable table) {
+  return parse_kernel_table(read_file(path), path, table);
+}
+
+// The parsed-table cache keeps what this returns: a change to how a file reads must raise
+// kReaderVersion in sim/config/kernel_table_cache.cpp.
+calib::LatencyTable parse_kernel_table(std::string bytes, const std::string& path, calib::KernelTable table) {
   const auto& schema = calib::kernel_table_schema(table);
-  std::string bytes = read_file(path);
   if (is_gzip(bytes)) bytes = gunzip(bytes, path, FileSizeLimit::current());
   const std::string_view text(bytes);
   std::size_t pos = 0, line_no = 0;

@@ -13,6 +13,9 @@ namespace cs::config {
 /// axes and latencies must be positive finite numbers. A problem is an InputError naming
 /// `path:line` and the column.
 [[nodiscard]] calib::LatencyTable read_kernel_table(const std::string& path, calib::KernelTable table);
+/// The same on a table file's bytes already read (gzip or plain); `path` names it in messages.
+[[nodiscard]] calib::LatencyTable parse_kernel_table(std::string bytes, const std::string& path,
+                                                     calib::KernelTable table);
 
 /// The table file of `table` in `dir` (`<stem>.csv.gz` first, then `<stem>.csv`), or "" if absent.
 [[nodiscard]] std::string kernel_table_path(const std::string& dir, calib::KernelTable table);
