@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "sim/core/check.hpp"
@@ -25,7 +26,7 @@ void LatencyTable::add(const std::string& key, std::span<const double> axes, dou
   CS_ASSERT(!finished_, "rows are added before finish()");
   CS_ASSERT(axes.size() == axis_names_.size(), "a row has one value per axis");
   CS_ASSERT(seconds > 0, "latencies are positive (the reader refuses others)");
-  auto& d = blocks_[key].data;
+  auto& d = adding_[key];
   for (double a : axes) {
     CS_ASSERT(a > 0, "axis values are positive (the reader refuses others)");
     d.push_back(a);
@@ -38,32 +39,37 @@ void LatencyTable::add(const std::string& key, std::span<const double> axes, dou
 void LatencyTable::finish() {
   CS_ASSERT(!finished_, "finish() once");
   const std::size_t n = axes(), stride = n + 1;
-  for (auto& entry : blocks_) {
-    auto& b = entry.second;  // a plain reference: the comparator below captures it
-    const std::size_t rows = b.rows(stride);
+  // Every key's sorted rows, one after another in one array the table keeps.
+  auto all = std::make_shared<std::vector<double>>();
+  std::vector<std::pair<std::string, std::size_t>> starts;
+  for (auto& [key, d] : adding_) {
+    const std::size_t rows = d.size() / stride;
     std::vector<std::size_t> order(rows);
     std::iota(order.begin(), order.end(), std::size_t{0});
-    const auto less = [&](std::size_t x, std::size_t y) {
-      return std::lexicographical_compare(b.data.begin() + static_cast<std::ptrdiff_t>(x * stride),
-                                          b.data.begin() + static_cast<std::ptrdiff_t>(x * stride + n),
-                                          b.data.begin() + static_cast<std::ptrdiff_t>(y * stride),
-                                          b.data.begin() + static_cast<std::ptrdiff_t>(y * stride + n));
+    const auto less = [&d = d, n, stride](std::size_t x, std::size_t y) {
+      return std::lexicographical_compare(
+          d.begin() + static_cast<std::ptrdiff_t>(x * stride), d.begin() + static_cast<std::ptrdiff_t>(x * stride + n),
+          d.begin() + static_cast<std::ptrdiff_t>(y * stride), d.begin() + static_cast<std::ptrdiff_t>(y * stride + n));
     };
     std::stable_sort(order.begin(), order.end(), less);
-    std::vector<double> sorted;
-    sorted.reserve(b.data.size());
+    starts.emplace_back(key, all->size());
     for (std::size_t i = 0; i < rows;) {
       // Rows with equal axes: one row at their mean log latency.
       std::size_t j = i + 1;
       while (j < rows && !less(order[i], order[j])) ++j;
       double sum = 0;
-      for (std::size_t r = i; r < j; ++r) sum += b.data[order[r] * stride + n];
-      for (std::size_t a = 0; a < n; ++a) sorted.push_back(b.data[order[i] * stride + a]);
-      sorted.push_back(sum / static_cast<double>(j - i));
+      for (std::size_t r = i; r < j; ++r) sum += d[order[r] * stride + n];
+      for (std::size_t a = 0; a < n; ++a) all->push_back(d[order[i] * stride + a]);
+      all->push_back(sum / static_cast<double>(j - i));
       i = j;
     }
-    b.data = std::move(sorted);
   }
+  adding_.clear();
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const std::size_t end = i + 1 < starts.size() ? starts[i + 1].second : all->size();
+    blocks_[starts[i].first] = Block{all->data() + starts[i].second, end - starts[i].second};
+  }
+  storage_ = std::move(all);
   finished_ = true;
 }
 
@@ -168,7 +174,7 @@ std::optional<KernelTime> LatencyTable::lookup(const std::string& key, std::span
   CS_ASSERT(finished_, "lookups after finish()");
   CS_ASSERT(axes_in.size() == axes(), "a query has one value per axis");
   const auto it = blocks_.find(key);
-  if (it == blocks_.end() || it->second.data.empty()) return std::nullopt;
+  if (it == blocks_.end() || it->second.size == 0) return std::nullopt;
   for (double a : axes_in) {
     if (!(a > 0) || !std::isfinite(a)) return std::nullopt;  // no shape to look up (a zero-sized GEMM)
   }
@@ -188,7 +194,7 @@ namespace {
 /// The packed form's first bytes and version; a change of layout changes the version, and an
 /// unpack of another version is refused (the cache then parses the CSV again).
 constexpr char kPackMagic[4] = {'C', 'S', 'L', 'T'};
-constexpr std::uint32_t kPackVersion = 1;
+constexpr std::uint32_t kPackVersion = 2;
 
 void put_u64(std::string& out, std::uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
 void put_text(std::string& out, const std::string& s) {
@@ -236,13 +242,14 @@ std::string LatencyTable::pack() const {
   put_u64(out, blocks_.size());
   for (const auto& [key, b] : blocks_) {
     put_text(out, key);
-    put_u64(out, b.data.size());
-    out.append(reinterpret_cast<const char*>(b.data.data()), b.data.size() * sizeof(double));
+    put_u64(out, b.size);
+    out.append((sizeof(double) - out.size() % sizeof(double)) % sizeof(double), '\0');
+    out.append(reinterpret_cast<const char*>(b.data), b.size * sizeof(double));
   }
   return out;
 }
 
-std::optional<LatencyTable> LatencyTable::unpack(std::string_view bytes) {
+std::optional<LatencyTable> LatencyTable::unpack(std::string_view bytes, std::shared_ptr<const void> storage) {
   PackReader r{bytes};
   char magic[sizeof kPackMagic] = {};
   std::uint32_t version = 0;
@@ -255,24 +262,62 @@ std::optional<LatencyTable> LatencyTable::unpack(std::string_view bytes) {
   LatencyTable t(std::move(names));
   const std::uint64_t blocks = r.u64();
   const std::size_t stride = n + 1;
+  // Where each key's rows lie in `bytes` (after the padding that aligns them).
+  struct Found {
+    std::string key;
+    const char* at;
+    std::size_t count;
+  };
+  std::vector<Found> found;
+  bool aligned = storage != nullptr;
   for (std::uint64_t i = 0; i < blocks && r.ok; ++i) {
     std::string key = r.text();
     const std::uint64_t count = r.u64();
-    if (!r.ok || count == 0 || count % stride != 0 || count > r.in.size() / sizeof(double)) return std::nullopt;
-    std::vector<double> data(count);
-    r.take(data.data(), count * sizeof(double));
-    // What finish() leaves: positive finite axes, finite log latencies, rows strictly in order.
-    for (std::size_t row = 0; row * stride < count; ++row) {
-      const double* v = data.data() + row * stride;
-      for (std::size_t a = 0; a < n; ++a) {
-        if (!(v[a] > 0) || !std::isfinite(v[a])) return std::nullopt;
-      }
-      if (!std::isfinite(v[n])) return std::nullopt;
-      if (row > 0 && !std::lexicographical_compare(v - stride, v - stride + n, v, v + n)) return std::nullopt;
+    const std::size_t pad = (sizeof(double) - (bytes.size() - r.in.size()) % sizeof(double)) % sizeof(double);
+    if (!r.ok || r.in.size() < pad || r.in.substr(0, pad).find_first_not_of('\0') != std::string_view::npos) {
+      return std::nullopt;
     }
-    if (!t.blocks_.emplace(std::move(key), Block{std::move(data)}).second) return std::nullopt;
+    r.in.remove_prefix(pad);
+    if (count == 0 || count % stride != 0 || count > r.in.size() / sizeof(double)) return std::nullopt;
+    found.push_back({std::move(key), r.in.data(), count});
+    aligned = aligned && reinterpret_cast<std::uintptr_t>(r.in.data()) % alignof(double) == 0;
+    r.in.remove_prefix(count * sizeof(double));
   }
   if (!r.ok || !r.in.empty()) return std::nullopt;
+  // In place when the caller keeps the bytes and they are aligned; else one copy of the rows.
+  std::vector<const double*> rows_at;
+  if (aligned) {
+    for (const auto& f : found) rows_at.push_back(reinterpret_cast<const double*>(f.at));
+    t.storage_ = std::move(storage);
+  } else {
+    std::size_t total = 0;
+    for (const auto& f : found) total += f.count;
+    auto copy = std::make_shared<std::vector<double>>(total);
+    std::size_t at = 0;
+    for (const auto& f : found) {
+      std::memcpy(copy->data() + at, f.at, f.count * sizeof(double));
+      rows_at.push_back(copy->data() + at);
+      at += f.count;
+    }
+    t.storage_ = std::move(copy);
+  }
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    const double* d = rows_at[i];
+    // What finish() leaves: positive finite axes, finite log latencies, rows strictly in order.
+    for (std::size_t row = 0; row * stride < found[i].count; ++row) {
+      const double* v = d + row * stride;
+      bool ok = std::isfinite(v[n]);
+      for (std::size_t a = 0; a < n; ++a) ok = ok && v[a] > 0 && v[a] <= std::numeric_limits<double>::max();
+      if (!ok) return std::nullopt;
+      if (row > 0) {
+        const double* u = v - stride;  // the row before: the first axis that differs must grow
+        std::size_t a = 0;
+        while (a < n && u[a] == v[a]) ++a;
+        if (a == n || u[a] > v[a]) return std::nullopt;
+      }
+    }
+    if (!t.blocks_.emplace(std::move(found[i].key), Block{d, found[i].count}).second) return std::nullopt;
+  }
   t.finished_ = true;
   return t;
 }

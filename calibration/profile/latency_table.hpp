@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -67,17 +68,22 @@ class LatencyTable {
   /// The finished table as bytes, and back: the parsed form sim/config keeps in its cache of
   /// parsed tables (kernel_table_cache.hpp), so a process need not parse 100,000 CSV rows again.
   /// The bytes hold the very doubles the table holds (native byte order: a cache belongs to one
-  /// machine), so an unpacked table answers every lookup bit for bit as the packed one did.
-  /// `unpack` returns nullopt for bytes it does not recognise or that do not hold together (other
-  /// version, truncated, rows out of order); it never reads outside `bytes`.
+  /// machine), each key's rows 8-byte aligned from the start, so an unpacked table answers every
+  /// lookup bit for bit as the packed one did. `unpack` returns nullopt for bytes it does not
+  /// recognise or that do not hold together (other version, truncated, rows out of order); it
+  /// never reads outside `bytes`. Given `storage` that owns `bytes` (and never changes them), the
+  /// table reads its rows where they lie instead of copying them (when they are aligned).
   [[nodiscard]] std::string pack() const;
-  [[nodiscard]] static std::optional<LatencyTable> unpack(std::string_view bytes);
+  [[nodiscard]] static std::optional<LatencyTable> unpack(std::string_view bytes,
+                                                          std::shared_ptr<const void> storage = {});
 
  private:
-  /// One key's rows, flattened: each row is `axes()` values then log(seconds), sorted by axes.
+  /// One key's rows, flattened: each row is `axes()` values then log(seconds), sorted by axes;
+  /// they lie in `storage_` (immutable and shared, so a copied table shares them).
   struct Block {
-    std::vector<double> data;
-    [[nodiscard]] std::size_t rows(std::size_t stride) const { return data.size() / stride; }
+    const double* data = nullptr;
+    std::size_t size = 0;
+    [[nodiscard]] std::size_t rows(std::size_t stride) const { return size / stride; }
   };
   struct Leaf {
     double log_seconds = 0;
@@ -88,7 +94,9 @@ class LatencyTable {
                std::vector<double>& target, std::vector<char>& clamped, const Model& model) const;
 
   std::vector<std::string> axis_names_;
-  std::map<std::string, Block> blocks_;
+  std::map<std::string, std::vector<double>> adding_;  ///< rows by key, before finish()
+  std::map<std::string, Block> blocks_;                ///< after finish()
+  std::shared_ptr<const void> storage_;                ///< owns what blocks_ point into
   bool finished_ = false;
 };
 

@@ -187,6 +187,7 @@ std::string read_file(const std::string& path) {
   if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
   // Read at most limit + 1 bytes: a file that grows while being read is still capped.
   std::string out;
+  if (!ec) out.reserve(static_cast<std::size_t>(size) + 1);  // one allocation for the usual file
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     out.append(buf, static_cast<std::size_t>(in.gcount()));

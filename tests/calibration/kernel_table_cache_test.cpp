@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "calibration/profile/latency_table.hpp"
 #include "sim/config/json_doc.hpp"
@@ -67,8 +68,23 @@ TEST_CASE("a packed kernel table unpacks to one that answers every lookup bit fo
   CHECK(back->axis_names() == parsed.axis_names());
   const auto a = answers(parsed), b = answers(*back);
   REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::bit_cast<std::uint64_t>(a[i]) == std::bit_cast<std::uint64_t>(b[i]));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    CHECK(std::bit_cast<std::uint64_t>(a[i]) == std::bit_cast<std::uint64_t>(b[i]));
   CHECK(back->pack() == parsed.pack());
+
+  // Read in place from storage the caller keeps (the cache's way), aligned or not (then copied).
+  const std::string packed = parsed.pack();
+  for (std::size_t offset : {std::size_t{0}, std::size_t{8}, std::size_t{3}}) {
+    auto storage = std::make_shared<std::vector<double>>(packed.size() / sizeof(double) + 2);
+    char* at = reinterpret_cast<char*>(storage->data()) + offset;
+    std::memcpy(at, packed.data(), packed.size());
+    auto placed = LatencyTable::unpack(std::string_view(at, packed.size()), storage);
+    REQUIRE(placed);
+    storage.reset();  // the table keeps what it reads from
+    const LatencyTable copy = *placed;
+    placed.reset();
+    CHECK(answers(copy) == a);
+  }
 }
 
 TEST_CASE("unpack refuses bytes that are not a whole packed table") {
