@@ -80,14 +80,30 @@ std::string join(std::initializer_list<std::string> parts) {
   return out;
 }
 
-/// The first kernel source (in order of preference) under which the table has the key.
-std::optional<KernelTime> first_source(const LatencyTable& t, std::initializer_list<const char*> sources,
-                                       const std::string& rest, std::span<const double> axes,
-                                       const LatencyTable::Model& model) {
+/// The table and the first kernel source (in order of preference) under which it has the key.
+std::optional<TableKey> first_source(const KernelTables& ts, KernelTable kind,
+                                     std::initializer_list<const char*> sources, const std::string& rest) {
+  const LatencyTable* t = ts.table(kind);
+  if (!t) return std::nullopt;
   for (const char* s : sources) {
-    if (auto r = t.lookup(std::string(s) + "|" + rest, axes, model)) return r;
+    std::string key = std::string(s) + "|" + rest;
+    if (t->has(key)) return TableKey{t, std::move(key), kind, ts.source_of(kind)->id};
   }
   return std::nullopt;
+}
+
+/// The table and `key` when the table has rows under it.
+std::optional<TableKey> keyed(const KernelTables& ts, KernelTable kind, std::string key) {
+  const LatencyTable* t = ts.table(kind);
+  if (!t || !t->has(key)) return std::nullopt;
+  return TableKey{t, std::move(key), kind, ts.source_of(kind)->id};
+}
+
+/// The lookup at `key`, when there is one.
+template <class Axes>
+std::optional<KernelTime> look(const std::optional<TableKey>& k, const Axes& axes, const LatencyTable::Model& model) {
+  if (!k) return std::nullopt;
+  return k->table->lookup(k->key, std::span<const double>(axes), model);
 }
 
 /// The attention tables' axes in lookup order: heads and K/V heads, then sequence, then batch.
@@ -176,91 +192,109 @@ std::string gemm_table_dtype(Dtype d) {
   return "";
 }
 
+std::optional<TableKey> gemm_key(const KernelTables& t, Dtype d) {
+  const std::string key = gemm_table_dtype(d);
+  if (key.empty()) return std::nullopt;
+  return keyed(t, KernelTable::kGemm, key);
+}
+
 std::optional<KernelTime> table_gemm(const KernelTables& t, Dtype d, double m, double n, double k,
                                      const LatencyTable::Model& model) {
-  const auto* table = t.table(KernelTable::kGemm);
-  const std::string key = gemm_table_dtype(d);
-  if (!table || key.empty()) return std::nullopt;
-  const double axes[] = {m, n, k};
-  return table->lookup(key, axes, model);
+  const std::array<double, 3> axes{m, n, k};
+  return look(gemm_key(t, d), axes, model);
+}
+
+namespace {
+std::string attention_dtype(const AttentionQuery& q) { return q.fp8 ? "fp8" : "bfloat16"; }
+}  // namespace
+
+std::optional<TableKey> context_attention_key(const KernelTables& t, const AttentionQuery& q) {
+  if (q.mla) return q.window > 0 ? std::nullopt : keyed(t, KernelTable::kContextMla, attention_dtype(q));
+  const std::string dtype = attention_dtype(q);
+  return first_source(t, KernelTable::kContextAttention, {"torch_flow", "torch_flow_flashinfer", "default"},
+                      join({num(q.head_dim), num(q.window), dtype, dtype}));
 }
 
 std::optional<KernelTime> table_context_attention(const KernelTables& t, const AttentionQuery& q,
                                                   const LatencyTable::Model& model) {
-  const std::string dtype = q.fp8 ? "fp8" : "bfloat16";
-  if (q.mla) {
-    const auto* table = t.table(KernelTable::kContextMla);
-    if (!table || q.window > 0) return std::nullopt;
-    return table->lookup(dtype, mla_axes(q.heads, q.batch, q.seq), mla_model(model));
-  }
-  const auto* table = t.table(KernelTable::kContextAttention);
-  if (!table) return std::nullopt;
-  return first_source(*table, {"torch_flow", "torch_flow_flashinfer", "default"},
-                      join({num(q.head_dim), num(q.window), dtype, dtype}),
-                      attention_axes(q.heads, q.kv_heads, q.batch, q.seq), attention_model(model));
+  if (q.mla) return look(context_attention_key(t, q), mla_axes(q.heads, q.batch, q.seq), mla_model(model));
+  return look(context_attention_key(t, q), attention_axes(q.heads, q.kv_heads, q.batch, q.seq), attention_model(model));
+}
+
+std::optional<TableKey> train_attention_key(const KernelTables& t, const AttentionQuery& q, bool backward) {
+  // MLA's training form: q/k 192 (128 + 64 rope), v 128, one K/V head per query head.
+  const double head_dim = q.mla ? 192 : q.head_dim;
+  return keyed(t, backward ? KernelTable::kTrainAttentionBwd : KernelTable::kTrainAttention,
+               join({num(head_dim), num(q.window), "bfloat16", "bfloat16"}));
 }
 
 std::optional<KernelTime> table_train_attention(const KernelTables& t, const AttentionQuery& q, bool backward,
                                                 const LatencyTable::Model& model) {
-  const auto* table = t.table(backward ? KernelTable::kTrainAttentionBwd : KernelTable::kTrainAttention);
-  if (!table) return std::nullopt;
-  // MLA's training form: q/k 192 (128 + 64 rope), v 128, one K/V head per query head.
-  const double head_dim = q.mla ? 192 : q.head_dim, kv_heads = q.mla ? q.heads : q.kv_heads;
-  return table->lookup(join({num(head_dim), num(q.window), "bfloat16", "bfloat16"}),
-                       attention_axes(q.heads, kv_heads, q.batch, q.seq), attention_model(model));
+  const double kv_heads = q.mla ? q.heads : q.kv_heads;
+  return look(train_attention_key(t, q, backward), attention_axes(q.heads, kv_heads, q.batch, q.seq),
+              attention_model(model));
+}
+
+std::optional<TableKey> generation_attention_key(const KernelTables& t, const AttentionQuery& q) {
+  if (q.mla) return q.window > 0 ? std::nullopt : keyed(t, KernelTable::kGenerationMla, attention_dtype(q));
+  return first_source(t, KernelTable::kGenerationAttention, {"torch_flow", "torch_flow_flashinfer", "default"},
+                      join({num(q.head_dim), num(q.window), attention_dtype(q)}));
 }
 
 std::optional<KernelTime> table_generation_attention(const KernelTables& t, const AttentionQuery& q, double context,
                                                      const LatencyTable::Model& model) {
-  const std::string dtype = q.fp8 ? "fp8" : "bfloat16";
   const double step = std::max(1.0, context - 1);
-  if (q.mla) {
-    const auto* table = t.table(KernelTable::kGenerationMla);
-    if (!table || q.window > 0) return std::nullopt;
-    return table->lookup(dtype, mla_axes(q.heads, q.batch, step), mla_model(model));
-  }
-  const auto* table = t.table(KernelTable::kGenerationAttention);
-  if (!table) return std::nullopt;
-  return first_source(*table, {"torch_flow", "torch_flow_flashinfer", "default"},
-                      join({num(q.head_dim), num(q.window), dtype}), attention_axes(q.heads, q.kv_heads, q.batch, step),
-                      attention_model(model));
+  if (q.mla) return look(generation_attention_key(t, q), mla_axes(q.heads, q.batch, step), mla_model(model));
+  return look(generation_attention_key(t, q), attention_axes(q.heads, q.kv_heads, q.batch, step),
+              attention_model(model));
+}
+
+std::optional<TableKey> moe_key(const KernelTables& t, const MoeQuery& q) {
+  const std::string rest =
+      join({q.dtype, "power_law_1.01", num(q.hidden), num(q.inter), num(q.topk), num(q.experts), num(q.tp), num(q.ep)});
+  if (q.gated) return first_source(t, KernelTable::kMoe, {"moe_torch_flow_cutlass", "moe_torch_flow"}, rest);
+  return first_source(t, KernelTable::kMoe, {"moe_torch_flow_nongated"}, rest);
 }
 
 std::optional<KernelTime> table_moe(const KernelTables& t, const MoeQuery& q) {
-  const auto* table = t.table(KernelTable::kMoe);
-  if (!table) return std::nullopt;
-  const double axes[] = {q.tokens};
-  const std::string rest =
-      join({q.dtype, "power_law_1.01", num(q.hidden), num(q.inter), num(q.topk), num(q.experts), num(q.tp), num(q.ep)});
+  const std::array<double, 1> axes{q.tokens};
   // Beyond the most tokens measured (16,384 in the shipped tables) the layer's GEMMs are
   // compute-bound: its time grows with the tokens, at the largest row's rate (the roofline's
   // compute side). The tables start at one token, the least a layer takes.
   const LatencyTable::Model per_token = [](std::span<const double> a) { return std::max(a[0], 1.0); };
-  if (q.gated) return first_source(*table, {"moe_torch_flow_cutlass", "moe_torch_flow"}, rest, axes, per_token);
-  return first_source(*table, {"moe_torch_flow_nongated"}, rest, axes, per_token);
+  return look(moe_key(t, q), axes, per_token);
 }
 
-std::optional<KernelTime> table_nccl(const KernelTables& t, const std::string& op, int gpus, double bytes) {
-  const auto* table = t.table(KernelTable::kNccl);
-  if (!table) return std::nullopt;
-  // Above the measured sizes a collective's time grows with its bytes (bandwidth-bound); below them
-  // it stays at the smallest size's (latency-bound).
-  const LatencyTable::Model linear = [](std::span<const double> a) { return std::max(a[0], 1e6); };
+std::optional<TableKey> nccl_key(const KernelTables& t, const std::string& op, int gpus, double* element_bytes) {
   // message_size counts elements (PROVENANCE.md): half 2 bytes each (aiconfigurator's rows),
   // float 4 (the probe's).
   for (const auto& [dtype, size] : {std::pair{"half", 2.0}, std::pair{"float", 4.0}}) {
-    const double axes[] = {bytes / size};
-    if (auto r = table->lookup(join({op, dtype, std::to_string(gpus)}), axes, linear)) return r;
+    if (auto k = keyed(t, KernelTable::kNccl, join({op, dtype, std::to_string(gpus)}))) {
+      if (element_bytes) *element_bytes = size;
+      return k;
+    }
   }
   return std::nullopt;
 }
 
-std::optional<KernelTime> table_custom_allreduce(const KernelTables& t, int gpus, double bytes) {
-  const auto* table = t.table(KernelTable::kCustomAllReduce);
-  if (!table) return std::nullopt;
-  const double axes[] = {bytes / 2};
+std::optional<KernelTime> table_nccl(const KernelTables& t, const std::string& op, int gpus, double bytes) {
+  // Above the measured sizes a collective's time grows with its bytes (bandwidth-bound); below them
+  // it stays at the smallest size's (latency-bound).
   const LatencyTable::Model linear = [](std::span<const double> a) { return std::max(a[0], 1e6); };
-  return table->lookup(std::to_string(gpus), axes, linear);
+  double size = 2;
+  const auto k = nccl_key(t, op, gpus, &size);
+  const std::array<double, 1> axes{bytes / size};
+  return look(k, axes, linear);
+}
+
+std::optional<TableKey> custom_allreduce_key(const KernelTables& t, int gpus) {
+  return keyed(t, KernelTable::kCustomAllReduce, std::to_string(gpus));
+}
+
+std::optional<KernelTime> table_custom_allreduce(const KernelTables& t, int gpus, double bytes) {
+  const std::array<double, 1> axes{bytes / 2};
+  const LatencyTable::Model linear = [](std::span<const double> a) { return std::max(a[0], 1e6); };
+  return look(custom_allreduce_key(t, gpus), axes, linear);
 }
 
 }  // namespace cs::calib

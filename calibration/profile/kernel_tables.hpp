@@ -104,9 +104,20 @@ struct KernelTables {
 /// empty when tables never hold it (fp16, tf32, fp32: those GEMMs stay analytic).
 [[nodiscard]] std::string gemm_table_dtype(Dtype d);
 
+/// The table a lookup reads and the key it reads under (the first kernel source, in order of
+/// preference, with rows for the query): what `clustersim kernels` reports the coverage of. Each
+/// table_* lookup below reads exactly this table and key.
+struct TableKey {
+  const LatencyTable* table = nullptr;
+  std::string key;
+  KernelTable kind = KernelTable::kGemm;
+  std::string folder;  ///< the id of the folder it comes from
+};
+
 /// A GEMM from the table: `m` x `n` output, `k` reduction, one kernel.
 [[nodiscard]] std::optional<KernelTime> table_gemm(const KernelTables& t, Dtype d, double m, double n, double k,
                                                    const LatencyTable::Model& model);
+[[nodiscard]] std::optional<TableKey> gemm_key(const KernelTables& t, Dtype d);
 
 /// Causal attention over whole prompts (prefill; training's forward), one layer on one GPU.
 struct AttentionQuery {
@@ -120,13 +131,17 @@ struct AttentionQuery {
 /// Forward time from context_attention_perf (or context_mla_perf): the serving engines' prefill.
 [[nodiscard]] std::optional<KernelTime> table_context_attention(const KernelTables& t, const AttentionQuery& q,
                                                                 const LatencyTable::Model& model);
+[[nodiscard]] std::optional<TableKey> context_attention_key(const KernelTables& t, const AttentionQuery& q);
 /// Training's attention (train_attention_perf, or its backward train_attention_bwd_perf) when a
 /// folder has it; MLA as its multi-head form (head_dim 192 rows, v 128); nullopt otherwise.
 [[nodiscard]] std::optional<KernelTime> table_train_attention(const KernelTables& t, const AttentionQuery& q,
                                                               bool backward, const LatencyTable::Model& model);
+[[nodiscard]] std::optional<TableKey> train_attention_key(const KernelTables& t, const AttentionQuery& q,
+                                                          bool backward);
 /// Decode attention: `batch` sequences each attending `context` cached tokens (step = context - 1).
 [[nodiscard]] std::optional<KernelTime> table_generation_attention(const KernelTables& t, const AttentionQuery& q,
                                                                    double context, const LatencyTable::Model& model);
+[[nodiscard]] std::optional<TableKey> generation_attention_key(const KernelTables& t, const AttentionQuery& q);
 
 /// A fused MoE layer on one GPU (TensorRT-LLM's): `tokens` entering it, the model's shape and
 /// the split. Exact match on the shape (the table holds named models' shapes), tokens interpolated.
@@ -136,13 +151,18 @@ struct MoeQuery {
   double tokens = 0, hidden = 0, inter = 0, topk = 0, experts = 0, tp = 1, ep = 1;
 };
 [[nodiscard]] std::optional<KernelTime> table_moe(const KernelTables& t, const MoeQuery& q);
+[[nodiscard]] std::optional<TableKey> moe_key(const KernelTables& t, const MoeQuery& q);
 
 /// An NCCL collective in one node from nccl_perf: `op` as the table names it (all_reduce,
 /// all_gather, reduce_scatter, alltoall), `bytes` per rank in nccl-tests' convention (half rows,
 /// else float rows, each counted in its elements).
 [[nodiscard]] std::optional<KernelTime> table_nccl(const KernelTables& t, const std::string& op, int gpus,
                                                    double bytes);
+/// ... its table and key, and the bytes per element its `message_size` counts (2 or 4).
+[[nodiscard]] std::optional<TableKey> nccl_key(const KernelTables& t, const std::string& op, int gpus,
+                                               double* element_bytes = nullptr);
 /// TensorRT-LLM's custom all-reduce of `bytes` of bf16 per rank over `gpus` GPUs of one node.
 [[nodiscard]] std::optional<KernelTime> table_custom_allreduce(const KernelTables& t, int gpus, double bytes);
+[[nodiscard]] std::optional<TableKey> custom_allreduce_key(const KernelTables& t, int gpus);
 
 }  // namespace cs::calib

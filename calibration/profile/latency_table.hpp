@@ -56,6 +56,8 @@ class LatencyTable {
   [[nodiscard]] const std::vector<std::string>& axis_names() const { return axis_names_; }
   [[nodiscard]] std::size_t axes() const { return axis_names_.size(); }
   [[nodiscard]] std::size_t rows() const;
+  /// Whether any row has this key.
+  [[nodiscard]] bool has(const std::string& key) const { return blocks_.count(key) > 0; }
   /// Every key, sorted.
   [[nodiscard]] std::vector<std::string> keys() const;
   /// The measured range of one axis under one key: (min, max, distinct values); zeros when absent.

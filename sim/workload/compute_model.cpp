@@ -141,12 +141,7 @@ std::optional<calib::KernelTime> ComputeModel::table_gemm(const models::Op& op) 
   return t;
 }
 
-std::optional<calib::KernelTime> ComputeModel::table_attention(const models::Op& op) const {
-  const auto& a = op.attention;
-  if (a.batch <= 0 || (a.decode ? a.context <= 0 : a.seq <= 0)) return std::nullopt;
-  // The tables hold one head size per row for Q, K and V (head_dim), and MLA in DeepSeek's form
-  // (qk 128 + 64 rope, v 128: PROVENANCE.md).
-  if (a.mla ? (a.qk_dim != 192 || a.v_dim != 128) : a.qk_dim != a.v_dim) return std::nullopt;
+calib::AttentionQuery attention_query(const models::AttentionKey& a) {
   calib::AttentionQuery q;
   q.batch = a.batch;
   q.seq = a.seq;
@@ -156,6 +151,16 @@ std::optional<calib::KernelTime> ComputeModel::table_attention(const models::Op&
   q.window = a.window >= a.seq ? 0.0 : a.window;
   q.mla = a.mla;
   q.fp8 = a.fp8;
+  return q;
+}
+
+std::optional<calib::KernelTime> ComputeModel::table_attention(const models::Op& op) const {
+  const auto& a = op.attention;
+  if (a.batch <= 0 || (a.decode ? a.context <= 0 : a.seq <= 0)) return std::nullopt;
+  // The tables hold one head size per row for Q, K and V (head_dim), and MLA in DeepSeek's form
+  // (qk 128 + 64 rope, v 128: PROVENANCE.md).
+  if (a.mla ? (a.qk_dim != 192 || a.v_dim != 128) : a.qk_dim != a.v_dim) return std::nullopt;
+  const calib::AttentionQuery q = attention_query(a);
   if (a.decode) {
     // Decode reads every cached K and V once: beyond the measured shapes, time follows those bytes.
     const calib::LatencyTable::Model kv_bytes = [](std::span<const double> x) {

@@ -22,6 +22,10 @@ template <std::size_t N>
   return out;
 }
 
+/// The attention tables' query for an op's attention shape (a window as long as the sequence is
+/// no window), as ComputeModel asks them.
+[[nodiscard]] calib::AttentionQuery attention_query(const models::AttentionKey& a);
+
 /// Time of one kernel. With measured kernel tables attached to the profile (calibration/kernels/):
 /// a GEMM is its shape's latency in the table of its dtype (interpolated between measured shapes,
 /// scaled by the roofline beyond them), and flash attention its forward latency in the attention

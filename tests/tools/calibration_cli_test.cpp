@@ -82,6 +82,61 @@ TEST_CASE("kernels gemm at a table row reports that row as measured, the simulat
   CHECK(bj["measured_s"].is_null());
 }
 
+TEST_CASE("kernels attention, decode, moe and collective report the coverage of the table and key they read") {
+  // Training attention forward: the measured training table, under its head_dim/window/dtype key,
+  // and the query's sequence inside its measured range (the coverage is the rows the lookup reads).
+  const auto f = run_cli("kernels attention --gpu h100-sxm --seq 8192 --heads 32 --kv-heads 8 --json");
+  REQUIRE(f.exit_code == 0);
+  const auto fj = nlohmann::json::parse(f.out);
+  REQUIRE(fj["coverage"].is_object());
+  CHECK(fj["coverage"]["table"] == "train_attention_perf");
+  CHECK(fj["coverage"]["key"] == "128|0|bfloat16|bfloat16");
+  CHECK(fj["coverage"]["isl"]["min"].get<double>() <= 8192);
+  CHECK(fj["coverage"]["isl"]["max"].get<double>() >= 8192);
+  CHECK(fj["coverage"]["batch_size"]["values"].get<int>() > 0);
+  // Its backward reads the measured backward table; serving's prefill reads the engines' table.
+  const auto b = run_cli("kernels attention --gpu h100-sxm --seq 8192 --heads 32 --kv-heads 8 --backward --json");
+  REQUIRE(b.exit_code == 0);
+  CHECK(nlohmann::json::parse(b.out)["coverage"]["table"] == "train_attention_bwd_perf");
+  const auto s = run_cli("kernels attention --gpu h100-sxm --seq 8192 --heads 32 --kv-heads 8 --serving --json");
+  REQUIRE(s.exit_code == 0);
+  const auto sj = nlohmann::json::parse(s.out);
+  CHECK(sj["coverage"]["table"] == "context_attention_perf");
+  CHECK(sj["coverage"]["folder"] == "h100_sxm");
+  // Decode attention: the generation table, and the text shows the same line.
+  const auto d = run_cli("kernels attention --gpu h100-sxm --context 4096 --batch 8 --heads 32 --kv-heads 8 --json");
+  REQUIRE(d.exit_code == 0);
+  const auto dj = nlohmann::json::parse(d.out);
+  CHECK(dj["coverage"]["table"] == "generation_attention_perf");
+  CHECK(dj["coverage"]["step"]["max"].get<double>() >= 4095);
+  const auto dt = run_cli("kernels attention --gpu h100-sxm --context 4096 --batch 8 --heads 32 --kv-heads 8");
+  REQUIRE(dt.exit_code == 0);
+  CHECK(dt.out.find("coverage        generation_attention_perf (h100_sxm)") != std::string::npos);
+  // Fused MoE at a measured shape: its token range; at an unmeasured one, the shapes it has.
+  const auto m = run_cli(
+      "kernels moe --gpu h100-sxm --tokens 4096 --hidden 3072 --inter 1024 --topk 8 --experts 256 --tp 16 --ep 16 "
+      "--dtype fp8 --json");
+  REQUIRE(m.exit_code == 0);
+  const auto mj = nlohmann::json::parse(m.out);
+  CHECK(mj["coverage"]["table"] == "moe_perf");
+  CHECK(mj["coverage"]["num_tokens"]["max"].get<double>() >= 4096);
+  const auto miss = run_cli(
+      "kernels moe --gpu h100-sxm --tokens 4096 --hidden 7168 --inter 2048 --topk 8 --experts 255 --dtype fp8 --json");
+  REQUIRE(miss.exit_code == 0);
+  const auto xj = nlohmann::json::parse(miss.out);
+  CHECK(xj["coverage"].is_null());
+  CHECK(xj["table"].is_null());
+  const auto shapes = xj["measured_shapes"].get<std::vector<std::string>>();
+  CHECK(std::find(shapes.begin(), shapes.end(), "3072/1024/8/256") != shapes.end());
+  // Collectives: NCCL's rows for the op and GPU count, and the custom all-reduce's for all-reduce.
+  const auto c = run_cli("kernels collective --gpu h100-sxm --op allreduce --gpus 8 --bytes 16777216 --json");
+  REQUIRE(c.exit_code == 0);
+  const auto cj = nlohmann::json::parse(c.out);
+  CHECK(cj["coverage"]["nccl"]["key"] == "all_reduce|half|8");
+  CHECK(cj["coverage"]["custom_allreduce"]["key"] == "8");
+  CHECK(cj["coverage"]["element_bytes"] == 2);
+}
+
 TEST_CASE("a training result says what share of its compute time came from measured tables, and sums to 1") {
   const auto r = run_cli("train --model llama3.1-8b --cluster hgx-h100 --tp 8 --seq 4096 --global-batch 8 --json");
   REQUIRE(r.exit_code == 0);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "calibration/profile/kernel_tables.hpp"
@@ -44,22 +45,46 @@ Json source_json(const std::optional<calib::KernelTime>& t) {
   return Json{{"seconds", t->seconds}, {"source", calib::kernel_source_name(t->source)}};
 }
 
-/// The measured range of a table's axes under one key, as text and JSON.
-void coverage(const calib::LatencyTable* t, const std::string& key, std::ostream& out, Json& j) {
+/// The measured range of the table a lookup reads, under the key it reads, as text and JSON
+/// (`label` pads to the report's column; `unit` follows each value, e.g. NCCL's elements).
+std::string coverage(const std::optional<calib::TableKey>& k, Json& j, const std::string& label = "coverage") {
+  std::ostringstream out;
+  out << "  " << label << std::string(label.size() < 14 ? 14 - label.size() : 1, ' ') << "  ";
   j = nullptr;
-  if (!t) {
-    out << "  coverage        no such table for this GPU\n";
-    return;
+  if (!k) {
+    out << "no rows for this kernel in this GPU's tables\n";
+    return out.str();
   }
   j = Json::object();
-  out << "  coverage        " << (key.empty() ? "" : key + ": ");
+  const char* file = calib::kernel_table_schema(k->kind).file;
+  j["table"] = file;
+  j["folder"] = k->folder;
+  j["key"] = k->key;
+  out << file << " (" << k->folder << ") " << k->key << ": ";
+  const auto* t = k->table;
   for (std::size_t a = 0; a < t->axes(); ++a) {
-    const auto c = t->coverage(key, a);
+    const auto c = t->coverage(k->key, a);
     j[t->axis_names()[a]] = {{"min", c.min}, {"max", c.max}, {"values", c.values}};
     out << (a ? ", " : "") << t->axis_names()[a] << " " << shortest(c.min) << ".." << shortest(c.max) << " ("
         << c.values << ")";
   }
   out << "\n";
+  return out.str();
+}
+
+/// The expert shapes (hidden/inter/top-k/experts) the fused-MoE table measured in `dtype`: the
+/// table holds named models' shapes only, so a miss should say which ones it has.
+std::vector<std::string> moe_shapes(const calib::LatencyTable* t, const std::string& dtype) {
+  std::set<std::string> shapes;
+  if (!t) return {};
+  for (const auto& key : t->keys()) {
+    // kernel_source|moe_dtype|distribution|hidden|inter|topk|experts|tp|ep
+    std::vector<std::string> f;
+    std::istringstream in(key);
+    for (std::string part; std::getline(in, part, '|');) f.push_back(part);
+    if (f.size() == 9 && f[1] == dtype) shapes.insert(f[3] + "/" + f[4] + "/" + f[5] + "/" + f[6]);
+  }
+  return {shapes.begin(), shapes.end()};
 }
 
 /// Prints one kernel's report: exact row, table value, analytic value, what the simulator uses.
@@ -287,17 +312,15 @@ Action add_kernels(CLI::App& app, const Globals& g) {
                             static_cast<double>(calib::dtype_bytes(d == calib::Dtype::kFp4 ? calib::Dtype::kFp8 : d)) +
                         go->m * go->n * 2};
       const auto used = cm.timed(op);
-      const auto* table = p.kernel_tables.table(calib::KernelTable::kGemm);
       const auto t = cm.table_time(op);
       Json j{{"kernel", "gemm"}, {"gpu", p.id}, {"m", go->m}, {"n", go->n}, {"k", go->k}, {"dtype", go->dtype}};
-      std::ostringstream cov;
       Json cj;
-      coverage(table, calib::gemm_table_dtype(d), cov, cj);
+      const std::string cov = coverage(calib::gemm_key(p.kernel_tables, d), cj);
       j["coverage"] = cj;
       return report(
           go->json, j,
           "GEMM " + shortest(go->m) + " x " + shortest(go->n) + " x " + shortest(go->k) + " " + go->dtype + header(p),
-          t, cm.analytic_seconds(op), used, op.flops, cov.str());
+          t, cm.analytic_seconds(op), used, op.flops, cov);
     }
     if (attn->parsed()) {
       const auto p = config::resolve_profile(catalog, ao->gpu, "command line", "--gpu");
@@ -321,15 +344,14 @@ Action add_kernels(CLI::App& app, const Globals& g) {
         op.attention.fp8 = fp8;
         j["context"] = ao->context;
         j["kv_dtype"] = ao->kv_dtype;
-        std::ostringstream cov;
         Json cj;
-        const auto* table = p.kernel_tables.table(ao->mla ? calib::KernelTable::kGenerationMla
-                                                          : calib::KernelTable::kGenerationAttention);
-        coverage(table, "", cov, cj);
+        const std::string cov =
+            coverage(calib::generation_attention_key(p.kernel_tables, workload::attention_query(op.attention)), cj);
+        j["coverage"] = cj;
         return report(ao->json, j,
                       "decode attention, " + shortest(ao->batch) + " x " + shortest(ao->context) + " cached tokens (" +
                           ao->kv_dtype + " KV)" + header(p),
-                      cm.table_time(op), cm.analytic_seconds(op), cm.timed(op), 0, "");
+                      cm.table_time(op), cm.analytic_seconds(op), cm.timed(op), 0, cov);
       }
       if (ao->seq <= 0) throw InputError("command line", "--seq", "expected the sequence length (or --context)");
       models::Op op{ao->backward ? "attention.bwd" : "attention",
@@ -345,15 +367,21 @@ Action add_kernels(CLI::App& app, const Globals& g) {
       j["backward"] = ao->backward;
       const auto used = cm.timed(op);
       const auto t = cm.table_time(op);
-      std::ostringstream cov;
+      // The table the simulator reads: training's own kernels first (forward, or the measured
+      // backward), then the serving engines' prefill (a backward then scales that forward).
+      const auto q = workload::attention_query(op.attention);
+      std::optional<calib::TableKey> key;
+      if (!ao->serving) key = calib::train_attention_key(p.kernel_tables, q, ao->backward);
+      if (!key && !ao->serving && ao->backward) key = calib::train_attention_key(p.kernel_tables, q, false);
+      if (!key) key = calib::context_attention_key(p.kernel_tables, q);
       Json cj;
-      coverage(p.kernel_tables.table(ao->mla ? calib::KernelTable::kContextMla : calib::KernelTable::kContextAttention),
-               "", cov, cj);
+      const std::string cov = coverage(key, cj);
+      j["coverage"] = cj;
       return report(ao->json, j,
                     std::string(ao->backward ? "attention backward" : "attention forward") + ", " +
                         shortest(ao->batch) + " x " + shortest(ao->seq) + " tokens, " + shortest(ao->heads) + "/" +
                         shortest(kvh) + " heads" + header(p),
-                    t, cm.analytic_seconds(op), used, op.flops, cov.str());
+                    t, cm.analytic_seconds(op), used, op.flops, cov);
     }
     if (moe->parsed()) {
       const auto p = config::resolve_profile(catalog, mo->gpu, "command line", "--gpu");
@@ -393,6 +421,18 @@ Action add_kernels(CLI::App& app, const Globals& g) {
              {"dtype", mo->dtype},
              {"table", source_json(t)},
              {"grouped_gemms", source_json(calib::KernelTime{gemms, src})}};
+      Json cj;
+      const auto key = calib::moe_key(p.kernel_tables, q);
+      std::string cov = coverage(key, cj, "coverage (fused MoE)");
+      j["coverage"] = cj;
+      if (!key) {
+        const auto shapes = moe_shapes(p.kernel_tables.table(calib::KernelTable::kMoe), q.dtype);
+        j["measured_shapes"] = shapes;
+        std::string list;
+        for (const auto& sh : shapes) list += (list.empty() ? "" : ", ") + sh;
+        cov += "  measured shapes (" + q.dtype +
+               ", hidden/inter/top-k/experts; each at some tp x ep): " + (list.empty() ? "none" : list) + "\n";
+      }
       if (mo->json) {
         std::cout << j.dump(2) << "\n";
         return 0;
@@ -403,7 +443,8 @@ Action add_kernels(CLI::App& app, const Globals& g) {
                 << (t ? ms(t->seconds) + "  " + calib::kernel_source_name(t->source) : "- (shape not in the table)")
                 << "\n"
                 << "  grouped GEMMs (training)   " << ms(gemms) << "  " << calib::kernel_source_name(src)
-                << "  (the expert GEMMs alone: no routing, permutation or activation)\n";
+                << "  (the expert GEMMs alone: no routing, permutation or activation)\n"
+                << cov;
       return 0;
     }
     // collective
@@ -432,6 +473,15 @@ Action add_kernels(CLI::App& app, const Globals& g) {
            {"nccl_table", source_json(nccl)},
            {"custom_allreduce_table", source_json(custom)},
            {"flow_model_s", nullptr}};
+    // message_size counts elements (PROVENANCE.md): 2 bytes each in the public tables, 4 in the probe's.
+    double element_bytes = 2;
+    Json nccl_cov, custom_cov;
+    const std::string cov =
+        coverage(calib::nccl_key(p.kernel_tables, name->second, co->gpus, &element_bytes), nccl_cov, "NCCL rows") +
+        (co->op == "allreduce"
+             ? coverage(calib::custom_allreduce_key(p.kernel_tables, co->gpus), custom_cov, "custom rows")
+             : "");
+    j["coverage"] = {{"nccl", nccl_cov}, {"custom_allreduce", custom_cov}, {"element_bytes", element_bytes}};
     std::optional<double> flow;
     if (!co->cluster.empty()) {
       const auto box =
@@ -466,6 +516,7 @@ Action add_kernels(CLI::App& app, const Globals& g) {
     if (flow)
       std::cout << "  flow model         " << line(calib::KernelTime{*flow, calib::KernelSource::kAnalytic}) << " ("
                 << co->cluster << ")\n";
+    std::cout << cov << "  (message_size counts elements of " << shortest(element_bytes) << " bytes)\n";
     return 0;
   };
 }
