@@ -76,8 +76,15 @@ Item gemm(std::string_view name, double m, double n, double k, const StepShape& 
 /// 2 bytes, write 1 + 1 per element); after a norm (TE's LayerNormLinear) the norm itself writes
 /// the FP8 copy, and only the transpose remains (read 1, write 1). Nothing under LoRA (its adapters
 /// run in bf16 and the frozen base is cast once) or outside FP8 training.
+/// Under current scaling the cast's scale comes from the tensor's own amax, known only after a
+/// pass over the whole bf16 tensor (read 2 bytes per element); the norm before it cannot write the
+/// FP8 copy either (the scale is not known while it writes), so every cast is a full one.
 void fp8_input_cast(std::vector<Item>& out, double elements, bool after_norm, const StepShape& s) {
   if (!s.fp8 || s.lora_rank > 0) return;
+  if (s.fp8_current_scaling) {
+    out.push_back({Op{"fp8_amax", OpKind::kMemoryBound, 0, 0, 0, 0, 2.0 * elements}});
+    after_norm = false;
+  }
   out.push_back(after_norm ? Item{Op{"fp8_transpose", OpKind::kMemoryBound, 0, 0, 0, 0, 2.0 * elements}}
                            : Item{Op{"fp8_cast_transpose", OpKind::kMemoryBound, 0, 0, 0, 0, 4.0 * elements}});
 }
@@ -86,6 +93,7 @@ void fp8_input_cast(std::vector<Item>& out, double elements, bool after_norm, co
 /// data-gradient and weight-gradient GEMMs.
 void fp8_grad_cast(std::vector<Item>& out, double elements, const StepShape& s) {
   if (!s.fp8 || s.lora_rank > 0) return;
+  if (s.fp8_current_scaling) out.push_back({Op{"fp8_amax.bwd", OpKind::kMemoryBound, 0, 0, 0, 0, 2.0 * elements}});
   out.push_back({Op{"fp8_cast_transpose.bwd", OpKind::kMemoryBound, 0, 0, 0, 0, 4.0 * elements}});
 }
 

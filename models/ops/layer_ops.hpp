@@ -146,6 +146,9 @@ struct StepShape {
   /// cast to FP8 with their amax, the casts' transposes kept for the weight gradient) and keep
   /// their inputs for backward in FP8; attention, norms, the LM head and everything else in bf16.
   bool fp8 = false;
+  /// ... with current scaling (`tensorwise`): an amax pass (read 2 bytes per element) before every
+  /// cast, and no FP8 output from the norms.
+  bool fp8_current_scaling = false;
   /// DeepSeek-V3's FP8 activation caching: the activation functions' inputs kept for backward in
   /// FP8 (a cast after the GEMM that makes them, read back in backward).
   bool fp8_act_cache = false;

@@ -18,7 +18,7 @@ bool named(const Item& it, std::initializer_list<std::string_view> names) {
 }
 
 bool is_cast(const Item& it) {
-  return !it.comm && (it.op.name == "fp8_cast_transpose" || it.op.name == "fp8_transpose");
+  return !it.comm && (it.op.name == "fp8_amax" || it.op.name == "fp8_cast_transpose" || it.op.name == "fp8_transpose");
 }
 
 /// The items of one module in a layer's forward program (indices, in order).
@@ -124,10 +124,10 @@ std::vector<Item> recompute_items(const std::vector<Item>& forward, const Recomp
     if (!modules.has(m)) continue;
     for (auto i : module_items(forward, m)) take[i] = 1;
   }
-  // A re-run GEMM's input cast runs again with it.
-  for (std::size_t i = 0; i + 1 < forward.size(); ++i) {
-    if (take[i + 1] && !forward[i + 1].comm && forward[i + 1].op.kind == OpKind::kGemm && is_cast(forward[i]))
-      take[i] = 1;
+  // A re-run GEMM's input cast (with its amax pass, under current scaling) runs again with it.
+  for (std::size_t i = 1; i < forward.size(); ++i) {
+    if (!take[i] || forward[i].comm || forward[i].op.kind != OpKind::kGemm) continue;
+    for (std::size_t j = i; j > 0 && is_cast(forward[j - 1]); --j) take[j - 1] = 1;
   }
   std::vector<Item> out;
   for (std::size_t i = 0; i < forward.size(); ++i) {

@@ -342,6 +342,18 @@ std::vector<Field> training_fields() {
        .member = &ScenarioSpec::dtype,
        .resolved = [](const Scenario& s) { return J(calib::dtype_name(s.dtype)); }},
       {.kind = kT,
+       .path = "/training/fp8_recipe",
+       .type = kEnum,
+       .choices = {"delayed", "tensorwise"},
+       .fallback = "delayed",
+       .default_text = "delayed",
+       .flag = "--fp8-recipe",
+       .meaning = "how FP8 training scales its tensors (Megatron --fp8-recipe): delayed (Transformer Engine's "
+                  "DelayedScaling, the amax taken inside each cast for the next step) or tensorwise (current "
+                  "scaling, NeMo's FP8-CS: each tensor's amax read in a pass of its own before its cast)",
+       .member = &ScenarioSpec::fp8_recipe,
+       .resolved = [](const Scenario& s) { return J(s.fp8_current_scaling ? "tensorwise" : "delayed"); }},
+      {.kind = kT,
        .path = "/training/grad_dtype",
        .type = kEnum,
        .choices = {"fp32", "bf16"},

@@ -470,6 +470,11 @@ Scenario resolve_on(const ScenarioSpec& spec, Machine machine, std::optional<net
   }
   s.grad_bucket_params = spec.grad_bucket_params;
   s.grad_bytes = spec.grad_dtype == "bf16" ? 2.0 : 4.0;
+  if (spec.fp8_recipe != "delayed" && s.dtype != calib::Dtype::kFp8) {
+    throw InputError(file, "/training/fp8_recipe",
+                     "a scaling recipe for FP8 training; expected training.dtype \"fp8\" with it, or no fp8_recipe");
+  }
+  s.fp8_current_scaling = s.dtype == calib::Dtype::kFp8 && spec.fp8_recipe == "tensorwise";
   s.overlap_grad_reduce = spec.overlap_grad_reduce;
   s.network_model =
       spec.network_model == "analytical" ? net::NetworkModelKind::kAnalytical : net::NetworkModelKind::kFlow;

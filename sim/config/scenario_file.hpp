@@ -54,6 +54,7 @@ struct ScenarioSpec {
   std::int64_t micro_batch = 1;
   std::string dtype = "bf16";
   std::string grad_dtype = "fp32";
+  std::string fp8_recipe = "delayed";
   bool overlap_grad_reduce = true;
   std::string recompute_modules;
   std::string recompute_method = "uniform";

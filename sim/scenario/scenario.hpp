@@ -91,6 +91,11 @@ struct Scenario {
   /// Bytes per main-gradient element, held and reduced over DP: 4 (fp32, Megatron-LM's default
   /// under bf16) or 2 (`training.grad_dtype: "bf16"`, Megatron-core's grad_reduce_in_fp32 off).
   double grad_bytes = 4;
+  /// FP8 current scaling (`training.fp8_recipe: "tensorwise"`, NeMo's FP8-CS): every tensor cast to
+  /// FP8 is first read whole for its amax (the scale must be known before the cast writes), so a
+  /// norm cannot write the FP8 copy itself either. Delayed scaling (false) takes the amax inside
+  /// the cast, for the next step.
+  bool fp8_current_scaling = false;
   double grad_bucket_params = 40e6;
   /// Data-parallel gradient buckets reduced under the last backward as each fills (Megatron
   /// --overlap-grad-reduce), or all after the whole backward (false).

@@ -224,6 +224,7 @@ models::StepShape step_shape(const scenario::Scenario& s, bool balanced) {
   shape.lora_rank = s.lora_rank;
   shape.base_4bit = s.qlora;
   shape.fp8 = s.dtype == calib::Dtype::kFp8;
+  shape.fp8_current_scaling = s.fp8_current_scaling;
   shape.fp8_act_cache = s.fp8_activation_cache;
   shape.cp = s.plan.cp;
   shape.flash_attention = s.flash_attention;

@@ -672,9 +672,11 @@ void add_optimizer(const StepLayout& L, const std::vector<StagePrograms>& progra
       // FP8 training (Transformer Engine with Megatron's first-micro-batch weight caching) casts
       // every local weight to FP8 with its transpose once per step: read 2 bytes, write 1 + 1. All
       // of the stage's parameters are counted (the embedding and a bf16 LM head too: a small
-      // over-count); ZeRO does not shard it, every rank casts the weights it computes with.
+      // over-count); ZeRO does not shard it, every rank casts the weights it computes with. Current
+      // scaling reads each weight once more for its amax first.
+      const double cast_per_param = L.s.fp8_current_scaling ? 6.0 : 4.0;
       const double cast_bytes =
-          L.s.dtype == calib::Dtype::kFp8 && L.s.lora_rank == 0 ? 4.0 * (stage_params + expert_params) : 0.0;
+          L.s.dtype == calib::Dtype::kFp8 && L.s.lora_rank == 0 ? cast_per_param * (stage_params + expert_params) : 0.0;
       const double opt_seconds = compute.memory_seconds(optimizer_bytes_per_param(L.s) * opt_params + cast_bytes);
       if (t == 0) optimizer_s += opt_seconds;
       for (int r : grp.sim) {

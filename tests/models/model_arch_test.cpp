@@ -128,6 +128,25 @@ TEST_CASE("FP8 training (Transformer Engine): the cast and transpose bytes of a 
   CHECK(bytes_of(fwd, "fp8_cast_transpose") == doctest::Approx(4 * T * h + 4 * T * f));
   // Backward: every linear's output gradient dY is cast and transposed: qkv, out, up (gate and up), down.
   CHECK(bytes_of(bwd, "fp8_cast_transpose.bwd") == doctest::Approx(4 * T * (qkv + h + 2 * f + h)));
+  // Current scaling: an amax pass (read 2 bytes) before every cast, and the norms no longer write
+  // the FP8 copy, so qkv_proj's and mlp_up's inputs are cast in full too.
+  CHECK(bytes_of(fwd, "fp8_amax") == 0);
+  s.fp8_current_scaling = true;
+  const auto cfwd = models::layer_forward(m, s);
+  const auto cbwd = models::layer_backward(m, s);
+  CHECK(bytes_of(cfwd, "fp8_transpose") == 0);
+  CHECK(bytes_of(cfwd, "fp8_cast_transpose") == doctest::Approx(4 * T * (h + h + h + f)));
+  CHECK(bytes_of(cfwd, "fp8_amax") == doctest::Approx(2 * T * (h + h + h + f)));
+  CHECK(bytes_of(cbwd, "fp8_amax.bwd") == doctest::Approx(2 * T * (qkv + h + 2 * f + h)));
+  CHECK(bytes_of(cbwd, "fp8_cast_transpose.bwd") == bytes_of(bwd, "fp8_cast_transpose.bwd"));
+  // Each amax pass comes right before its cast, and the cast right before its GEMM.
+  for (std::size_t i = 0; i < cfwd.size(); ++i) {
+    if (cfwd[i].op.name != "fp8_amax") continue;
+    REQUIRE(i + 2 < cfwd.size());
+    CHECK(cfwd[i + 1].op.name == "fp8_cast_transpose");
+    CHECK(cfwd[i + 2].op.kind == models::OpKind::kGemm);
+  }
+  s.fp8_current_scaling = false;
   // Nothing of the kind in bf16 training, and the LM head stays a 16-bit GEMM under FP8.
   s.fp8 = false;
   CHECK(bytes_of(models::layer_forward(m, s), "fp8_cast_transpose") == 0);

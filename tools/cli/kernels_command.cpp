@@ -209,7 +209,7 @@ Action add_kernels(CLI::App& app, const Globals& g) {
   coll->add_option("--cluster", co->cluster, "also run the flow model on this cluster's first --gpus GPUs");
 
   struct LayerOpts : Common {
-    std::string model, dtype = "bf16";
+    std::string model, dtype = "bf16", fp8_recipe = "delayed";
     std::int64_t seq = 4096, micro_batch = 1, layer = 0;
     int tp = 1, ep = 1;
     bool sp = false;
@@ -224,6 +224,8 @@ Action add_kernels(CLI::App& app, const Globals& g) {
   layer->add_option("--ep", lo->ep, "expert-parallel ranks (MoE layers)")->check(cs::cli::positive_number());
   layer->add_flag("--sp", lo->sp, "sequence parallelism");
   layer->add_option("--dtype", lo->dtype, "bf16 or fp8");
+  layer->add_option("--fp8-recipe", lo->fp8_recipe,
+                    "under fp8: delayed, or tensorwise (current scaling: an amax pass before each cast)");
   layer->add_option("--layer", lo->layer, "which decoder layer's kind (0-based; default 0)")
       ->check(cs::cli::non_negative_number());
 
@@ -244,6 +246,12 @@ Action add_kernels(CLI::App& app, const Globals& g) {
       shape.tp = lo->tp;
       shape.sp = lo->sp && lo->tp > 1;
       shape.fp8 = d == calib::Dtype::kFp8;
+      if (lo->fp8_recipe != "delayed" && lo->fp8_recipe != "tensorwise")
+        throw InputError("command line", "--fp8-recipe",
+                         "expected delayed or tensorwise; got '" + lo->fp8_recipe + "'");
+      if (lo->fp8_recipe == "tensorwise" && !shape.fp8)
+        throw InputError("command line", "--fp8-recipe", "a scaling recipe for FP8; expected --dtype fp8 with it");
+      shape.fp8_current_scaling = lo->fp8_recipe == "tensorwise";
       shape.ep = lo->ep;
       const auto kind = m.layer_kind(lo->layer);
       const workload::ComputeModel cm(p, d);
