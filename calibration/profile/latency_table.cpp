@@ -194,7 +194,7 @@ namespace {
 /// The packed form's first bytes and version; a change of layout changes the version, and an
 /// unpack of another version is refused (the cache then parses the CSV again).
 constexpr char kPackMagic[4] = {'C', 'S', 'L', 'T'};
-constexpr std::uint32_t kPackVersion = 2;
+constexpr std::uint32_t kPackVersion = LatencyTable::kPackVersion;
 
 void put_u64(std::string& out, std::uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
 void put_text(std::string& out, const std::string& s) {

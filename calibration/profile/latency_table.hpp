@@ -76,6 +76,8 @@ class LatencyTable {
   /// never reads outside `bytes`. Given `storage` that owns `bytes` (and never changes them), the
   /// table reads its rows where they lie instead of copying them (when they are aligned).
   [[nodiscard]] std::string pack() const;
+  /// The packed layout's version (the cache keys its entries by it).
+  static constexpr std::uint32_t kPackVersion = 2;
   [[nodiscard]] static std::optional<LatencyTable> unpack(std::string_view bytes,
                                                           std::shared_ptr<const void> storage = {});
 

@@ -491,6 +491,8 @@ Item grouped_gemm(std::string_view name, const MoeDims& d, double n, double k, c
   op.groups = d.local_experts;
   op.routed = true;
   op.expert = true;
+  // As gemm(): under FP8 training the experts' inputs are cast in kernels of their own.
+  op.input_cast_separately = s.fp8 && s.lora_rank == 0;
   return {op};
 }
 

@@ -52,9 +52,10 @@ std::vector<std::size_t> module_items(const std::vector<Item>& f, RecomputeModul
       for (std::size_t i = 0; i < f.size(); ++i) {
         if (!named(f[i], {"attn_norm", "mlp_norm"})) continue;
         out.push_back(i);
-        // Under FP8 the norm writes the FP8 copy of its output; the transpose the weight gradient
-        // needs is made again with it.
-        if (i + 1 < f.size() && !f[i + 1].comm && f[i + 1].op.name == "fp8_transpose") out.push_back(i + 1);
+        // Under FP8 the FP8 copy of its output is made again with it: the transpose the weight
+        // gradient needs (delayed scaling, where the norm writes the copy), or the amax pass and the
+        // whole cast (current scaling).
+        for (std::size_t j = i + 1; j < f.size() && is_cast(f[j]); ++j) out.push_back(j);
       }
       break;
     case RecomputeModule::kMlaUpProj: span({"q_up", "kv_up"}); break;

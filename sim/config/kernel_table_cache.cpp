@@ -5,8 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -26,9 +27,10 @@ namespace {
 /// trimmed, how duplicates merge): old entries then miss instead of answering the old way.
 constexpr std::uint64_t kReaderVersion = 1;
 constexpr char kEntryMagic[4] = {'C', 'S', 'K', 'C'};
-constexpr std::uint32_t kEntryVersion = 2;
-/// An entry's fixed header: magic, version, key, the table file's size, the payload's hash and size.
-constexpr std::size_t kHeaderBytes = sizeof kEntryMagic + sizeof(std::uint32_t) + 4 * sizeof(std::uint64_t);
+constexpr std::uint32_t kEntryVersion = 3;
+/// An entry's fixed header: magic, version, key, the table file's size, its CSV text's size (after
+/// gunzip), the payload's hash and size.
+constexpr std::size_t kHeaderBytes = sizeof kEntryMagic + sizeof(std::uint32_t) + 5 * sizeof(std::uint64_t);
 
 std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 31;
@@ -39,10 +41,13 @@ std::uint64_t mix(std::uint64_t x) {
   return x;
 }
 
-/// The entry's key: the file's bytes, under the table's schema and the reader's version.
+/// The entry's key: the file's bytes, under the table's schema, the reader's version and the
+/// entry's and packed table's layouts (two builds that differ in any of them keep entries apart
+/// instead of overwriting each other's on every run).
 std::uint64_t entry_key(std::string_view file_bytes, calib::KernelTable table) {
   const auto& s = calib::kernel_table_schema(table);
-  std::string schema = std::to_string(kReaderVersion) + '\n' + s.file + '\n' + s.value + '\n';
+  std::string schema = std::to_string(kReaderVersion) + '.' + std::to_string(kEntryVersion) + '.' +
+                       std::to_string(calib::LatencyTable::kPackVersion) + '\n' + s.file + '\n' + s.value + '\n';
   for (const char* k : s.keys) schema += std::string(k) + ',';
   schema += '\n';
   for (const char* a : s.axes) schema += std::string(a) + ',';
@@ -69,8 +74,13 @@ T get(std::string_view& in) {
   return v;
 }
 
+struct Entry {
+  calib::LatencyTable table;
+  std::uint64_t text_size = 0;  ///< the CSV text's size, after gunzip
+};
+
 /// The entry's table, or nullopt when it is absent or does not check out.
-std::optional<calib::LatencyTable> read_entry(const std::string& file, std::uint64_t key, std::uint64_t source_size) {
+std::optional<Entry> read_entry(const std::string& file, std::uint64_t key, std::uint64_t source_size) {
   // Mapped, not read: the table reads its rows where they lie (no copy, no fresh pages to clear;
   // the cache's files are only ever replaced by rename, never rewritten in place).
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -94,37 +104,43 @@ std::optional<calib::LatencyTable> read_entry(const std::string& file, std::uint
   if (get<std::uint32_t>(v) != kEntryVersion || get<std::uint64_t>(v) != key || get<std::uint64_t>(v) != source_size) {
     return std::nullopt;
   }
+  const auto text_size = get<std::uint64_t>(v);
   const auto payload_hash = get<std::uint64_t>(v);
   if (get<std::uint64_t>(v) != v.size() || hash_bytes(v) != payload_hash) return std::nullopt;
-  return calib::LatencyTable::unpack(v, buffer);
+  auto table = calib::LatencyTable::unpack(v, buffer);
+  if (!table) return std::nullopt;
+  return Entry{std::move(*table), text_size};
 }
 
-void write_entry(const std::string& file, std::uint64_t key, std::uint64_t source_size,
+void write_entry(const std::string& file, std::uint64_t key, std::uint64_t source_size, std::uint64_t text_size,
                  const calib::LatencyTable& table) {
-  static std::atomic<unsigned> serial{0};
   const std::string payload = table.pack();
   std::string bytes(kEntryMagic, sizeof kEntryMagic);
   put(bytes, kEntryVersion);
   put(bytes, key);
   put(bytes, source_size);
+  put(bytes, text_size);
   put(bytes, hash_bytes(payload));
   put(bytes, static_cast<std::uint64_t>(payload.size()));
   bytes += payload;
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
   if (ec) return;
-  const std::string tmp = file + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      out.close();
-      fs::remove(tmp, ec);
-      return;
-    }
+  // A name no other writer can hold (mkstemp opens it exclusively: processes on other hosts sharing
+  // the folder, or in other containers, cannot collide on it), readable by all like any cache file.
+  std::string tmp = file + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return;
+  bool ok = ::fchmod(fd, 0644) == 0;
+  for (std::size_t done = 0; ok && done < bytes.size();) {
+    const auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    done += ok ? static_cast<std::size_t>(n) : 0;
   }
-  fs::rename(tmp, file, ec);
-  if (ec) fs::remove(tmp, ec);
+  ok = ::close(fd) == 0 && ok;
+  if (ok) fs::rename(tmp, file, ec);
+  if (!ok || ec) fs::remove(tmp, ec);
 }
 
 }  // namespace
@@ -168,9 +184,9 @@ std::string kernel_cache_entry(const std::string& cache_dir, std::string_view fi
 }
 
 void store_kernel_table(const std::string& cache_dir, std::string_view file_bytes, calib::KernelTable table,
-                        const calib::LatencyTable& parsed) {
+                        const calib::LatencyTable& parsed, std::uint64_t text_size) {
   write_entry(kernel_cache_entry(cache_dir, file_bytes, table), entry_key(file_bytes, table), file_bytes.size(),
-              parsed);
+              text_size, parsed);
 }
 
 calib::LatencyTable load_kernel_table(const std::string& path, calib::KernelTable table,
@@ -179,9 +195,19 @@ calib::LatencyTable load_kernel_table(const std::string& path, calib::KernelTabl
   if (!cache_dir) return parse_kernel_table(std::move(bytes), path, table);
   const std::uint64_t key = entry_key(bytes, table), size = bytes.size();
   const std::string entry = kernel_cache_entry(*cache_dir, bytes, table);
-  if (auto cached = read_entry(entry, key, size)) return std::move(*cached);
-  auto parsed = parse_kernel_table(std::move(bytes), path, table);
-  write_entry(entry, key, size, parsed);
+  // A hit answers as the parse would: not for a file the input size limit now refuses (the parse
+  // then says so), and only with the axes the schema reads (else it is another build's: a miss).
+  if (auto cached = read_entry(entry, key, size)) {
+    const auto& axes = calib::kernel_table_schema(table).axes;
+    const auto& names = cached->table.axis_names();
+    const bool same_axes =
+        names.size() == axes.size() && std::equal(names.begin(), names.end(), axes.begin(),
+                                                  [](const std::string& a, const char* b) { return a == b; });
+    if (same_axes && cached->text_size <= FileSizeLimit::current()) return std::move(cached->table);
+  }
+  std::uint64_t text_size = 0;
+  auto parsed = parse_kernel_table(std::move(bytes), path, table, &text_size);
+  write_entry(entry, key, size, text_size, parsed);
   return parsed;
 }
 

@@ -30,8 +30,10 @@ namespace cs::config {
 /// Keeps `parsed` as the entry for a table file of these bytes: written under a name of its own,
 /// then renamed into place (atomic on one file system). A failure to write leaves the cache as it
 /// was and is not an error: the cache only saves time.
+/// `text_size`: the CSV text's size after gunzip (a hit is refused when the input size limit in
+/// force is below it, as the parse would refuse the file).
 void store_kernel_table(const std::string& cache_dir, std::string_view file_bytes, calib::KernelTable table,
-                        const calib::LatencyTable& parsed);
+                        const calib::LatencyTable& parsed, std::uint64_t text_size);
 
 /// The cache file an entry for these table-file bytes would take (tests look at it).
 [[nodiscard]] std::string kernel_cache_entry(const std::string& cache_dir, std::string_view file_bytes,

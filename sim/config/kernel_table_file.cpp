@@ -75,9 +75,11 @@ calib::LatencyTable read_kernel_table(const std::string& path, calib::KernelTabl
 
 // The parsed-table cache keeps what this returns: a change to how a file reads must raise
 // kReaderVersion in sim/config/kernel_table_cache.cpp.
-calib::LatencyTable parse_kernel_table(std::string bytes, const std::string& path, calib::KernelTable table) {
+calib::LatencyTable parse_kernel_table(std::string bytes, const std::string& path, calib::KernelTable table,
+                                       std::uint64_t* text_size) {
   const auto& schema = calib::kernel_table_schema(table);
   if (is_gzip(bytes)) bytes = gunzip(bytes, path, FileSizeLimit::current());
+  if (text_size) *text_size = bytes.size();
   const std::string_view text(bytes);
   std::size_t pos = 0, line_no = 0;
   const auto next_line = [&](std::string_view& line) {

@@ -14,8 +14,10 @@ namespace cs::config {
 /// `path:line` and the column.
 [[nodiscard]] calib::LatencyTable read_kernel_table(const std::string& path, calib::KernelTable table);
 /// The same on a table file's bytes already read (gzip or plain); `path` names it in messages.
+/// `text_size`, when given, receives the size of the CSV text (after gunzip: what the input size
+/// limit holds it to).
 [[nodiscard]] calib::LatencyTable parse_kernel_table(std::string bytes, const std::string& path,
-                                                     calib::KernelTable table);
+                                                     calib::KernelTable table, std::uint64_t* text_size = nullptr);
 
 /// The table file of `table` in `dir` (`<stem>.csv.gz` first, then `<stem>.csv`), or "" if absent.
 [[nodiscard]] std::string kernel_table_path(const std::string& dir, calib::KernelTable table);

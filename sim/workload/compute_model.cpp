@@ -154,52 +154,63 @@ calib::AttentionQuery attention_query(const models::AttentionKey& a) {
   return q;
 }
 
-std::optional<calib::KernelTime> ComputeModel::table_attention(const models::Op& op) const {
+std::optional<calib::TableKey> ComputeModel::attention_table(const models::Op& op) const {
   const auto& a = op.attention;
   if (a.batch <= 0 || (a.decode ? a.context <= 0 : a.seq <= 0)) return std::nullopt;
   // The tables hold one head size per row for Q, K and V (head_dim), and MLA in DeepSeek's form
   // (qk 128 + 64 rope, v 128: PROVENANCE.md).
   if (a.mla ? (a.qk_dim != 192 || a.v_dim != 128) : a.qk_dim != a.v_dim) return std::nullopt;
   const calib::AttentionQuery q = attention_query(a);
+  const auto& tables = profile_.kernel_tables;
+  if (a.decode) return calib::generation_attention_key(tables, q);
+  // Training asks for its own kernels first (train_attention_perf: cuDNN's fused attention, as
+  // Transformer Engine runs it), then the serving engines' prefill kernels.
+  const auto forward = [&]() -> std::optional<calib::TableKey> {
+    if (a.train) {
+      if (auto k = calib::train_attention_key(tables, q, false)) return k;
+    }
+    return calib::context_attention_key(tables, q);
+  };
+  if (op.kind != models::OpKind::kAttentionBackward) return forward();
+  // A backward: the measured backward; else the forward, scaled by the profile's ratio when it has one.
+  if (auto k = calib::train_attention_key(tables, q, true)) return k;
+  if (!profile_.attention_backward_ratio) return std::nullopt;
+  return forward();
+}
+
+std::optional<calib::KernelTime> ComputeModel::table_attention(const models::Op& op) const {
+  const auto key = attention_table(op);
+  if (!key) return std::nullopt;
+  const auto& a = op.attention;
+  const calib::AttentionQuery q = attention_query(a);
+  const auto& tables = profile_.kernel_tables;
+  std::optional<calib::KernelTime> t;
   if (a.decode) {
     // Decode reads every cached K and V once: beyond the measured shapes, time follows those bytes.
     const calib::LatencyTable::Model kv_bytes = [](std::span<const double> x) {
       return x[0] * x[1] * (x.size() > 3 ? x[3] : x[2]);
     };
-    auto t = calib::table_generation_attention(profile_.kernel_tables, q, a.context, kv_bytes);
-    if (t) t->seconds *= a.share;
-    return t;
-  }
-  // Beyond the measured shapes: causal attention's FLOPs (pairs within the window) or its bytes.
-  const double dims = a.qk_dim + a.v_dim;
-  const calib::LatencyTable::Model roofline = [&](std::span<const double> x) {
-    const double b = x[0], s = x[1], h = x[2], kvh = x.size() > 3 ? x[3] : h;
-    const double w = q.window > 0 && q.window < s ? q.window : s;
-    const double pairs = w * w / 2 + (s - w) * w;
-    return std::max(2.0 * b * h * pairs * dims / attention_peak_, b * s * (h + kvh) * dims * 2.0 / hbm_);
-  };
-  // Training asks for its own kernels first (train_attention_perf: cuDNN's fused attention, as
-  // Transformer Engine runs it), then the serving engines' prefill kernels.
-  const auto forward = [&]() -> std::optional<calib::KernelTime> {
-    if (a.train) {
-      if (auto f = calib::table_train_attention(profile_.kernel_tables, q, false, roofline)) return f;
+    t = calib::table_generation_attention(tables, q, a.context, kv_bytes);
+  } else {
+    // Beyond the measured shapes: causal attention's FLOPs (pairs within the window) or its bytes.
+    const double dims = a.qk_dim + a.v_dim;
+    const calib::LatencyTable::Model roofline = [&](std::span<const double> x) {
+      const double b = x[0], s = x[1], h = x[2], kvh = x.size() > 3 ? x[3] : h;
+      const double w = q.window > 0 && q.window < s ? q.window : s;
+      const double pairs = w * w / 2 + (s - w) * w;
+      return std::max(2.0 * b * h * pairs * dims / attention_peak_, b * s * (h + kvh) * dims * 2.0 / hbm_);
+    };
+    switch (key->kind) {
+      case calib::KernelTable::kTrainAttention: t = calib::table_train_attention(tables, q, false, roofline); break;
+      case calib::KernelTable::kTrainAttentionBwd: t = calib::table_train_attention(tables, q, true, roofline); break;
+      default: t = calib::table_context_attention(tables, q, roofline); break;
     }
-    return calib::table_context_attention(profile_.kernel_tables, q, roofline);
-  };
-  std::optional<calib::KernelTime> t;
-  if (op.kind == models::OpKind::kAttentionBackward) {
-    t = calib::table_train_attention(profile_.kernel_tables, q, true, roofline);
-    if (!t && profile_.attention_backward_ratio) {
+    if (t && op.kind == models::OpKind::kAttentionBackward && key->kind != calib::KernelTable::kTrainAttentionBwd) {
       // No measured backward: the measured forward times the profile's ratio (measured on another
       // shape or GPU), a scaling of a measurement by a model, hence at best "extrapolated".
-      t = forward();
-      if (t) {
-        t->seconds *= profile_.attention_backward_ratio->value;
-        t->source = worse(t->source, calib::KernelSource::kExtrapolated);
-      }
+      t->seconds *= profile_.attention_backward_ratio->value;
+      t->source = worse(t->source, calib::KernelSource::kExtrapolated);
     }
-  } else {
-    t = forward();
   }
   if (t) t->seconds *= a.share;
   return t;

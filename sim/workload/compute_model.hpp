@@ -48,6 +48,11 @@ class ComputeModel {
   /// The measured tables' time for a GEMM or attention op (interpolated, or scaled beyond the
   /// tables by the roofline), before the eager launch gap; nullopt when no table holds it.
   [[nodiscard]] std::optional<calib::KernelTime> table_time(const models::Op& op) const;
+  /// The table and key an attention op's time is read from (what `clustersim kernels` shows the
+  /// coverage of): the decode, training (forward or measured backward) or prefill table; for a
+  /// backward without a measured one, its forward's (scaled by the profile's ratio); nullopt when
+  /// the time is analytic.
+  [[nodiscard]] std::optional<calib::TableKey> attention_table(const models::Op& op) const;
   /// A streaming kernel over `bytes` of HBM traffic (optimizer, copies).
   [[nodiscard]] double memory_seconds(double bytes) const;
   [[nodiscard]] double peak_flops() const { return peak_; }

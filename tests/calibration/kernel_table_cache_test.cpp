@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "calibration/profile/latency_table.hpp"
 #include "sim/config/json_doc.hpp"
@@ -115,7 +116,9 @@ TEST_CASE("the kernel-table cache is written on a miss, read on a hit, and repai
   CacheDir dir;
   const std::string bytes = cs::config::read_file(kGemm);
   const std::string entry = cs::config::kernel_cache_entry(dir.str(), bytes, KernelTable::kGemm);
-  const auto parsed = cs::config::read_kernel_table(kGemm, KernelTable::kGemm);
+  std::uint64_t text_size = 0;
+  const auto parsed = cs::config::parse_kernel_table(bytes, kGemm, KernelTable::kGemm, &text_size);
+  CHECK(text_size > bytes.size());  // the CSV text, after gunzip
 
   // A miss parses and writes the entry; the entry then answers as the parse did.
   const auto first = cs::config::load_kernel_table(kGemm, KernelTable::kGemm, dir.str());
@@ -131,14 +134,37 @@ TEST_CASE("the kernel-table cache is written on a miss, read on a hit, and repai
   const double one[] = {1, 1, 1};
   stand_in.add("bfloat16", one, 1.0);
   stand_in.finish();
-  cs::config::store_kernel_table(dir.str(), bytes, KernelTable::kGemm, stand_in);
+  cs::config::store_kernel_table(dir.str(), bytes, KernelTable::kGemm, stand_in, text_size);
   CHECK(cs::config::load_kernel_table(kGemm, KernelTable::kGemm, dir.str()).rows() == 1);
+
+  // ... but not one whose axes are not the schema's (another build's): a miss, parsed again.
+  LatencyTable other_axes({"x", "y", "z"});
+  other_axes.add("bfloat16", one, 1.0);
+  other_axes.finish();
+  cs::config::store_kernel_table(dir.str(), bytes, KernelTable::kGemm, other_axes, text_size);
+  CHECK(answers(cs::config::load_kernel_table(kGemm, KernelTable::kGemm, dir.str())) == answers(parsed));
+
+  // A hit answers as the parse would under the input size limit in force: a limit below the CSV
+  // text's size refuses the file, with the reader's message, whether the entry is there or not.
+  REQUIRE(fs::is_regular_file(entry));
+  const auto refused = [&](const std::optional<std::string>& cache) {
+    const cs::config::FileSizeLimit limit(text_size - 1);
+    try {
+      (void)cs::config::load_kernel_table(kGemm, KernelTable::kGemm, cache);
+    } catch (const cs::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string warm = refused(dir.str());
+  CHECK_FALSE(warm.empty());
+  CHECK(warm == refused(std::nullopt));
 
   // The same file read as another table is another entry (the schema is part of the key).
   CHECK(cs::config::kernel_cache_entry(dir.str(), bytes, KernelTable::kMoe) != entry);
 
   // One flipped byte in the payload: the checksum refuses it, the table is parsed and the entry rewritten.
-  cs::config::store_kernel_table(dir.str(), bytes, KernelTable::kGemm, parsed);
+  cs::config::store_kernel_table(dir.str(), bytes, KernelTable::kGemm, parsed, text_size);
   std::string damaged = slurp(entry);
   damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x10);
   std::ofstream(entry, std::ios::binary | std::ios::trunc) << damaged;
@@ -151,6 +177,8 @@ TEST_CASE("the kernel-table cache is written on a miss, read on a hit, and repai
   std::ofstream(entry, std::ios::binary | std::ios::trunc);
   CHECK(answers(cs::config::load_kernel_table(kGemm, KernelTable::kGemm, dir.str())) == answers(parsed));
   CHECK(slurp(entry) == written);
+  // Every write went through a temporary file renamed into place: none is left behind.
+  for (const auto& f : fs::directory_iterator(fs::path(entry).parent_path())) CHECK(f.path().extension() == ".bin");
 }
 
 TEST_CASE("a cache folder that cannot be written is passed over, and table errors are the reader's") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "models/ops/recompute.hpp"
 #include "sim/report/train_results.hpp"
@@ -108,6 +109,53 @@ TEST_CASE("each module re-runs its own forward ops before the layer's backward, 
   CHECK(moe.step_time_s > act.step_time_s);
   CHECK(act.memory.activations < none.memory.activations);
   CHECK(moe.memory.activations < act.memory.activations);
+}
+
+TEST_CASE(
+    "layernorm recompute re-makes the norm's FP8 copy: the transpose under delayed scaling, amax and cast under "
+    "current") {
+  const auto m = test::shipped_model("llama3.1-8b");
+  models::StepShape s;
+  s.seq = 4096;
+  s.fp8 = true;
+  const auto names = [](const std::vector<models::Item>& items) {
+    std::vector<std::string> out;
+    for (const auto& it : items) out.emplace_back(it.comm ? std::string(it.comm->label) : std::string(it.op.name));
+    return out;
+  };
+  const auto delayed = names(models::recompute_items(models::layer_forward(m, s), modules("layernorm")));
+  CHECK(delayed == std::vector<std::string>{"attn_norm", "fp8_transpose", "mlp_norm", "fp8_transpose"});
+  s.fp8_current_scaling = true;
+  const auto current = names(models::recompute_items(models::layer_forward(m, s), modules("layernorm")));
+  CHECK(current == std::vector<std::string>{"attn_norm", "fp8_amax", "fp8_cast_transpose", "mlp_norm", "fp8_amax",
+                                            "fp8_cast_transpose"});
+  // A re-run GEMM takes its input's amax pass and cast with it.
+  const auto mlp = names(models::recompute_items(models::layer_forward(m, s), modules("mlp")));
+  REQUIRE(mlp.size() >= 3);
+  CHECK(mlp[0] == "fp8_amax");
+  CHECK(mlp[1] == "fp8_cast_transpose");
+  CHECK(mlp[2] == "mlp_up");
+}
+
+TEST_CASE("FP8 training casts the routed experts' inputs in kernels of their own, like the dense layers'") {
+  const auto m = test::shipped_model("mixtral-8x7b");
+  models::StepShape s;
+  s.seq = 4096;
+  s.fp8 = true;
+  s.ep = 8;
+  int experts = 0;
+  const auto kind = m.layer_kind(0);
+  for (const auto& items : {models::layer_forward(m, s, kind), models::layer_backward(m, s, kind)}) {
+    for (const auto& it : items) {
+      if (it.comm || !it.op.expert) continue;
+      ++experts;
+      CHECK(it.op.input_cast_separately);  // so the table's own quantisation is taken out once
+    }
+  }
+  CHECK(experts == 6);  // up and down, forward, dgrad and wgrad
+  s.fp8 = false;
+  for (const auto& it : models::layer_forward(m, s, kind))
+    if (!it.comm && it.op.expert) CHECK_FALSE(it.op.input_cast_separately);
 }
 
 TEST_CASE("bf16 Adam moments save 4 bytes a parameter, an EMA in CPU memory none, and both are counted") {

@@ -103,6 +103,11 @@ TEST_CASE("kernels attention, decode, moe and collective report the coverage of 
   const auto sj = nlohmann::json::parse(s.out);
   CHECK(sj["coverage"]["table"] == "context_attention_perf");
   CHECK(sj["coverage"]["folder"] == "h100_sxm");
+  // A backward reads the measured backward table whichever forward it pairs with, as the simulator does.
+  const auto sb =
+      run_cli("kernels attention --gpu h100-sxm --seq 8192 --heads 32 --kv-heads 8 --serving --backward --json");
+  REQUIRE(sb.exit_code == 0);
+  CHECK(nlohmann::json::parse(sb.out)["coverage"]["table"] == "train_attention_bwd_perf");
   // Decode attention: the generation table, and the text shows the same line.
   const auto d = run_cli("kernels attention --gpu h100-sxm --context 4096 --batch 8 --heads 32 --kv-heads 8 --json");
   REQUIRE(d.exit_code == 0);

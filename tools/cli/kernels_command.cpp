@@ -74,15 +74,19 @@ std::string coverage(const std::optional<calib::TableKey>& k, Json& j, const std
 
 /// The expert shapes (hidden/inter/top-k/experts) the fused-MoE table measured in `dtype`: the
 /// table holds named models' shapes only, so a miss should say which ones it has.
-std::vector<std::string> moe_shapes(const calib::LatencyTable* t, const std::string& dtype) {
+std::vector<std::string> moe_shapes(const calib::LatencyTable* t, const calib::MoeQuery& q) {
   std::set<std::string> shapes;
   if (!t) return {};
   for (const auto& key : t->keys()) {
-    // kernel_source|moe_dtype|distribution|hidden|inter|topk|experts|tp|ep
+    // kernel_source|moe_dtype|distribution|hidden|inter|topk|experts|tp|ep; the sources moe_key
+    // reads for a gated (or non-gated) MLP, and its one routing distribution.
     std::vector<std::string> f;
     std::istringstream in(key);
     for (std::string part; std::getline(in, part, '|');) f.push_back(part);
-    if (f.size() == 9 && f[1] == dtype) shapes.insert(f[3] + "/" + f[4] + "/" + f[5] + "/" + f[6]);
+    if (f.size() != 9 || f[1] != q.dtype || f[2] != "power_law_1.01") continue;
+    const bool gated_source = f[0] == "moe_torch_flow_cutlass" || f[0] == "moe_torch_flow";
+    if (q.gated ? gated_source : f[0] == "moe_torch_flow_nongated")
+      shapes.insert(f[3] + "/" + f[4] + "/" + f[5] + "/" + f[6]);
   }
   return {shapes.begin(), shapes.end()};
 }
@@ -353,8 +357,7 @@ Action add_kernels(CLI::App& app, const Globals& g) {
         j["context"] = ao->context;
         j["kv_dtype"] = ao->kv_dtype;
         Json cj;
-        const std::string cov =
-            coverage(calib::generation_attention_key(p.kernel_tables, workload::attention_query(op.attention)), cj);
+        const std::string cov = coverage(cm.attention_table(op), cj);
         j["coverage"] = cj;
         return report(ao->json, j,
                       "decode attention, " + shortest(ao->batch) + " x " + shortest(ao->context) + " cached tokens (" +
@@ -375,15 +378,9 @@ Action add_kernels(CLI::App& app, const Globals& g) {
       j["backward"] = ao->backward;
       const auto used = cm.timed(op);
       const auto t = cm.table_time(op);
-      // The table the simulator reads: training's own kernels first (forward, or the measured
-      // backward), then the serving engines' prefill (a backward then scales that forward).
-      const auto q = workload::attention_query(op.attention);
-      std::optional<calib::TableKey> key;
-      if (!ao->serving) key = calib::train_attention_key(p.kernel_tables, q, ao->backward);
-      if (!key && !ao->serving && ao->backward) key = calib::train_attention_key(p.kernel_tables, q, false);
-      if (!key) key = calib::context_attention_key(p.kernel_tables, q);
+      // The table the simulator reads, as it reads it.
       Json cj;
-      const std::string cov = coverage(key, cj);
+      const std::string cov = coverage(cm.attention_table(op), cj);
       j["coverage"] = cj;
       return report(ao->json, j,
                     std::string(ao->backward ? "attention backward" : "attention forward") + ", " +
@@ -434,7 +431,7 @@ Action add_kernels(CLI::App& app, const Globals& g) {
       std::string cov = coverage(key, cj, "coverage (fused MoE)");
       j["coverage"] = cj;
       if (!key) {
-        const auto shapes = moe_shapes(p.kernel_tables.table(calib::KernelTable::kMoe), q.dtype);
+        const auto shapes = moe_shapes(p.kernel_tables.table(calib::KernelTable::kMoe), q);
         j["measured_shapes"] = shapes;
         std::string list;
         for (const auto& sh : shapes) list += (list.empty() ? "" : ", ") + sh;
