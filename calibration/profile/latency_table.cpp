@@ -191,10 +191,9 @@ std::optional<KernelTime> LatencyTable::lookup(const std::string& key, std::span
 
 namespace {
 
-/// The packed form's first bytes and version; a change of layout changes the version, and an
-/// unpack of another version is refused (the cache then parses the CSV again).
+/// The packed form's first bytes (its version is LatencyTable::kPackVersion); a change of layout changes the version,
+/// and an unpack of another version is refused (the cache then parses the CSV again).
 constexpr char kPackMagic[4] = {'C', 'S', 'L', 'T'};
-constexpr std::uint32_t kPackVersion = LatencyTable::kPackVersion;
 
 void put_u64(std::string& out, std::uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
 void put_text(std::string& out, const std::string& s) {
