@@ -293,7 +293,7 @@ void core_attention(std::vector<Item>& out, const ModelArch& m, const StepShape&
                0,
                0,
                0,
-               2.5 * attention_flops(m, s, kind),
+               kFlashAttentionBackwardFlops * attention_flops(m, s, kind),
                T * 2 * (qo + kv) * a,
                true}
           : Op{"attention", OpKind::kAttentionForward, 0, 0, 0, attention_flops(m, s, kind), T * (qo + kv) * a, true};
@@ -751,12 +751,32 @@ double linear_weight_elements(const ModelArch& m, const StepShape& s) {
   return d.hidden * (d.q + 2 * d.kv) + d.q * d.hidden + d.hidden * d.up + d.ffn * d.hidden;
 }
 
+namespace {
+
+bool matrix_op(const Item& it) {
+  return !it.comm && (it.op.kind == OpKind::kGemm || it.op.kind == OpKind::kAttentionForward ||
+                      it.op.kind == OpKind::kAttentionBackward);
+}
+
+}  // namespace
+
+double executed_flops(const std::vector<Item>& items) {
+  double total = 0;
+  for (const auto& it : items)
+    if (matrix_op(it)) total += it.op.flops;
+  return total;
+}
+
 double model_flops(const std::vector<Item>& items) {
   double total = 0;
   for (const auto& it : items) {
-    const bool matrix = it.op.kind == OpKind::kGemm || it.op.kind == OpKind::kAttentionForward ||
-                        it.op.kind == OpKind::kAttentionBackward;
-    if (!it.comm && matrix) total += it.op.flops;
+    if (!matrix_op(it)) continue;
+    // Flash attention's backward re-computes the scores QK^T before its four gradient products:
+    // recomputation, which model FLOPs leave out (PaLM's MFU, Megatron-LM's and NeMo's FLOP counts
+    // all take the backward as 2x the forward).
+    const bool flash_backward = it.op.kind == OpKind::kAttentionBackward;
+    total +=
+        flash_backward ? it.op.flops * (kAttentionBackwardGradientFlops / kFlashAttentionBackwardFlops) : it.op.flops;
   }
   return total;
 }

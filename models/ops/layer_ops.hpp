@@ -241,8 +241,20 @@ struct LayerDims {
 /// Decoder linear-layer weight elements of one layer on one TP rank (what FP8 casts once per step).
 [[nodiscard]] double linear_weight_elements(const ModelArch& m, const StepShape& s);
 
-/// Model FLOPs of one micro-batch on one GPU for forward + backward as executed (GEMMs and
-/// attention; element-wise work excluded), the numerator of MFU.
+/// Flash attention's backward runs 2.5x its forward's FLOPs: the gradients of QK^T and PV (4
+/// products, 2x the forward) and the scores re-computed from Q and K (1 more product: five matrix
+/// products against the forward's two, FlashAttention-2, Dao 2023). Only the gradients' 2x are
+/// model FLOPs.
+inline constexpr double kFlashAttentionBackwardFlops = 2.5;
+inline constexpr double kAttentionBackwardGradientFlops = 2.0;
+
+/// Model FLOPs of one micro-batch on one GPU for forward + backward (GEMMs and attention;
+/// element-wise work excluded), the numerator of MFU: no recomputation, so flash attention's
+/// backward counts 2x its forward, not the 2.5x it runs.
 [[nodiscard]] double model_flops(const std::vector<Item>& items);
+
+/// The same ops' FLOPs as their kernels execute them (flash attention's backward at 2.5x): with
+/// the recompute forward, the numerator of HFU.
+[[nodiscard]] double executed_flops(const std::vector<Item>& items);
 
 }  // namespace cs::models

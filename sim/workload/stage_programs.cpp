@@ -406,18 +406,26 @@ MicroBatchFlops micro_batch_flops(const scenario::Scenario& s) {
     for (int n : per_stage) recomputed += std::min(n, s.plan.recompute_layers);
     full_share = recomputed / static_cast<double>(m.layers);
   }
-  double layers = 0, recompute = 0;
+  MicroBatchFlops f;
+  // Model FLOPs of a program, and what its kernels run beyond them (flash attention's backward
+  // re-computing its scores).
+  auto add = [&f](const std::vector<models::Item>& items, double times) {
+    const double model = models::model_flops(items);
+    f.model += times * model;
+    f.recompute += times * (models::executed_flops(items) - model);
+  };
   for (const auto& [kind, n] : count) {
     const auto& k = ops.at(kind);
-    layers += n * (models::model_flops(k.forward) + models::model_flops(k.backward));
-    if (s.plan.recompute == plan::Recompute::kFull) recompute += full_share * n * models::model_flops(k.forward);
-    if (s.plan.recompute == plan::Recompute::kSelective) recompute += n * models::model_flops(k.selective);
+    add(k.forward, n);
+    add(k.backward, n);
+    if (s.plan.recompute == plan::Recompute::kFull) f.recompute += full_share * n * models::executed_flops(k.forward);
+    if (s.plan.recompute == plan::Recompute::kSelective) f.recompute += n * models::executed_flops(k.selective);
   }
-  return {models::model_flops(models::embedding_forward(m, shape)) +
-              models::model_flops(models::embedding_backward(m, shape)) + layers +
-              models::model_flops(models::head_forward(m, shape)) +
-              models::model_flops(models::head_backward(m, shape)),
-          recompute};
+  add(models::embedding_forward(m, shape), 1);
+  add(models::embedding_backward(m, shape), 1);
+  add(models::head_forward(m, shape), 1);
+  add(models::head_backward(m, shape), 1);
+  return f;
 }
 
 }  // namespace cs::workload

@@ -98,8 +98,9 @@ struct StageParams {
 /// passed again).
 [[nodiscard]] std::vector<StagePrograms> build_stage_programs(const scenario::Scenario& s, const ComputeModel& compute);
 
-/// Model FLOPs of one micro-batch over the whole model (forward + backward as executed), and the
-/// forward FLOPs recompute adds.
+/// Model FLOPs of one micro-batch over the whole model (forward + backward, no recomputation), and
+/// what recomputation adds on the hardware: the forward that activation recompute re-runs and the
+/// scores flash attention's backward re-computes.
 struct MicroBatchFlops {
   double model = 0;
   double recompute = 0;
