@@ -128,7 +128,8 @@ void write_entry(const std::string& file, std::uint64_t key, std::uint64_t sourc
   if (ec) return;
   // A name no other writer can hold (mkstemp opens it exclusively: processes on other hosts sharing
   // the folder, or in other containers, cannot collide on it), readable by all like any cache file.
-  std::string tmp = file + ".tmp.XXXXXX";
+  // mkstemp's template: it replaces the trailing six 'X' with a unique suffix.
+  std::string tmp = file + ".tmp." + std::string(6, 'X');
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) return;
   bool ok = ::fchmod(fd, 0644) == 0;
