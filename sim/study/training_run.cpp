@@ -106,6 +106,7 @@ TrainingRun run_training(const scenario::Scenario& s, const RunOptions& options)
   eo.record_links = options.record_links;
   eo.curves = &s.profile.collectives;
   eo.kernel_tables = &s.profile.kernel_tables;
+  eo.nccl_all_to_all = true;  // training's EP exchange: Megatron's all-to-all dispatcher, on NCCL
   eo.partition = options.partition;
   // The step and the one-GPU baseline are independent simulations: run side by side.
   const bool baseline = options.single_gpu_baseline && s.gpus > 1;

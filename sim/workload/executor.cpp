@@ -83,9 +83,11 @@ coll::MeasuredCurve table_curve(coll::CollectiveOp op, int gpus, double floor_s,
 /// `custom_allreduce`, the kernel tables' custom all-reduce (TensorRT-LLM's own, by GPU count; an
 /// engine that runs it does not call NCCL for these); then the curves a calibrated box measured
 /// (the op parsed once); then the NCCL table's one-node scopes (all-reduce, all-gather and
-/// reduce-scatter x GPU count), each timed by the table at the call's size.
+/// reduce-scatter, with `all_to_all` all-to-all too, x GPU count), each timed by the table at the
+/// call's size.
 std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::CollectiveCurve>* curves,
-                                                 const calib::KernelTables* tables, bool custom_allreduce) {
+                                                 const calib::KernelTables* tables, bool custom_allreduce,
+                                                 bool all_to_all) {
   std::vector<coll::MeasuredCurve> out;
   if (custom_allreduce && tables && tables->table(calib::KernelTable::kCustomAllReduce)) {
     for (int gpus : {2, 4, 8}) {
@@ -104,12 +106,15 @@ std::vector<coll::MeasuredCurve> measured_curves(const std::vector<calib::Collec
     }
   }
   if (!tables || !tables->table(calib::KernelTable::kNccl)) return out;
-  // Not all-to-all: the simulator's all-to-alls are MoE exchanges (uneven, rail-forwarded, or
-  // DeepEP's kernels rather than NCCL's), which nccl-tests' uniform all-to-all does not measure.
+  // All-to-all only where the caller says its exchanges are NCCL's (ExecutorOptions::nccl_all_to_all):
+  // DeepEP's kernels are not, and an uneven or rail-forwarded exchange never matches a curve (it
+  // carries a traffic matrix; coll::curve_for).
   const std::pair<coll::CollectiveOp, const char*> ops[] = {{coll::CollectiveOp::kAllReduce, "all_reduce"},
                                                             {coll::CollectiveOp::kAllGather, "all_gather"},
-                                                            {coll::CollectiveOp::kReduceScatter, "reduce_scatter"}};
+                                                            {coll::CollectiveOp::kReduceScatter, "reduce_scatter"},
+                                                            {coll::CollectiveOp::kAllToAll, "alltoall"}};
   for (const auto& [op, name] : ops) {
+    if (op == coll::CollectiveOp::kAllToAll && !all_to_all) continue;
     for (int gpus : {2, 4, 8}) {
       // The table's floor: its smallest measured size (a few hundred bytes).
       const auto floor = calib::table_nccl(*tables, name, gpus, 1.0);
@@ -196,9 +201,9 @@ struct Shared {
         topo(t),
         opt(o),
         links(t.link_count()),
-        curves(measured_curves(o.curves, o.kernel_tables, o.custom_allreduce)) {
+        curves(measured_curves(o.curves, o.kernel_tables, o.custom_allreduce, o.nccl_all_to_all)) {
     for (const auto& c : o.clusters) {
-      auto own = measured_curves(c.curves, c.kernel_tables, o.custom_allreduce);
+      auto own = measured_curves(c.curves, c.kernel_tables, o.custom_allreduce, o.nccl_all_to_all);
       for (auto& m : own) m.cluster = c.cluster;
       curves.insert(curves.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
     }

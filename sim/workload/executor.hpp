@@ -60,14 +60,21 @@ struct ExecutorOptions {
   /// still loads the links with its flows (coll::plan_collective).
   const std::vector<calib::CollectiveCurve>* curves = nullptr;
   /// Measured NCCL tables (the profile's kernel tables): a one-node all-reduce, all-gather or
-  /// reduce-scatter of a GPU count the table holds takes the table's time at its size, and still
-  /// loads the links. After `curves`, which a calibrated box measured itself.
+  /// reduce-scatter (and all-to-all, `nccl_all_to_all`) of a GPU count the table holds takes the
+  /// table's time at its size, and still loads the links. After `curves`, which a calibrated box
+  /// measured itself.
   const calib::KernelTables* kernel_tables = nullptr;
   /// A one-node all-reduce takes the kernel tables' custom all-reduce time (TensorRT-LLM's
   /// AllReduce, strategy AUTO: its one-shot and two-shot kernels for small messages, NCCL above)
   /// where the tables hold its GPU count, ahead of `curves` and the NCCL table: serving under an
   /// engine that runs it (ServingScenario::custom_allreduce).
   bool custom_allreduce = false;
+  /// A uniform one-node all-to-all (no traffic matrix, no rail forwarding) is NCCL's, so it takes
+  /// the NCCL table's all-to-all time as the collectives above take theirs: training, whose EP
+  /// exchange is Megatron's all-to-all token dispatcher (torch.distributed's all_to_all_single on
+  /// NCCL, as nccl-tests' alltoall_perf times it). Off for serving, whose all-to-alls are DeepEP's
+  /// or an engine's own kernels.
+  bool nccl_all_to_all = false;
   /// A fleet of several box kinds (a joined topology): each cluster's own curves, tables and call
   /// latency, a collective taking its group's cluster's (net::Topology::cluster_of_rank). Empty:
   /// the three fields above for every group.

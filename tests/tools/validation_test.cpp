@@ -38,7 +38,7 @@ TEST_CASE("pcie-h100x8 all-reduce is bounded by its PCIe links") {
 TEST_CASE("docs/accuracy.md holds the harness's current tables (regenerate with tools/scripts/update-accuracy)") {
   const std::string doc = cs::test::slurp(cs::test::data_path("docs/accuracy.md"));
   for (const std::string set :
-       {"f-collectives", "g-trtllm", "a-megatron", "n-nemo", "m-moe", "d-deepep", "s-simumax"}) {
+       {"f-collectives", "f-nccl-tables", "g-trtllm", "a-megatron", "n-nemo", "m-moe", "d-deepep", "s-simumax"}) {
     CAPTURE(set);
     const auto r = cs::test::run_cli("validate-published scenarios/validation/" + set + ".json --markdown");
     REQUIRE(r.exit_code == 0);

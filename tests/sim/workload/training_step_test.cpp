@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "calibration/profile/kernel_tables.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/report/train_results.hpp"
 #include "sim/report/writers.hpp"
@@ -313,6 +314,32 @@ TEST_CASE("the rank order places TP groups: TP innermost keeps them inside a nod
   // table says nothing about two): the spread ring is still the slower one.
   CHECK(tp_spread > 1.1 * tp_inner);
   CHECK(spread.plan.order == std::array<char, 4>{'d', 't', 'c', 'p'});
+}
+
+TEST_CASE(
+    "an even one-node EP all-to-all takes the NCCL table's all-to-all time (Megatron's dispatcher calls NCCL); a "
+    "skewed one keeps the flow model") {
+  const std::string base =
+      R"({"model": "qwen3-30b-a3b", "cluster": "hgx-h100", "parallel": {"tp": 1, "ep": 8, "zero": 1},
+    "training": {"seq": 4096, "global_batch": 8}, "allow_oom": true, "moe": {"routing": ")";
+  auto dispatch = [](const report::TrainResults& r) {
+    for (const auto& c : r.collectives)
+      if (c.label == "ep.dispatch") return c;
+    FAIL("no ep.dispatch");
+    return report::CollectiveSummary{};
+  };
+  const auto s = test::scenario_from_json(base + R"(balanced"}})");
+  const auto even = dispatch(eval(s));
+  CHECK(even.algorithm == "measured");
+  // Alone on the node each call takes the table's time at its size (calibration/kernels/h100_sxm,
+  // nccl-tests' alltoall_perf on 8 GPUs), interpolated between its measured sizes.
+  const auto table = calib::table_nccl(s.profile.kernel_tables, "alltoall", 8, even.bytes_per_call);
+  REQUIRE(table.has_value());
+  CHECK(even.seconds_per_gpu / static_cast<double>(even.calls_per_gpu) ==
+        doctest::Approx(table->seconds).epsilon(0.01));
+  // A skewed exchange carries a traffic matrix that nccl-tests' uniform all-to-all did not measure.
+  const auto skewed = dispatch(eval(test::scenario_from_json(base + R"(zipf:1.0"}})")));
+  CHECK(skewed.algorithm == "direct");
 }
 
 namespace {
