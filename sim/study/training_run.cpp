@@ -106,7 +106,9 @@ TrainingRun run_training(const scenario::Scenario& s, const RunOptions& options)
   eo.record_links = options.record_links;
   eo.curves = &s.profile.collectives;
   eo.kernel_tables = &s.profile.kernel_tables;
-  eo.nccl_all_to_all = true;  // training's EP exchange: Megatron's all-to-all dispatcher, on NCCL
+  // Training's EP exchange is Megatron's all-to-all dispatcher, on NCCL; under two-batch overlap
+  // and DualPipe it is DeepEP's kernels (DeepSeek-V3's design, whose SMs the overlap counts).
+  eo.nccl_all_to_all = !s.two_batch_overlap && s.plan.schedule != plan::PipelineSchedule::kDualPipe;
   eo.partition = options.partition;
   // The step and the one-GPU baseline are independent simulations: run side by side.
   const bool baseline = options.single_gpu_baseline && s.gpus > 1;

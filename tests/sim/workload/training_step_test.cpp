@@ -318,7 +318,7 @@ TEST_CASE("the rank order places TP groups: TP innermost keeps them inside a nod
 
 TEST_CASE(
     "an even one-node EP all-to-all takes the NCCL table's all-to-all time (Megatron's dispatcher calls NCCL); a "
-    "skewed one keeps the flow model") {
+    "skewed one, or DeepEP's under two-batch overlap, keeps the flow model") {
   const std::string base =
       R"({"model": "qwen3-30b-a3b", "cluster": "hgx-h100", "parallel": {"tp": 1, "ep": 8, "zero": 1},
     "training": {"seq": 4096, "global_batch": 8}, "allow_oom": true, "moe": {"routing": ")";
@@ -340,6 +340,9 @@ TEST_CASE(
   // A skewed exchange carries a traffic matrix that nccl-tests' uniform all-to-all did not measure.
   const auto skewed = dispatch(eval(test::scenario_from_json(base + R"(zipf:1.0"}})")));
   CHECK(skewed.algorithm == "direct");
+  // Under two-batch overlap the exchange is DeepEP's kernels, not NCCL's.
+  const auto tbo = dispatch(eval(test::scenario_from_json(base + R"(balanced", "two_batch_overlap": true}})")));
+  CHECK(tbo.algorithm == "direct");
 }
 
 namespace {
