@@ -178,16 +178,25 @@ TrainResults train_results(const scenario::Scenario& s, const study::TrainingRun
     }
     r.rates.emplace_back("kernel tables " + k.id, groups + " (" + calib::provenance_name(k.provenance) + ")");
   }
-  if (p.kernel_tables.attached()) {
+  // With attention tables these two are fallbacks (a backward the tables do not hold; an attention
+  // shape no table covers): the value says so, lest a reader take the tables' times for assumed
+  // ones. (The names stay: they are the JSON's `rates` keys.)
+  const auto& kt = p.kernel_tables;
+  const bool bwd_table = kt.table(calib::KernelTable::kTrainAttentionBwd) != nullptr;
+  const bool fwd_table =
+      kt.table(calib::KernelTable::kTrainAttention) || kt.table(calib::KernelTable::kContextAttention);
+  if (kt.attached()) {
     if (p.attention_backward_ratio) {
       r.rates.emplace_back("attention bwd / fwd",
-                           rate_text(p.attention_backward_ratio->value, "", p.attention_backward_ratio->provenance));
+                           rate_text(p.attention_backward_ratio->value, "", p.attention_backward_ratio->provenance) +
+                               (bwd_table ? ", where no backward table" : ""));
     }
   }
   r.rates.emplace_back("attention fwd/bwd fraction",
                        shortest(p.attention_forward_fraction.value) + " / " +
                            shortest(p.attention_backward_fraction.value) + " (" +
-                           calib::provenance_name(p.attention_forward_fraction.provenance) + ")");
+                           calib::provenance_name(p.attention_forward_fraction.provenance) + ")" +
+                           (fwd_table ? ", where no table" : ""));
   r.rates.emplace_back("HBM bandwidth", rate_text(p.hbm_bandwidth.value / 1e12, " TB/s", p.hbm_bandwidth.provenance));
   r.rates.emplace_back("HBM efficiency", rate_text(p.hbm_fraction.value, "", p.hbm_fraction.provenance));
   r.rates.emplace_back("kernel overhead",
